@@ -1,0 +1,124 @@
+//===- MoeDialect.cpp - moe dialect: registration, verifiers, folds -------===//
+#include "moec/compiler/Dialect/MoeDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace moec::moe;
+
+#include "moec/compiler/Dialect/MoeDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "moec/compiler/Dialect/MoeAttrs.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "moec/compiler/Dialect/MoeOps.cpp.inc"
+
+void MoeDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "moec/compiler/Dialect/MoeOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "moec/compiler/Dialect/MoeAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// ViewOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ViewOp::verify() {
+  if (!isa<LLVM::LLVMPointerType>(getPtr().getType()))
+    return emitOpError("expects a bare !llvm.ptr, got ") << getPtr().getType();
+  auto type = getType();
+  if (type.getRank() != static_cast<int64_t>(getSizes().size()))
+    return emitOpError("has ") << getSizes().size() << " sizes for a rank-" << type.getRank() << " view";
+  if (!type.getLayout().isIdentity())
+    return emitOpError("views are row-major: the result must have the identity layout");
+  for (auto [pos, size] : llvm::enumerate(getSizes())) {
+    APInt value;
+    if (!type.isDynamicDim(pos) && matchPattern(size, m_ConstantInt(&value)) &&
+        value.getSExtValue() != type.getDimSize(pos))
+      return emitOpError("dim ") << pos << " is " << type.getDimSize(pos) << " in the type but the size is "
+                                 << value.getSExtValue();
+  }
+  return success();
+}
+
+namespace {
+/// A constant size operand becomes a static dim of the view's type, so indexing it needs no runtime
+/// stride. Users that accept any memref of the element type (loads, stores, computes) take the refined
+/// view directly; any other user gets a memref.cast back to the old type.
+struct RefineViewShape : OpRewritePattern<ViewOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ViewOp op, PatternRewriter &rewriter) const override {
+    MemRefType type = op.getType();
+    SmallVector<int64_t> shape(type.getShape());
+    bool changed = false;
+    for (auto [pos, size] : llvm::enumerate(op.getSizes())) {
+      APInt value;
+      if (type.isDynamicDim(pos) && matchPattern(size, m_ConstantInt(&value))) {
+        shape[pos] = value.getSExtValue();
+        changed = true;
+      }
+    }
+    if (!changed)
+      return failure();
+    auto refinedType = MemRefType::get(shape, type.getElementType());
+    auto refined = ViewOp::create(rewriter, op.getLoc(), refinedType, op.getPtr(), op.getSizes());
+    Value cast;
+    for (OpOperand &use : llvm::make_early_inc_range(op.getResult().getUses())) {
+      Operation *user = use.getOwner();
+      if (isa<memref::LoadOp, memref::StoreOp, ComputeOp>(user)) {
+        rewriter.modifyOpInPlace(user, [&] { use.set(refined); });
+        continue;
+      }
+      if (!cast)
+        cast = memref::CastOp::create(rewriter, op.getLoc(), type, refined);
+      rewriter.modifyOpInPlace(user, [&] { use.set(cast); });
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void ViewOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<RefineViewShape>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ComputeOp, SumOp
+//===----------------------------------------------------------------------===//
+
+/// The body must take `numIndices` index arguments and yield a `yieldType` value.
+static LogicalResult verifyBody(Operation *op, Region &body, size_t numIndices, Type yieldType) {
+  Block &block = body.front();
+  if (block.getNumArguments() != numIndices)
+    return op->emitOpError("body takes ") << block.getNumArguments() << " indices, expected " << numIndices;
+  for (BlockArgument arg : block.getArguments())
+    if (!arg.getType().isIndex())
+      return op->emitOpError("body arguments must be index, got ") << arg.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op->emitOpError("body must end with moe.yield");
+  if (yield.getValue().getType() != yieldType)
+    return op->emitOpError("body yields ") << yield.getValue().getType() << ", expected " << yieldType;
+  return success();
+}
+
+LogicalResult ComputeOp::verify() {
+  auto type = cast<MemRefType>(getOutput().getType());
+  if (type.getRank() != static_cast<int64_t>(getBounds().size()))
+    return emitOpError("has ") << getBounds().size() << " bounds for a rank-" << type.getRank() << " output";
+  return verifyBody(*this, getBody(), getBounds().size(), type.getElementType());
+}
+
+LogicalResult SumOp::verify() { return verifyBody(*this, getBody(), 1, Float32Type::get(getContext())); }

@@ -1,0 +1,280 @@
+//===- Pipeline.cpp - The whole compiler, top to bottom -------------------===//
+//
+//   OpDef (checked AST)
+//     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
+//     ▼
+//   moe dialect ── moe-specialize ── moe-schedule
+//     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
+//     ▼
+//   scf/arith/memref/vector (+gpu)
+//     │ cpu: scf-to-cf, convert-to-llvm          ptx: scf-to-cf, gpu-to-nvvm (64-bit index)
+//     │ reconcile-unrealized-casts
+//     ▼
+//   LLVM dialect ── translate ── LLVM IR ── O2 host / O3 NVPTX                        [llvm]
+//     │ cpu: ORC JIT                             ptx: NVPTX backend                   [asm] [ptx]
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Pipeline.h"
+
+#include "moec/compiler/Dialect/MoeDialect.h"
+#include "moec/compiler/Frontend/MoeGen.h"
+#include "moec/compiler/Registration.h"
+#include "moec/compiler/Transforms/Passes.h"
+#include "moec/dsl/Eval.h"
+#include "moec/dsl/Printer.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace moec {
+
+const char *stageName(Stage s) {
+  static const char *names[] = {"ast", "moe", "loops", "llvm", "ptx", "asm"};
+  return names[static_cast<int>(s)];
+}
+
+std::optional<Stage> parseStage(const std::string &name) {
+  for (Stage s : {Stage::Ast, Stage::Moe, Stage::Loops, Stage::LLVM, Stage::PTX, Stage::Asm})
+    if (name == stageName(s))
+      return s;
+  return std::nullopt;
+}
+
+std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec) {
+  if (std::find(op.allowedTypes.begin(), op.allowedTypes.end(), spec.dtype) == op.allowedTypes.end()) {
+    std::string allowed;
+    for (dsl::DType t : op.allowedTypes)
+      allowed += std::string(allowed.empty() ? "" : ", ") + dsl::dtypeName(t);
+    throw CompileError(op.name + ": dtype " + dsl::dtypeName(spec.dtype) + " is not supported (allowed: " +
+                       allowed + ")");
+  }
+  for (const auto &[name, value] : spec.statics) {
+    const dsl::DimDecl *dim = op.findDim(name);
+    const dsl::AttrDecl *attr = op.findAttr(name);
+    if (!dim && !attr)
+      throw CompileError(op.name + ": unknown dim or attribute '" + name + "'");
+    if ((dim && !dim->isStatic) || (attr && !attr->isStatic))
+      throw CompileError(op.name + ": '" + name + "' is a runtime " + (dim ? "dim" : "attribute") +
+                         "; it is passed at launch, not compiled in");
+  }
+  std::map<std::string, int64_t> statics;
+  dsl::Bindings bindings;
+  auto lookup = [&](const std::string &name, const std::string &alias) -> std::optional<int64_t> {
+    if (auto it = spec.statics.find(name); it != spec.statics.end())
+      return it->second;
+    if (auto it = spec.statics.find(alias); it != spec.statics.end())
+      return it->second;
+    return std::nullopt;
+  };
+  for (const dsl::DimDecl &d : op.dims) {
+    if (!d.isStatic)
+      continue;
+    auto v = lookup(d.name, d.name);
+    if (!v)
+      throw CompileError(op.name + ": static dim '" + d.name + "' needs a value (--dim " + d.name + "=...)");
+    if (*v <= 0)
+      throw CompileError(op.name + ": static dim '" + d.name + "' must be positive, got " + std::to_string(*v));
+    statics[d.name] = bindings.values[d.name] = *v;
+  }
+  for (const dsl::AttrDecl &a : op.attrs) {
+    if (!a.isStatic)
+      continue;
+    auto v = lookup(a.name, a.innerName());
+    if (!v)
+      v = a.defaultValue;
+    if (!v)
+      throw CompileError(op.name + ": static attribute '" + a.name + "' needs a value (--attr " + a.name + "=...)");
+    statics[a.name] = bindings.values[a.name] = bindings.values[a.innerName()] = *v;
+  }
+  for (const dsl::Require &r : op.requires_) {
+    try {
+      if (!dsl::evalBool(*r.cond, bindings))
+        throw CompileError(op.name + ": " + r.message + " (" + dsl::printExpr(*r.cond) + ")");
+    } catch (const dsl::EvalError &) {
+      // Depends on a runtime value: checked on the host before each launch instead.
+    }
+  }
+  return statics;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// Collects MLIR diagnostics so a failed pass becomes a CompileError with the real message.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &d) {
+          llvm::raw_string_ostream os(text);
+          os << d.getLocation() << ": " << d << "\n";
+          return success();
+        }) {}
+  [[noreturn]] void fail(const std::string &what) { throw CompileError(what + ":\n" + text); }
+
+private:
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
+
+std::string printIR(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
+std::string printIR(llvm::Module &module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return text;
+}
+
+const DialectRegistry &registry() {
+  static const DialectRegistry instance = [] {
+    DialectRegistry r;
+    registerMoecDialects(r);
+    return r;
+  }();
+  return instance;
+}
+
+} // namespace
+
+CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const CompileOptions &options) {
+  CompiledOp result;
+  bool isGpu = spec.target.kind == TargetKind::GPU;
+  if (isGpu) {
+    try {
+      checkPtxArch(spec.target.arch);
+    } catch (const std::invalid_argument &e) {
+      throw CompileError(e.what());
+    }
+  }
+  std::map<std::string, int64_t> statics = resolveStatics(op, spec);
+  auto wants = [&](Stage s) { return options.dump.count(s) > 0; };
+  if (wants(Stage::Ast))
+    result.dumps[Stage::Ast] = dsl::printAst(op);
+
+  // 1. AST -> moe dialect.
+  auto start = Clock::now();
+  MLIRContext context(registry(), MLIRContext::Threading::DISABLED);
+  DiagnosticCollector diagnostics(context);
+  OwningOpRef<ModuleOp> module = genMoe(context, op, spec.dtype);
+  result.times.frontend = msSince(start);
+
+  // 2. moe passes: bind static values, choose the schedule.
+  start = Clock::now();
+  PassManager moePasses(&context);
+  moe::MoeSpecializeOptions bind;
+  for (const auto &[name, value] : statics)
+    bind.bindings.push_back(name + "=" + std::to_string(value));
+  moePasses.addPass(moe::createMoeSpecialize(bind));
+  moe::MoeScheduleOptions schedule{isGpu ? "gpu" : "cpu", spec.schedule.vector, spec.schedule.threads,
+                                   spec.schedule.rowsPerBlock, spec.schedule.unroll};
+  moePasses.addPass(moe::createMoeSchedule(schedule));
+  if (failed(moePasses.run(*module)))
+    diagnostics.fail(op.name + ": the moe passes failed");
+  if (wants(Stage::Moe))
+    result.dumps[Stage::Moe] = printIR(*module);
+  for (const dsl::Stmt &s : op.body) {
+    if (!s.assign)
+      continue;
+    KernelInfo info{kernelName(op, s.assign->target), s.assign->target, {}};
+    module->walk([&](moe::ComputeOp compute) {
+      if (compute->getParentOfType<func::FuncOp>().getName() == info.name) {
+        moe::ScheduleAttr a = compute.getScheduleAttr();
+        info.schedule = {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()};
+      }
+    });
+    result.kernels.push_back(info);
+  }
+
+  // 3. Loops: rows to a row-range loop (cpu) or to the grid (gpu); the row along vectors.
+  PassManager loopPasses(&context);
+  if (isGpu)
+    loopPasses.addPass(moe::createMoeLowerToGPU());
+  else
+    loopPasses.addPass(moe::createMoeLowerToLoops());
+  loopPasses.addPass(createCanonicalizerPass());
+  loopPasses.addPass(createCSEPass());
+  if (failed(loopPasses.run(*module)))
+    diagnostics.fail(op.name + ": lowering to loops failed");
+  if (wants(Stage::Loops))
+    result.dumps[Stage::Loops] = printIR(*module);
+
+  // 4. LLVM dialect.
+  PassManager llvmPasses(&context);
+  if (isGpu) {
+    OpPassManager &kernels = llvmPasses.nest<gpu::GPUModuleOp>();
+    kernels.addPass(createSCFToControlFlowPass());
+    ConvertGpuOpsToNVVMOpsOptions nvvm;
+    nvvm.indexBitwidth = 64;
+    kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+    kernels.addPass(createCanonicalizerPass());
+    kernels.addPass(createCSEPass());
+    kernels.addPass(createReconcileUnrealizedCastsPass());
+  } else {
+    llvmPasses.addPass(createSCFToControlFlowPass());
+    llvmPasses.addPass(createConvertToLLVMPass());
+    llvmPasses.addPass(createReconcileUnrealizedCastsPass());
+  }
+  if (failed(llvmPasses.run(*module)))
+    diagnostics.fail(op.name + ": conversion to the LLVM dialect failed");
+  result.times.passes = msSince(start);
+
+  // 5. LLVM IR, optimized for the target.
+  start = Clock::now();
+  auto llvmContext = std::make_unique<llvm::LLVMContext>();
+  Operation *toTranslate = module->getOperation();
+  if (isGpu)
+    toTranslate = *module->getOps<gpu::GPUModuleOp>().begin();
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(toTranslate, *llvmContext, op.name);
+  if (!llvmModule)
+    diagnostics.fail(op.name + ": translation to LLVM IR failed");
+  std::unique_ptr<llvm::TargetMachine> tm =
+      isGpu ? createNvptxTargetMachine(spec.target.arch) : createHostTargetMachine();
+  llvmModule->setTargetTriple(tm->getTargetTriple());
+  llvmModule->setDataLayout(tm->createDataLayout());
+  optimizeModule(*llvmModule, *tm, isGpu ? 3 : 2);
+  if (wants(Stage::LLVM))
+    result.dumps[Stage::LLVM] = printIR(*llvmModule);
+  result.times.llvm = msSince(start);
+
+  // 6. Code: PTX text, or host code in this process.
+  start = Clock::now();
+  if (isGpu) {
+    result.ptx = emitPtx(*llvmModule, *tm);
+    if (wants(Stage::PTX))
+      result.dumps[Stage::PTX] = result.ptx;
+  } else {
+    if (wants(Stage::Asm))
+      result.dumps[Stage::Asm] = emitHostAsm(*llvmModule, *tm);
+    std::vector<std::string> names;
+    for (const KernelInfo &k : result.kernels)
+      names.push_back(k.name);
+    result.cpu = jitCompile(std::move(llvmModule), std::move(llvmContext), names);
+  }
+  result.times.codegen = msSince(start);
+  return result;
+}
+
+} // namespace moec

@@ -1,0 +1,42 @@
+//===- Schedule.cpp - The compiler's default schedule ---------------------===//
+#include "moec/compiler/Schedule.h"
+
+#include <algorithm>
+
+namespace moec {
+
+std::string Schedule::str() const {
+  return "r" + std::to_string(rowsPerBlock) + ".t" + std::to_string(threads) + ".v" + std::to_string(vector) +
+         ".u" + std::to_string(unroll);
+}
+
+static int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+Schedule chooseSchedule(Schedule s, TargetKind target, int64_t inner, int64_t elemBytes, bool vectorizable) {
+  if (s.vector == 0) {
+    if (!vectorizable || inner <= 1) {
+      s.vector = 1;
+    } else if (target == TargetKind::GPU) {
+      // 16-byte accesses, narrowed until the width divides the row so every row start stays aligned.
+      s.vector = std::max<int64_t>(1, 16 / elemBytes);
+      while (s.vector > 1 && inner % s.vector != 0)
+        s.vector /= 2;
+    } else {
+      // 8 lanes: one AVX2 register of f32 accumulators; the remainder runs scalar.
+      s.vector = std::min<int64_t>(8, inner);
+      while (s.vector & (s.vector - 1))
+        --s.vector;
+    }
+  }
+  if (s.threads == 0) {
+    int64_t lanes = inner > 0 ? (inner + s.vector - 1) / s.vector : 256;
+    s.threads = target == TargetKind::GPU ? std::clamp<int64_t>(roundUp(lanes, 32), 32, 256) : 1;
+  }
+  if (s.rowsPerBlock == 0)
+    s.rowsPerBlock = target == TargetKind::GPU ? std::max<int64_t>(1, 128 / s.threads) : 1;
+  if (s.unroll == 0)
+    s.unroll = 8;
+  return s;
+}
+
+} // namespace moec

@@ -1,0 +1,117 @@
+//===- CPUTarget.cpp - LLVM IR to host code, JIT-compiled in process -----===//
+#include "moec/compiler/Targets/Targets.h"
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <mutex>
+#include <stdexcept>
+
+namespace moec {
+
+static void initializeHost() {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+static std::string errorText(llvm::Error error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << error;
+  return text;
+}
+
+static llvm::orc::JITTargetMachineBuilder hostBuilder() {
+  initializeHost();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    throw std::runtime_error("cannot detect the host CPU: " + errorText(builder.takeError()));
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return std::move(*builder);
+}
+
+std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
+  auto tm = hostBuilder().createTargetMachine();
+  if (!tm)
+    throw std::runtime_error("cannot create the host target machine: " + errorText(tm.takeError()));
+  return std::move(*tm);
+}
+
+/// `void <name>_packed(void **args)`: loads each argument from args[i] and calls the kernel.
+static void addPackedWrapper(llvm::Module &module, llvm::Function &kernel) {
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptrType = llvm::PointerType::getUnqual(ctx);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrType}, false);
+  auto *wrapper = llvm::Function::Create(type, llvm::Function::ExternalLinkage, kernel.getName() + "_packed", module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
+  llvm::SmallVector<llvm::Value *> args;
+  for (auto [i, param] : llvm::enumerate(kernel.args())) {
+    llvm::Value *slot = b.CreateLoad(ptrType, b.CreateConstGEP1_64(ptrType, wrapper->getArg(0), i));
+    args.push_back(b.CreateLoad(param.getType(), slot));
+  }
+  b.CreateCall(&kernel, args);
+  b.CreateRetVoid();
+}
+
+namespace {
+class OrcExecutable : public CpuExecutable {
+public:
+  explicit OrcExecutable(std::unique_ptr<llvm::orc::LLJIT> jit) : jit(std::move(jit)) {}
+
+  PackedKernelFn lookup(const std::string &name) override {
+    auto address = jit->lookup(name + "_packed");
+    if (!address) {
+      llvm::consumeError(address.takeError());
+      return nullptr;
+    }
+    return address->toPtr<PackedKernelFn>();
+  }
+
+private:
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+};
+} // namespace
+
+std::unique_ptr<CpuExecutable> jitCompile(std::unique_ptr<llvm::Module> module,
+                                          std::unique_ptr<llvm::LLVMContext> context,
+                                          const std::vector<std::string> &kernelNames) {
+  for (const std::string &name : kernelNames) {
+    llvm::Function *kernel = module->getFunction(name);
+    if (!kernel)
+      throw std::runtime_error("kernel '" + name + "' missing from the LLVM module");
+    addPackedWrapper(*module, *kernel);
+  }
+  llvm::orc::JITTargetMachineBuilder builder = hostBuilder();
+  auto tm = builder.createTargetMachine();
+  if (!tm)
+    throw std::runtime_error("cannot create the host target machine: " + errorText(tm.takeError()));
+  module->setDataLayout((*tm)->createDataLayout());
+  module->setTargetTriple((*tm)->getTargetTriple());
+
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(builder)).create();
+  if (!jit)
+    throw std::runtime_error("cannot create the JIT: " + errorText(jit.takeError()));
+  if (auto error = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
+    throw std::runtime_error("JIT compilation failed: " + errorText(std::move(error)));
+  return std::make_unique<OrcExecutable>(std::move(*jit));
+}
+
+std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm) {
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw std::runtime_error("the host backend cannot emit assembly");
+  pm.run(*copy);
+  return std::string(text.str());
+}
+
+} // namespace moec

@@ -1,0 +1,26 @@
+//===- LLVMOptimize.cpp - LLVM's standard optimization pipeline ----------===//
+#include "moec/compiler/Targets/Targets.h"
+
+#include "llvm/Passes/PassBuilder.h"
+
+namespace moec {
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  static const llvm::OptimizationLevel levels[] = {llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+                                                   llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
+  llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(levels[0])
+                                           : pb.buildPerModuleDefaultPipeline(levels[level]);
+  mpm.run(module, mam);
+}
+
+} // namespace moec

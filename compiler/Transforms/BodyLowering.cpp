@@ -1,0 +1,326 @@
+//===- BodyLowering.cpp - moe.compute bodies to scf/vector loops ----------===//
+//
+// A compute body is cloned once per loop nest. With a vector width V > 1 the clone is vectorized along
+// the contiguous index h: a value that depends on h ("varying") becomes a vector<V x T>, everything else
+// stays scalar and is computed once per vector. So in
+//
+//   sum(k < K) { let r = idx[n * K + k]; live(r) ? f32(x[r, h]) : 0.0 }
+//
+// r and live are scalars, x[r, h] is one 16-byte vector.load, and the accumulator is a vector<V x f32>.
+// moe.sum becomes an scf.for with an accumulator (in order, never reassociated), unrolled per schedule.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/BodyLowering.h"
+
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace moec::moe {
+
+ScheduleAttr getSchedule(ComputeOp compute) {
+  auto schedule = compute.getScheduleAttr();
+  assert(schedule && "moe-schedule must run before the loop lowerings");
+  return schedule;
+}
+
+namespace {
+
+/// The values of a compute body that depend on its contiguous index.
+class VaryingAnalysis {
+public:
+  explicit VaryingAnalysis(ComputeOp compute) : inner(compute.getBody().getArguments().back()) {
+    varying.insert(inner);
+    visit(compute.getBody().front());
+  }
+
+  bool isVarying(Value v) const { return varying.contains(v); }
+  Value innerIndex() const { return inner; }
+
+  /// Why the body cannot be vectorized, or null.
+  Operation *blocker() const { return firstBlocker; }
+
+private:
+  void visit(Block &block) {
+    for (Operation &op : block) {
+      for (Region &region : op.getRegions())
+        for (Block &nested : region)
+          visit(nested);
+      bool anyVarying = llvm::any_of(op.getOperands(), [&](Value v) { return isVarying(v); });
+      checkAllowed(op, anyVarying);
+      bool resultsVary = anyVarying;
+      if (auto ifOp = dyn_cast<scf::IfOp>(op))
+        resultsVary = yieldsVarying(ifOp.thenYield()) || (ifOp.elseBlock() && yieldsVarying(ifOp.elseYield()));
+      if (auto sum = dyn_cast<SumOp>(op))
+        resultsVary = isVarying(cast<YieldOp>(sum.getBody().front().getTerminator()).getValue());
+      if (resultsVary)
+        for (Value r : op.getResults())
+          varying.insert(r);
+    }
+  }
+
+  bool yieldsVarying(scf::YieldOp yield) {
+    return llvm::any_of(yield.getOperands(), [&](Value v) { return isVarying(v); });
+  }
+
+  void checkAllowed(Operation &op, bool anyVarying) {
+    if (!anyVarying || firstBlocker)
+      return;
+    bool ok = false;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      auto indices = load.getIndices();
+      ok = !isVarying(load.getMemRef()) && !indices.empty() && indices.back() == inner &&
+           llvm::none_of(indices.drop_back(), [&](Value v) { return isVarying(v); });
+    } else if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      ok = !isVarying(ifOp.getCondition());
+    } else if (auto sum = dyn_cast<SumOp>(op)) {
+      ok = !isVarying(sum.getBound());
+    } else if (isa<scf::YieldOp, YieldOp>(op)) {
+      ok = true;
+    } else {
+      ok = op.getDialect()->getNamespace() == "arith" && op.hasTrait<OpTrait::Elementwise>();
+    }
+    if (!ok)
+      firstBlocker = &op;
+  }
+
+  Value inner;
+  DenseSet<Value> varying;
+  Operation *firstBlocker = nullptr;
+};
+
+/// Clones a compute body for one (row, h) position, vectorized when width > 1.
+class BodyEmitter {
+public:
+  BodyEmitter(OpBuilder &b, ComputeOp compute, const VaryingAnalysis &analysis, int64_t width,
+              int64_t unroll, int64_t alignment)
+      : b(b), compute(compute), analysis(analysis), width(width), unroll(unroll), alignment(alignment) {}
+
+  /// Emits the body for indices (rows..., h) and stores the element(s).
+  void emitElement(ValueRange indices) {
+    Block &body = compute.getBody().front();
+    for (auto [arg, index] : llvm::zip(body.getArguments(), indices))
+      scalars.map(arg, index);
+    Value result = emitBlock(body, /*wantVector=*/width > 1);
+    Location loc = compute.getLoc();
+    if (width > 1) {
+      auto store = vector::StoreOp::create(b, loc, result, compute.getOutput(), indices);
+      store.setAlignmentAttr(b.getI64IntegerAttr(alignment));
+    } else {
+      memref::StoreOp::create(b, loc, result, compute.getOutput(), indices);
+    }
+    // Unrolling replaces loops and their results, so it waits until nothing refers to them by mapping.
+    for (auto [loop, bound] : pendingUnrolls)
+      unrollLoop(loop, bound);
+  }
+
+private:
+  bool vectorized(Value v) const { return width > 1 && analysis.isVarying(v); }
+
+  VectorType vectorOf(Type t) const { return VectorType::get({width}, t); }
+
+  /// The emitted value of `orig`, broadcast to a vector when `wantVector` and it is uniform.
+  Value get(Value orig, bool wantVector) {
+    if (vectorized(orig)) {
+      if (orig == analysis.innerIndex())
+        return innerLanes();
+      return vectors.lookup(orig);
+    }
+    Value v = scalars.lookupOrDefault(orig);
+    if (wantVector && width > 1)
+      return vector::BroadcastOp::create(b, v.getLoc(), vectorOf(v.getType()), v);
+    return v;
+  }
+
+  /// h, h+1, ..., h+V-1 as a vector, for bodies that compute with h itself.
+  Value innerLanes() {
+    if (!lanes) {
+      Location loc = compute.getLoc();
+      Value h = scalars.lookup(analysis.innerIndex());
+      auto type = vectorOf(b.getIndexType());
+      SmallVector<APInt> laneOffsets;
+      for (int64_t i = 0; i < width; ++i)
+        laneOffsets.push_back(APInt(64, i));
+      Value offsets = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, laneOffsets));
+      lanes = arith::AddIOp::create(b, loc, vector::BroadcastOp::create(b, loc, type, h), offsets);
+    }
+    return lanes;
+  }
+
+  /// Emits a block's ops (not its terminator).
+  void emitOps(Block &block) {
+    for (Operation &op : block.without_terminator()) {
+      if (auto sum = dyn_cast<SumOp>(op))
+        emitSum(sum);
+      else if (auto ifOp = dyn_cast<scf::IfOp>(op))
+        emitIf(ifOp);
+      else if (llvm::any_of(op.getOperands(), [&](Value v) { return vectorized(v); }))
+        emitVectorOp(op);
+      else
+        b.clone(op, scalars);
+    }
+  }
+
+  /// Emits a moe.compute / moe.sum body and returns its yielded value.
+  Value emitBlock(Block &block, bool wantVector) {
+    emitOps(block);
+    return get(block.getTerminator()->getOperand(0), wantVector);
+  }
+
+  void emitSum(SumOp sum) {
+    Location loc = sum.getLoc();
+    bool vec = vectorized(sum.getResult());
+    Type accType = vec ? Type(vectorOf(b.getF32Type())) : Type(b.getF32Type());
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accType));
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value bound = get(sum.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, c0, bound, c1, ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Block &body = sum.getBody().front();
+      scalars.map(body.getArgument(0), loop.getInductionVar());
+      Value term = emitBlock(body, vec);
+      Value acc = arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], term);
+      scf::YieldOp::create(b, loc, acc);
+    }
+    map(sum.getResult(), loop.getResult(0));
+    pendingUnrolls.push_back({loop, bound});
+  }
+
+  /// Fully unrolls short reductions (K <= unroll), else unrolls by the schedule's factor.
+  void unrollLoop(scf::ForOp loop, Value bound) {
+    if (unroll <= 1)
+      return;
+    APInt trip;
+    if (matchPattern(bound, m_ConstantInt(&trip)) && trip.getSExtValue() <= unroll)
+      (void)loopUnrollFull(loop);
+    else
+      (void)loopUnrollByFactor(loop, unroll);
+  }
+
+  void emitIf(scf::IfOp ifOp) {
+    Location loc = ifOp.getLoc();
+    SmallVector<Type> types;
+    for (Value r : ifOp.getResults())
+      types.push_back(vectorized(r) ? Type(vectorOf(r.getType())) : r.getType());
+    auto newIf = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), ifOp.elseBlock() != nullptr);
+    auto emitBranch = [&](Block &from, Block *to) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(to);
+      emitOps(from);
+      SmallVector<Value> yielded;
+      for (auto [i, v] : llvm::enumerate(from.getTerminator()->getOperands()))
+        yielded.push_back(get(v, isa<VectorType>(types[i])));
+      scf::YieldOp::create(b, loc, yielded);
+    };
+    emitBranch(ifOp.getThenRegion().front(), newIf.thenBlock());
+    if (ifOp.elseBlock())
+      emitBranch(ifOp.getElseRegion().front(), newIf.elseBlock());
+    for (auto [oldR, newR] : llvm::zip(ifOp.getResults(), newIf.getResults()))
+      map(oldR, newR);
+  }
+
+  /// A load along h becomes a vector.load; an elementwise arith op gets vector operands and results.
+  void emitVectorOp(Operation &op) {
+    Location loc = op.getLoc();
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      SmallVector<Value> indices;
+      for (Value i : load.getIndices())
+        indices.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
+      auto type = vectorOf(load.getType());
+      auto vload = vector::LoadOp::create(b, loc, type, get(load.getMemRef(), false), indices);
+      vload.setAlignmentAttr(b.getI64IntegerAttr(alignment));
+      map(load.getResult(), vload.getResult());
+      return;
+    }
+    OperationState state(loc, op.getName());
+    for (Value v : op.getOperands())
+      state.addOperands(get(v, true));
+    for (Type t : op.getResultTypes())
+      state.addTypes(vectorOf(t));
+    state.addAttributes(op.getAttrs());
+    Operation *newOp = b.create(state);
+    for (auto [oldR, newR] : llvm::zip(op.getResults(), newOp->getResults()))
+      map(oldR, newR);
+  }
+
+  void map(Value orig, Value emitted) {
+    if (vectorized(orig))
+      vectors.map(orig, emitted);
+    else
+      scalars.map(orig, emitted);
+  }
+
+  OpBuilder &b;
+  ComputeOp compute;
+  const VaryingAnalysis &analysis;
+  int64_t width, unroll, alignment;
+  IRMapping scalars, vectors;
+  Value lanes;
+  SmallVector<std::pair<scf::ForOp, Value>> pendingUnrolls;
+};
+
+/// Splits a flattened row index into the index of each leading dim (row-major).
+SmallVector<Value> unflattenRow(OpBuilder &b, Location loc, Value row, ValueRange rowBounds) {
+  SmallVector<Value> indices(rowBounds.size());
+  for (int64_t d = rowBounds.size() - 1; d >= 0; --d) {
+    if (d == 0) {
+      indices[d] = row;
+      break;
+    }
+    indices[d] = arith::RemUIOp::create(b, loc, row, rowBounds[d]);
+    row = arith::DivUIOp::create(b, loc, row, rowBounds[d]);
+  }
+  return indices;
+}
+
+} // namespace
+
+bool isVectorizable(ComputeOp compute) { return VaryingAnalysis(compute).blocker() == nullptr; }
+
+Value emitRowCount(OpBuilder &b, ComputeOp compute) {
+  Location loc = compute.getLoc();
+  Value rows = arith::ConstantIndexOp::create(b, loc, 1);
+  for (Value bound : compute.getBounds().drop_back())
+    rows = arith::MulIOp::create(b, loc, rows, bound);
+  return rows;
+}
+
+Value emitInnerSize(OpBuilder &, ComputeOp compute) { return compute.getBounds().back(); }
+
+void emitRow(OpBuilder &b, ComputeOp compute, Value row, Value laneStart, int64_t laneStride,
+             int64_t vectorAlignment) {
+  Location loc = compute.getLoc();
+  ScheduleAttr schedule = getSchedule(compute);
+  VaryingAnalysis analysis(compute);
+  int64_t width = analysis.blocker() ? 1 : schedule.getVector();
+  SmallVector<Value> rowIndices = unflattenRow(b, loc, row, compute.getBounds().drop_back());
+  Value inner = emitInnerSize(b, compute);
+
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
+  Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
+  auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
+    auto loop = scf::ForOp::create(b, loc, begin, end, cst(step));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> indices(rowIndices);
+    indices.push_back(loop.getInductionVar());
+    BodyEmitter(b, compute, analysis, w, schedule.getUnroll(), w > 1 ? vectorAlignment : 0)
+        .emitElement(indices);
+  };
+  if (width > 1)
+    emitLoop(arith::MulIOp::create(b, loc, laneStart, cst(width)), mainEnd, laneStride * width, width);
+  // Scalar remainder (everything when width is 1).
+  APInt innerValue;
+  if (width > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) && innerValue.getSExtValue() % width == 0)
+    return;
+  Value tailBegin = width > 1 ? arith::AddIOp::create(b, loc, mainEnd, laneStart).getResult() : laneStart;
+  emitLoop(tailBegin, inner, laneStride, 1);
+}
+
+} // namespace moec::moe

@@ -1,0 +1,93 @@
+//===- LowerToGPU.cpp - GPU: kernels to gpu.func, rows to the grid --------===//
+//
+// 1. Create `gpu.module @moe_kernels` and mark the module a gpu.container_module.
+// 2. Move each kernel func.func into it as a `gpu.func ... kernel` with the same lean arguments.
+// 3. Each moe.compute becomes, with schedule (rowsPerBlock Y, threads X, vector V):
+//      row = block_id.x * Y + thread_id.y;  if (row < rows) { row body, lanes thread_id.x step X }
+//    The block size is recorded as `known_block_size` (NVVM turns it into .reqntid) and the rows per
+//    block as `moe.rows_per_block`, from which the runtime derives grid.x = ceil_div(rows, Y).
+// Vector accesses promise V * element-size alignment: the schedule only vectorizes when V divides the
+// row, and the runtime checks that tensor pointers are 16-byte aligned.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#define DEBUG_TYPE "moe-lower-to-gpu"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOELOWERTOGPU
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.getOps<ComputeOp>().empty())
+        kernels.push_back(func);
+    if (kernels.empty())
+      return;
+
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "moe_kernels");
+
+    for (func::FuncOp func : kernels) {
+      SmallVector<ComputeOp> computes(func.getOps<ComputeOp>());
+      if (computes.size() != 1) {
+        func.emitError("a GPU kernel holds exactly one moe.compute, found ") << computes.size();
+        return signalPassFailure();
+      }
+      ScheduleAttr schedule = getSchedule(computes.front());
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto kernel = gpu::GPUFuncOp::create(b, func.getLoc(), func.getName(), func.getFunctionType());
+      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+      kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+          {static_cast<int32_t>(schedule.getThreads()), static_cast<int32_t>(schedule.getRowsPerBlock()), 1}));
+      kernel->setAttr("moe.rows_per_block", b.getI64IntegerAttr(schedule.getRowsPerBlock()));
+      if (ArrayAttr argAttrs = func.getAllArgAttrs())
+        kernel.setAllArgAttrs(argAttrs);
+
+      // Move the body; gpu.func comes with an entry block holding the arguments.
+      Block &entry = kernel.getBody().front();
+      IRMapping mapping;
+      for (auto [from, to] : llvm::zip(func.getArguments(), entry.getArguments()))
+        mapping.map(from, to);
+      b.setInsertionPointToStart(&entry);
+      for (Operation &op : func.getBody().front().without_terminator())
+        b.clone(op, mapping);
+      gpu::ReturnOp::create(b, func.getLoc());
+      func.erase();
+
+      for (ComputeOp compute : llvm::make_early_inc_range(kernel.getOps<ComputeOp>()))
+        lowerCompute(compute);
+    }
+  }
+
+  void lowerCompute(ComputeOp compute) {
+    Location loc = compute.getLoc();
+    ScheduleAttr schedule = getSchedule(compute);
+    OpBuilder b(compute);
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value blockRow = arith::MulIOp::create(b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                                           cst(schedule.getRowsPerBlock()));
+    Value row = arith::AddIOp::create(b, loc, blockRow, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y));
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, emitRowCount(b, compute));
+    auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    auto type = cast<MemRefType>(compute.getOutput().getType());
+    int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    emitRow(b, compute, row, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), schedule.getThreads(),
+            elemBytes * schedule.getVector());
+    compute.erase();
+  }
+};
+} // namespace
+} // namespace moec::moe

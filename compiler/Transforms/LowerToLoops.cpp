@@ -1,0 +1,58 @@
+//===- LowerToLoops.cpp - CPU: moe.compute to a row-range loop nest -------===//
+//
+// 1. Each kernel function gains two trailing index arguments, row_begin and row_end: one call computes
+//    those rows, so the runtime can split a kernel's rows across threads.
+// 2. Each moe.compute becomes `scf.for %row = row_begin to min(row_end, rows)` around the row body of
+//    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
+// Vector accesses promise only element alignment: CPU vector loads need none.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#define DEBUG_TYPE "moe-lower-to-loops"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOELOWERTOLOOPS
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
+  void runOnOperation() override {
+    for (auto func : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
+      SmallVector<ComputeOp> computes(func.getOps<ComputeOp>());
+      if (computes.empty())
+        continue;
+      if (failed(lowerKernel(func, computes)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult lowerKernel(func::FuncOp func, ArrayRef<ComputeOp> computes) {
+    OpBuilder b(func);
+    unsigned n = func.getNumArguments();
+    auto attrs = [&](const char *name) { return b.getDictionaryAttr(b.getNamedAttr("moe.arg", b.getStringAttr(name))); };
+    if (failed(func.insertArguments({n, n}, {b.getIndexType(), b.getIndexType()},
+                                    {attrs("row:begin"), attrs("row:end")}, {func.getLoc(), func.getLoc()})))
+      return func.emitError("cannot add the row-range arguments");
+    Value rowBegin = func.getArgument(n), rowEnd = func.getArgument(n + 1);
+
+    for (ComputeOp compute : computes) {
+      Location loc = compute.getLoc();
+      b.setInsertionPoint(compute);
+      Value end = arith::MinSIOp::create(b, loc, rowEnd, emitRowCount(b, compute));
+      auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
+      b.setInsertionPointToStart(rowLoop.getBody());
+      auto type = cast<MemRefType>(compute.getOutput().getType());
+      int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      emitRow(b, compute, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1, elemBytes);
+      compute.erase();
+    }
+    return success();
+  }
+};
+} // namespace
+} // namespace moec::moe

@@ -1,0 +1,42 @@
+//===- Schedule.cpp - Attach a #moe.schedule to every moe.compute ---------===//
+//
+// For each moe.compute without a schedule: take the requested fields from the pass options and let
+// moec::chooseSchedule fill the rest from the output's contiguous dim (when static), its element size,
+// and whether the body vectorizes along that dim.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#define DEBUG_TYPE "moe-schedule"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOESCHEDULE
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
+  using MoeScheduleBase::MoeScheduleBase;
+
+  void runOnOperation() override {
+    if (target != "cpu" && target != "gpu") {
+      getOperation().emitError() << "moe-schedule: target must be cpu or gpu, got '" << target << "'";
+      return signalPassFailure();
+    }
+    TargetKind kind = target == "cpu" ? TargetKind::CPU : TargetKind::GPU;
+    getOperation().walk([&](ComputeOp compute) {
+      if (compute.getScheduleAttr())
+        return;
+      auto type = cast<MemRefType>(compute.getOutput().getType());
+      int64_t inner = type.isDynamicDim(type.getRank() - 1) ? 0 : type.getShape().back();
+      int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      Schedule s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes,
+                                  isVectorizable(compute));
+      compute.setScheduleAttr(ScheduleAttr::get(&getContext(), s.rowsPerBlock, s.threads, s.vector, s.unroll));
+    });
+  }
+};
+} // namespace
+} // namespace moec::moe

@@ -1,0 +1,496 @@
+//===- Parser.cpp - Tokens to AST -----------------------------------------===//
+//
+// A recursive-descent parser over the whole token stream. Newlines mean nothing: a statement or
+// expression ends where the next token cannot continue it.
+//===----------------------------------------------------------------------===//
+#include "moec/dsl/Parser.h"
+
+#include "Lexer.h"
+#include "moec/dsl/Sema.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace moec::dsl {
+
+namespace {
+
+/// Binary operators by precedence level, lowest first; all left-associative.
+struct BinOpInfo {
+  const char *spelling;
+  BinOp op;
+  int level;
+};
+constexpr BinOpInfo kBinOps[] = {
+    {"||", BinOp::Or, 1}, {"&&", BinOp::And, 2}, {"==", BinOp::Eq, 3}, {"!=", BinOp::Ne, 3},
+    {"<", BinOp::Lt, 4},  {"<=", BinOp::Le, 4},  {">", BinOp::Gt, 4},  {">=", BinOp::Ge, 4},
+    {"+", BinOp::Add, 5}, {"-", BinOp::Sub, 5},  {"*", BinOp::Mul, 6}, {"/", BinOp::Div, 6},
+    {"%", BinOp::Mod, 6},
+};
+constexpr int kMaxBinLevel = 6;
+
+const BinOpInfo *findBinOp(const Token &t) {
+  if (t.kind != TokKind::Punct)
+    return nullptr;
+  for (const BinOpInfo &b : kBinOps)
+    if (t.text == b.spelling)
+      return &b;
+  return nullptr;
+}
+
+class Parser {
+public:
+  explicit Parser(std::shared_ptr<const SourceFile> file) : file_(file), toks_(tokenize(file)) {}
+
+  std::unique_ptr<OpDef> parseOp() {
+    auto op = std::make_unique<OpDef>();
+    op->source = file_;
+    expectKeyword("op");
+    op->loc = cur().loc;
+    op->name = expectName("an op name");
+    op_ = op.get();
+    if (acceptPunct("<"))
+      parseTypeParam();
+    while (!cur().isPunct("{")) {
+      parseSection();
+      acceptPunct(";");
+    }
+    parseBody();
+    if (cur().kind != TokKind::End)
+      fail(fmt::format("expected end of file after the op body but found {}", cur().describe()));
+    return op;
+  }
+
+private:
+  //===--- Token helpers ---------------------------------------------------===//
+
+  const Token &cur() const { return toks_[pos_]; }
+  const Token &peek(size_t ahead) const { return toks_[std::min(pos_ + ahead, toks_.size() - 1)]; }
+  const Token &take() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
+
+  [[noreturn]] void fail(const std::string &message) const { throw DslError(cur().loc, message); }
+  [[noreturn]] void expected(const std::string &what) const {
+    fail(fmt::format("expected {} but found {}", what, cur().describe()));
+  }
+
+  bool isKw(const char *kw) const { return cur().is(TokKind::Ident, kw); }
+
+  bool acceptPunct(const char *p) {
+    if (!cur().isPunct(p))
+      return false;
+    take();
+    return true;
+  }
+
+  bool acceptKeyword(const char *kw) {
+    if (!isKw(kw))
+      return false;
+    take();
+    return true;
+  }
+
+  const Token &expectPunct(const char *p) {
+    if (!cur().isPunct(p))
+      expected(fmt::format("'{}'", p));
+    return take();
+  }
+
+  void expectKeyword(const char *kw) {
+    if (!acceptKeyword(kw))
+      expected(fmt::format("'{}'", kw));
+  }
+
+  /// A non-keyword identifier; `what` names it in the error ("a dim name").
+  std::string expectName(const char *what) {
+    if (cur().kind != TokKind::Ident || isKeyword(cur().text))
+      expected(what);
+    return take().text;
+  }
+
+  //===--- Signature -------------------------------------------------------===//
+
+  // `<T: f16 | bf16 | f32>`
+  void parseTypeParam() {
+    op_->typeParam = expectName("a type parameter name");
+    expectPunct(":");
+    do {
+      if (cur().kind != TokKind::Ident)
+        expected("a dtype");
+      const Token &t = cur();
+      std::optional<DType> dt = parseDType(t.text);
+      if (!dt)
+        fail(fmt::format("unknown dtype '{}'", t.text));
+      if (!isFloat(*dt))
+        fail(fmt::format("type parameter '{}' may only be f16, bf16 or f32, not '{}'", op_->typeParam,
+                         t.text));
+      op_->allowedTypes.push_back(*dt);
+      take();
+    } while (acceptPunct("|"));
+    expectPunct(">");
+  }
+
+  void parseSection() {
+    if (acceptKeyword("dim"))
+      parseList([&] { parseDim(); });
+    else if (acceptKeyword("attr"))
+      parseList([&] { parseAttr(); });
+    else if (acceptKeyword("in"))
+      parseList([&] { parseTensor(false); });
+    else if (acceptKeyword("out"))
+      parseList([&] { parseTensor(true); });
+    else if (acceptKeyword("require"))
+      parseRequire();
+    else
+      expected("a section keyword (dim, attr, in, out, require) or '{'");
+  }
+
+  template <typename F> void parseList(F entry) {
+    do
+      entry();
+    while (acceptPunct(","));
+  }
+
+  // `static` or `runtime`
+  bool parseStaticness() {
+    if (acceptKeyword("static"))
+      return true;
+    if (acceptKeyword("runtime"))
+      return false;
+    expected("'static' or 'runtime'");
+  }
+
+  // `N: runtime`
+  void parseDim() {
+    DimDecl d;
+    d.loc = cur().loc;
+    d.name = expectName("a dim name");
+    expectPunct(":");
+    d.isStatic = parseStaticness();
+    op_->dims.push_back(std::move(d));
+  }
+
+  // `top_k as K: static [int|bool] [= default]`
+  void parseAttr() {
+    AttrDecl a;
+    a.loc = cur().loc;
+    a.name = expectName("an attr name");
+    if (acceptKeyword("as"))
+      a.alias = expectName("an attr alias");
+    expectPunct(":");
+    a.isStatic = parseStaticness();
+    if (!acceptKeyword("int"))
+      a.isBool = acceptKeyword("bool");
+    if (acceptPunct("="))
+      a.defaultValue = parseAttrDefault(a.isBool);
+    op_->attrs.push_back(std::move(a));
+  }
+
+  int64_t parseAttrDefault(bool isBool) {
+    if (isBool) {
+      if (acceptKeyword("true"))
+        return 1;
+      if (acceptKeyword("false"))
+        return 0;
+      expected("'true' or 'false' (the attr is bool)");
+    }
+    bool negative = acceptPunct("-");
+    if (cur().kind != TokKind::Int)
+      expected("an integer default");
+    int64_t v = take().intValue;
+    return negative ? -v : v;
+  }
+
+  // `x: T[*R, H] [in [lo, hi)]`
+  void parseTensor(bool isOutput) {
+    TensorDecl t;
+    t.loc = cur().loc;
+    t.isOutput = isOutput;
+    t.name = expectName("a tensor name");
+    expectPunct(":");
+    t.elem = parseElemType();
+    expectPunct("[");
+    if (!cur().isPunct("]"))
+      parseList([&] { t.shape.push_back(parseShapeDim(t, isOutput)); });
+    expectPunct("]");
+    if (isKw("in") && peek(1).isPunct("[")) {
+      t.rangeLoc = take().loc;
+      take(); // '['
+      t.rangeLo = parseExpr();
+      expectPunct(",");
+      t.rangeHi = parseExpr();
+      expectPunct(")");
+    }
+    op_->tensors.push_back(std::move(t));
+  }
+
+  TypeRef parseElemType() {
+    const Token &t = cur();
+    if (t.kind != TokKind::Ident)
+      expected("an element type");
+    if (!op_->typeParam.empty() && t.text == op_->typeParam) {
+      take();
+      return TypeRef{true, DType::F32};
+    }
+    std::optional<DType> dt = parseDType(t.text);
+    if (!dt)
+      fail(fmt::format("unknown element type '{}'", t.text));
+    take();
+    return TypeRef{false, *dt};
+  }
+
+  ShapeDim parseShapeDim(const TensorDecl &t, bool isOutput) {
+    ShapeDim d;
+    if (cur().isPunct("*")) {
+      if (isOutput || !t.shape.empty())
+        fail("'*' (flatten leading dims) is only allowed on the first shape entry of an input");
+      take();
+      d.flattenLeading = true;
+    }
+    d.size = parseExpr();
+    return d;
+  }
+
+  // `require cond : "message"`
+  void parseRequire() {
+    Require r;
+    r.loc = cur().loc;
+    r.cond = parseExpr();
+    expectPunct(":");
+    if (cur().kind != TokKind::String)
+      expected("a message string");
+    r.message = take().text;
+    op_->requires_.push_back(std::move(r));
+  }
+
+  //===--- Body ------------------------------------------------------------===//
+
+  void parseBody() {
+    expectPunct("{");
+    while (!acceptPunct("}")) {
+      if (cur().kind == TokKind::End)
+        expected("'}'");
+      Stmt s;
+      if (isKw("let"))
+        s.let = parseLet();
+      else
+        s.assign = parseAssign();
+      op_->body.push_back(std::move(s));
+      acceptPunct(";");
+    }
+  }
+
+  // `let name = value`
+  Let parseLet() {
+    Let l;
+    l.loc = take().loc;
+    l.name = expectName("a let name");
+    expectPunct("=");
+    l.value = parseExpr();
+    return l;
+  }
+
+  // `target[i, j] = value`
+  Assign parseAssign() {
+    Assign a;
+    a.loc = cur().loc;
+    a.target = expectName("'let' or an assignment");
+    expectPunct("[");
+    if (!cur().isPunct("]")) {
+      parseList([&] {
+        a.indexLocs.push_back(cur().loc);
+        a.indices.push_back(expectName("an index name"));
+      });
+    }
+    expectPunct("]");
+    expectPunct("=");
+    a.value = parseExpr();
+    return a;
+  }
+
+  //===--- Expressions -----------------------------------------------------===//
+
+  static ExprPtr make(ExprKind k, const SourceLoc &loc) { return std::make_unique<Expr>(k, loc); }
+
+  ExprPtr parseExpr() { return parseTernary(); }
+
+  // Right-associative: `a ? b : c ? d : e` is `a ? b : (c ? d : e)`.
+  ExprPtr parseTernary() {
+    ExprPtr cond = parseBinary(1);
+    if (!cur().isPunct("?"))
+      return cond;
+    ExprPtr e = make(ExprKind::Select, take().loc);
+    e->operands.push_back(std::move(cond));
+    e->operands.push_back(parseTernary());
+    expectPunct(":");
+    e->operands.push_back(parseTernary());
+    return e;
+  }
+
+  ExprPtr parseBinary(int level) {
+    if (level > kMaxBinLevel)
+      return parseUnary();
+    ExprPtr lhs = parseBinary(level + 1);
+    for (const BinOpInfo *b = findBinOp(cur()); b && b->level == level; b = findBinOp(cur())) {
+      ExprPtr e = make(ExprKind::Binary, take().loc);
+      e->binOp = b->op;
+      e->operands.push_back(std::move(lhs));
+      e->operands.push_back(parseBinary(level + 1));
+      lhs = std::move(e);
+    }
+    return lhs;
+  }
+
+  ExprPtr parseUnary() {
+    if (!cur().isPunct("-") && !cur().isPunct("!"))
+      return parsePrimary();
+    ExprPtr e = make(ExprKind::Unary, cur().loc);
+    e->unOp = take().text == "-" ? UnOp::Neg : UnOp::Not;
+    e->operands.push_back(parseUnary());
+    return e;
+  }
+
+  ExprPtr parsePrimary() {
+    const Token &t = cur();
+    switch (t.kind) {
+    case TokKind::Int: {
+      ExprPtr e = make(ExprKind::IntLit, t.loc);
+      e->intValue = take().intValue;
+      return e;
+    }
+    case TokKind::Float: {
+      ExprPtr e = make(ExprKind::FloatLit, t.loc);
+      e->floatValue = take().floatValue;
+      return e;
+    }
+    case TokKind::Ident: return parseWord();
+    default: break;
+    }
+    if (t.isPunct("{"))
+      return parseBlock();
+    if (acceptPunct("(")) {
+      ExprPtr e = parseExpr();
+      expectPunct(")");
+      return e;
+    }
+    expected("an expression");
+  }
+
+  // An expression that starts with an identifier: literal, sum, rank, cast, element access or name.
+  ExprPtr parseWord() {
+    const Token &t = cur();
+    if (t.text == "true" || t.text == "false") {
+      ExprPtr e = make(ExprKind::BoolLit, t.loc);
+      e->boolValue = take().text == "true";
+      return e;
+    }
+    if (t.text == "sum")
+      return parseSum();
+    if (t.text == "rank")
+      return parseRank();
+    if (peek(1).isPunct("("))
+      return parseCast();
+    if (isKeyword(t.text))
+      expected("an expression");
+    if (peek(1).isPunct("["))
+      return parseElement();
+    ExprPtr e = make(ExprKind::Name, t.loc);
+    e->name = take().text;
+    return e;
+  }
+
+  // `f32(x)`, `i32(x)`, `bool(x)`, `T(x)`; `name` keeps the spelling for printing.
+  ExprPtr parseCast() {
+    const Token &t = cur();
+    ExprPtr e = make(ExprKind::Cast, t.loc);
+    if (!op_->typeParam.empty() && t.text == op_->typeParam) {
+      e->castTo = TypeRef{true, DType::F32};
+    } else if (std::optional<DType> dt = parseDType(t.text)) {
+      e->castTo = TypeRef{false, *dt};
+    } else {
+      fail(fmt::format("'{}' is not a type; only casts such as f32(x) take parentheses", t.text));
+    }
+    e->name = take().text;
+    take(); // '('
+    e->operands.push_back(parseExpr());
+    expectPunct(")");
+    return e;
+  }
+
+  // `tensor[i, j]`
+  ExprPtr parseElement() {
+    ExprPtr e = make(ExprKind::Element, cur().loc);
+    e->name = take().text;
+    take(); // '['
+    if (!cur().isPunct("]"))
+      parseList([&] { e->operands.push_back(parseExpr()); });
+    expectPunct("]");
+    return e;
+  }
+
+  // `sum(k < BOUND) BODY`; the body binds like a unary operand, so a block is the usual form.
+  ExprPtr parseSum() {
+    ExprPtr e = make(ExprKind::Sum, take().loc);
+    expectPunct("(");
+    e->name = expectName("an index variable");
+    expectPunct("<");
+    e->operands.push_back(parseExpr());
+    expectPunct(")");
+    e->operands.push_back(parseUnary());
+    return e;
+  }
+
+  // `rank(tensor)`
+  ExprPtr parseRank() {
+    ExprPtr e = make(ExprKind::Rank, take().loc);
+    expectPunct("(");
+    e->name = expectName("a tensor name");
+    expectPunct(")");
+    return e;
+  }
+
+  // `{ let a = e; let b = e  result }`
+  ExprPtr parseBlock() {
+    ExprPtr e = make(ExprKind::Block, take().loc);
+    while (isKw("let")) {
+      e->lets.push_back(parseLet());
+      acceptPunct(";");
+    }
+    e->operands.push_back(parseExpr());
+    acceptPunct(";");
+    expectPunct("}");
+    return e;
+  }
+
+  std::shared_ptr<const SourceFile> file_;
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  OpDef *op_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<OpDef> parseOp(std::shared_ptr<const SourceFile> file) {
+  return Parser(std::move(file)).parseOp();
+}
+
+std::unique_ptr<OpDef> loadOpText(const std::string &path, const std::string &text) {
+  auto file = std::make_shared<SourceFile>(SourceFile{path, text});
+  std::unique_ptr<OpDef> op = parseOp(file);
+  checkOp(*op);
+  return op;
+}
+
+std::unique_ptr<OpDef> loadOpFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return loadOpText(path, text.str());
+}
+
+} // namespace moec::dsl

@@ -1,0 +1,122 @@
+//===- MoeOps.td - Operations of the moe dialect -----------*- tablegen -*-===//
+#ifndef MOE_OPS_TD
+#define MOE_OPS_TD
+
+include "moec/compiler/Dialect/MoeDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinTypes.td"
+
+//===----------------------------------------------------------------------===//
+// moe.param
+//===----------------------------------------------------------------------===//
+
+def Moe_ParamOp : Moe_Op<"param", [Pure]> {
+  let summary = "A static dim or attribute, not yet bound";
+  let description = [{
+    Names a static symbol of the op (a dim such as `H`, an attribute such as `K`). `moe-specialize`
+    replaces it by the constant the kernel is specialized for; no `moe.param` survives specialization.
+    Int symbols are `index`, bool attributes `i1`.
+
+    ```mlir
+    %H = moe.param "H" : index
+    %pad = moe.param "drop_pad_mode" : index
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyTypeOf<[Index, I1]>:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// moe.view
+//===----------------------------------------------------------------------===//
+
+def Moe_ViewOp : Moe_Op<"view", [Pure]> {
+  let summary = "Views a bare tensor pointer as a row-major memref";
+  let description = [{
+    Kernels take bare pointers (the lean ABI: one pointer per tensor plus the runtime dims), and this op
+    gives the body a memref to index. One size operand per dimension; sizes that are constants become
+    static dims of the result type on canonicalization. Lowers to a memref descriptor built in registers.
+
+    ```mlir
+    %g = moe.view %arg0[%R, %H] : !llvm.ptr -> memref<?x?xbf16>
+    // after moe-specialize binds H = 7168:
+    %g = moe.view %arg0[%R, %c7168] : !llvm.ptr -> memref<?x7168xbf16>
+    ```
+  }];
+  let arguments = (ins AnyType:$ptr, Variadic<Index>:$sizes);
+  let results = (outs AnyMemRef:$result);
+  let assemblyFormat = "$ptr `[` $sizes `]` attr-dict `:` type($ptr) `->` type($result)";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.compute
+//===----------------------------------------------------------------------===//
+
+def Moe_ComputeOp : Moe_Op<"compute", [SingleBlock]> {
+  let summary = "Computes every element of an output";
+  let description = [{
+    `out[i0, ..., in] = body`: for every index tuple below `bounds` (the output's shape), the body runs
+    with the tuple as its block arguments and yields the element, which is stored. Elements are
+    independent, so the lowering may run them in any order, in parallel, or a vector at a time along the
+    last (contiguous) dim. The optional `schedule` says how (see `#moe.schedule`).
+
+    ```mlir
+    moe.compute %grad_x[%N, %H] : memref<?x7168xbf16> {
+    ^bb0(%n: index, %h: index):
+      %v = ... : f32
+      %b = arith.truncf %v : f32 to bf16
+      moe.yield %b : bf16
+    }
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$output, Variadic<Index>:$bounds, OptionalAttr<Moe_ScheduleAttr>:$schedule);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$output `[` $bounds `]` attr-dict `:` type($output) $body";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.sum
+//===----------------------------------------------------------------------===//
+
+def Moe_SumOp : Moe_Op<"sum", [SingleBlock]> {
+  let summary = "f32 sum of a body over 0 <= k < bound, in order";
+  let description = [{
+    Accumulates the body's f32 result for k = 0, 1, ..., bound - 1 into an f32 that starts at +0.0. The
+    order is fixed (the kernel is deterministic and matches a sequential reference bit for bit); the
+    lowering may unroll but never reassociates.
+
+    ```mlir
+    %s = moe.sum %K : f32 {
+    ^bb0(%k: index):
+      ...
+      moe.yield %x : f32
+    }
+    ```
+  }];
+  let arguments = (ins Index:$bound);
+  let results = (outs F32:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$bound attr-dict `:` type($result) $body";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.yield
+//===----------------------------------------------------------------------===//
+
+def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, ParentOneOf<["ComputeOp", "SumOp"]>]> {
+  let summary = "Ends a moe.compute or moe.sum body with its value";
+  let description = [{
+    ```mlir
+    moe.yield %v : bf16
+    ```
+  }];
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+#endif // MOE_OPS_TD

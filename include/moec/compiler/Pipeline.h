@@ -1,0 +1,83 @@
+//===- Pipeline.h - DSL op to PTX or host code -------------------*- C++ -*-===//
+#pragma once
+
+#include "moec/compiler/Schedule.h"
+#include "moec/compiler/Targets/Targets.h"
+#include "moec/dsl/AST.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace moec {
+
+/// The stages `moec emit --emit` and `--dump-dir` can show, in pipeline order.
+enum class Stage { Ast, Moe, Loops, LLVM, PTX, Asm };
+const char *stageName(Stage s); // "ast", "moe", "loops", "llvm", "ptx", "asm"
+std::optional<Stage> parseStage(const std::string &name);
+
+struct Target {
+  TargetKind kind = TargetKind::CPU;
+  std::string arch = "host"; // "sm_90" for GPU targets
+
+  static Target cpu() { return {TargetKind::CPU, "host"}; }
+  static Target ptx(const std::string &arch) { return {TargetKind::GPU, arch}; }
+  std::string str() const { return kind == TargetKind::CPU ? "cpu" : "ptx-" + arch; }
+};
+
+/// What a kernel is specialized for: everything that changes its code, and nothing else (runtime dims
+/// and attributes are arguments). The runtime's cache key is built from this plus the source hash.
+struct Specialization {
+  dsl::DType dtype = dsl::DType::F32;
+  std::map<std::string, int64_t> statics; // static dims by name, static attrs by public name
+  Target target;
+  Schedule schedule; // requested; 0 fields are the compiler's choice
+};
+
+struct KernelInfo {
+  std::string name;   // entry symbol (PTX .entry; CPU: name + "_packed")
+  std::string output; // the tensor the kernel computes
+  Schedule schedule;  // as chosen
+};
+
+/// Milliseconds spent in each part of compile().
+struct StageTimes {
+  double frontend = 0; // AST -> moe dialect
+  double passes = 0;   // moe passes, loop lowering, LLVM dialect conversion
+  double llvm = 0;     // translation to LLVM IR and LLVM's optimizer
+  double codegen = 0;  // NVPTX emission, or JIT compilation
+  double total() const { return frontend + passes + llvm + codegen; }
+};
+
+struct CompiledOp {
+  std::vector<KernelInfo> kernels;
+  std::map<Stage, std::string> dumps; // the text of each stage asked for
+  std::string ptx;                    // GPU targets
+  std::unique_ptr<CpuExecutable> cpu; // CPU target
+  StageTimes times;
+};
+
+struct CompileOptions {
+  std::set<Stage> dump; // stages whose text to keep in CompiledOp::dumps
+};
+
+/// A specialization that does not fit the op (unknown or missing static values, a static require that
+/// fails, an unsupported dtype or arch), or IR the pipeline rejects.
+class CompileError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Fills in defaults of static attributes and checks that every static dim and attribute has a value,
+/// that no unknown name is given, that the dtype is allowed, and that the requires which depend only on
+/// static values hold. Returns the complete static bindings by public name.
+std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec);
+
+/// Compiles every kernel of `op` for `spec`. Throws CompileError.
+CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const CompileOptions &options = {});
+
+} // namespace moec

@@ -1,0 +1,60 @@
+//===- Targets.h - From LLVM IR to what a target runs ------------*- C++ -*-===//
+//
+// ptx: LLVM IR -> NVPTX backend -> PTX text, for sm_80 / sm_90 / sm_100.
+// cpu: LLVM IR -> ORC JIT in this process -> a function pointer per kernel.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/runtime/CpuLauncher.h"
+
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace moec {
+
+/// Runs LLVM's standard pipeline at `level` (0-3) with `tm`'s cost model.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int level);
+
+//===----------------------------------------------------------------------===//
+// PTX
+//===----------------------------------------------------------------------===//
+
+/// The archs moec emits PTX for. Throws std::invalid_argument for others.
+void checkPtxArch(const std::string &arch);
+
+/// A TargetMachine for `arch` ("sm_90") with the PTX ISA version that arch needs.
+std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string &arch);
+
+/// Emits PTX for a module already optimized for `tm` (triple and data layout set).
+std::string emitPtx(llvm::Module &module, llvm::TargetMachine &tm);
+
+//===----------------------------------------------------------------------===//
+// CPU
+//===----------------------------------------------------------------------===//
+
+
+/// A module of host code compiled in process. Owns the JIT; function pointers live as long as it.
+class CpuExecutable {
+public:
+  virtual ~CpuExecutable() = default;
+  /// The packed entry of kernel `name`, or null.
+  virtual PackedKernelFn lookup(const std::string &name) = 0;
+};
+
+/// A TargetMachine for this host (its CPU and features, so the kernels use AVX2/AVX-512 where present).
+std::unique_ptr<llvm::TargetMachine> createHostTargetMachine();
+
+/// Adds `<name>_packed(void **args)` for each kernel and JIT-compiles the (optimized) module.
+std::unique_ptr<CpuExecutable> jitCompile(std::unique_ptr<llvm::Module> module,
+                                          std::unique_ptr<llvm::LLVMContext> context,
+                                          const std::vector<std::string> &kernelNames);
+
+/// Host assembly of an optimized `module` (for `--emit asm`); does not change the module.
+std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm);
+
+} // namespace moec

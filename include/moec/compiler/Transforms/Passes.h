@@ -1,0 +1,17 @@
+//===- Passes.h - moe dialect passes -----------------------------*- C++ -*-===//
+#pragma once
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+#include "moec/compiler/Dialect/MoeDialect.h"
+
+namespace moec::moe {
+
+#define GEN_PASS_DECL
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+} // namespace moec::moe

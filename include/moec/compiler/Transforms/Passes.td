@@ -1,0 +1,100 @@
+//===- Passes.td - moe dialect passes ----------------------*- tablegen -*-===//
+//
+// One pass per file under compiler/Transforms/, each with a lit test under tests/lit/. The order they run
+// in is compiler/Pipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MOE_PASSES_TD
+#define MOE_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MoeSpecialize : Pass<"moe-specialize", "::mlir::ModuleOp"> {
+  let summary = "Binds static dims and attributes to constants and folds them";
+  let description = [{
+    Replaces every `moe.param "NAME"` by the constant given as `bind=NAME=VALUE`, then folds: constant
+    sizes become static memref dims (so strides are compile-time constants), and mode conditions such as
+    `drop_pad_mode == 1` disappear. A `moe.param` without a binding is an error.
+
+    Before (`bind=H=7168,drop_pad_mode=0`):
+    ```mlir
+    %H = moe.param "H" : index
+    %m = moe.param "drop_pad_mode" : index
+    %g = moe.view %arg0[%R, %H] : !llvm.ptr -> memref<?x?xbf16>
+    ```
+    After:
+    ```mlir
+    %g = moe.view %arg0[%R, %c7168] : !llvm.ptr -> memref<?x7168xbf16>
+    ```
+  }];
+  let options = [
+    ListOption<"bindings", "bind", "std::string", "NAME=VALUE for each static dim and attribute">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
+  let summary = "Chooses how each moe.compute runs and records it as #moe.schedule";
+  let description = [{
+    Attaches a `#moe.schedule` to every `moe.compute` that has none. Options left at 0 are the compiler's
+    choice (moec::chooseSchedule): a vector width of 16 bytes where the contiguous dim and the body allow
+    it, threads to cover the contiguous dim once (a multiple of 32, at most 256), enough rows per block to
+    reach 128 threads, and a reduction unroll of 8.
+
+    ```mlir
+    moe.compute %out[%N, %c7168] : memref<?x7168xbf16> {...}
+    // becomes
+    moe.compute %out[%N, %c7168] {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 8, unroll = 8>} ...
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"gpu\"", "cpu or gpu">,
+    Option<"vector", "vector", "int64_t", "0", "vector width (0: compiler's choice)">,
+    Option<"threads", "threads", "int64_t", "0", "GPU threads along the contiguous dim (0: choice)">,
+    Option<"rowsPerBlock", "rows-per-block", "int64_t", "0", "GPU rows per block (0: choice)">,
+    Option<"unroll", "unroll", "int64_t", "0", "moe.sum unroll factor (0: choice)">
+  ];
+}
+
+def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
+  let summary = "CPU: lowers moe.compute to a row loop over a range and a vector loop along the row";
+  let description = [{
+    For the CPU target. Each kernel function gains two trailing `index` arguments, the row range
+    [row_begin, row_end) that one thread computes, so the runtime can split rows across a thread pool.
+    Every `moe.compute` becomes
+
+    ```mlir
+    scf.for %row = %row_begin to %row_end {                 // rows: all dims but the last, flattened
+      scf.for %h = 0 to H_main step V { vector body }       // vector<V x T> loads and stores
+      scf.for %h = H_main to H { scalar body }             // the remainder, when V does not divide H
+    }
+    ```
+    and every `moe.sum` an `scf.for` with an f32 (or vector of f32) accumulator, unrolled per the schedule.
+    Values that do not depend on the contiguous index stay scalar and are computed once per vector.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "GPU: turns each kernel into a gpu.func; rows map to the grid, the row to threads";
+  let description = [{
+    For the GPU targets. Each kernel `func.func` moves into a `gpu.module` as a `gpu.func ... kernel`
+    with the same lean arguments. With the schedule's `rowsPerBlock` = Y, `threads` = X and `vector` = V:
+
+    ```mlir
+    %row = block_id.x * Y + thread_id.y
+    scf.if %row < %rows {
+      scf.for %h = thread_id.x * V to H_main step X * V { vector body }   // 16-byte accesses
+      scf.for %h = H_main + thread_id.x to H step X { scalar body }
+    }
+    ```
+    The launch geometry is grid = (ceil_div(rows, Y), 1, 1), block = (X, Y, 1); it is recorded on the
+    gpu.func as `moe.block` and in the kernel metadata.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+#endif // MOE_PASSES_TD

@@ -1,0 +1,48 @@
+//===- Binding.h - Checking a call against an op's signature ------*- C++ -*-===//
+//
+// Before every run the host binds the op's dims from the input shapes, applies attribute defaults,
+// checks dtypes, ranks, shapes, `require`s and index ranges, and derives the output shapes. Every error
+// names the op, the tensor, the dim, what was expected and what was got.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/dsl/AST.h"
+#include "moec/dsl/Eval.h"
+#include "moec/runtime/Tensor.h"
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace moec {
+
+class ArgumentError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct BoundCall {
+  std::map<std::string, int64_t> dims;  // every dim of the op
+  std::map<std::string, int64_t> attrs; // every attribute, by public name, defaults applied
+  std::map<std::string, std::vector<int64_t>> outputShapes;
+  dsl::Bindings bindings; // dims, attrs (public and inner names), ranks: for evaluating signature exprs
+
+  /// Static dims and static attributes: what the kernel is specialized for.
+  std::map<std::string, int64_t> statics(const dsl::OpDef &op) const;
+  /// Runtime dims then runtime attributes, in declaration order: the kernel's scalar arguments.
+  std::vector<int64_t> kernelScalars(const dsl::OpDef &op) const;
+  /// Rows of the kernel computing `output`: all dims but the last, multiplied (1 for rank 1).
+  int64_t rows(const std::string &output) const;
+};
+
+/// Binds `inputs` (by tensor name) and `attrs` (by public name or alias) for an op of element type
+/// `dtype`. Checks everything listed above; index ranges are checked only for host tensors.
+BoundCall bindCall(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                   const std::map<std::string, TensorView> &inputs);
+
+/// Checks caller-provided outputs against the shapes and dtypes bindCall derived.
+void checkOutputs(const dsl::OpDef &op, DType dtype, const BoundCall &call,
+                  const std::map<std::string, TensorView> &outputs);
+
+} // namespace moec

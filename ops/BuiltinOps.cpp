@@ -1,0 +1,30 @@
+//===- BuiltinOps.cpp - Finding and loading ops ---------------------------===//
+#include "moec/ops/BuiltinOps.h"
+
+#include "moec/dsl/Parser.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace moec {
+
+const BuiltinOp *findBuiltinOp(const std::string &name) {
+  for (const BuiltinOp &op : builtinOps())
+    if (name == op.name)
+      return &op;
+  return nullptr;
+}
+
+std::unique_ptr<dsl::OpDef> loadOp(const std::string &nameOrPath) {
+  if (const BuiltinOp *op = findBuiltinOp(nameOrPath))
+    return dsl::loadOpText(op->path, op->source);
+  if (std::filesystem::exists(nameOrPath))
+    return dsl::loadOpFile(nameOrPath);
+  std::string known;
+  for (const BuiltinOp &op : builtinOps())
+    known += std::string(known.empty() ? "" : ", ") + op.name;
+  throw std::runtime_error("unknown op '" + nameOrPath + "': not a built-in op (" + known +
+                           ") nor a .moe file");
+}
+
+} // namespace moec

@@ -1,0 +1,292 @@
+//===- Binding.cpp - Checking a call against an op's signature ------------===//
+//
+// 1. Attributes: known names only, defaults applied, required ones present.
+// 2. Inputs: present, dtype and rank as declared, contiguous.
+// 3. Dims: bound from shape entries that are a bare dim name, then solved from products such as N * K
+//    (one unknown factor, exact division), until nothing changes; then every entry is checked.
+// 4. Requires, then index ranges (host tensors only), then the output shapes.
+//===----------------------------------------------------------------------===//
+#include "moec/runtime/Binding.h"
+
+#include "moec/dsl/Printer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+namespace moec {
+
+using namespace dsl;
+
+namespace {
+
+[[noreturn]] void fail(const OpDef &op, const std::string &message) {
+  throw ArgumentError(op.name + ": " + message);
+}
+
+std::string dimLabel(const TensorDecl &t, size_t pos) {
+  const ShapeDim &d = t.shape[pos];
+  return "tensor '" + t.name + "' dim " + std::to_string(pos) + " (" + (d.flattenLeading ? "*" : "") +
+         printExpr(*d.size) + ")";
+}
+
+/// The factors of a product of names and literals (`N * K`), or nothing for any other expression.
+bool collectFactors(const Expr &e, std::vector<const Expr *> &factors) {
+  if (e.kind == ExprKind::Binary && e.binOp == BinOp::Mul)
+    return collectFactors(*e.operands[0], factors) && collectFactors(*e.operands[1], factors);
+  if (e.kind == ExprKind::Name || e.kind == ExprKind::IntLit) {
+    factors.push_back(&e);
+    return true;
+  }
+  return false;
+}
+
+class Binder {
+public:
+  Binder(const OpDef &op, DType dtype, const std::map<std::string, TensorView> &inputs)
+      : op(op), dtype(dtype), inputs(inputs) {}
+
+  void bindAttrs(const std::map<std::string, int64_t> &given, BoundCall &call) {
+    for (const auto &[name, value] : given)
+      if (!op.findAttr(name))
+        fail(op, "unknown attribute '" + name + "'");
+    for (const AttrDecl &a : op.attrs) {
+      std::optional<int64_t> v = a.defaultValue;
+      if (auto it = given.find(a.name); it != given.end())
+        v = it->second;
+      else if (auto alias = given.find(a.innerName()); alias != given.end())
+        v = alias->second;
+      if (!v)
+        fail(op, "attribute '" + a.name + "' is required");
+      if (a.isBool && *v != 0 && *v != 1)
+        fail(op, "attribute '" + a.name + "' is a bool: expected 0 or 1, got " + std::to_string(*v));
+      call.attrs[a.name] = *v;
+      call.bindings.values[a.name] = call.bindings.values[a.innerName()] = *v;
+    }
+  }
+
+  void checkInputs(BoundCall &call) {
+    for (const TensorDecl &t : op.tensors) {
+      if (t.isOutput)
+        continue;
+      auto it = inputs.find(t.name);
+      if (it == inputs.end())
+        fail(op, "input tensor '" + t.name + "' is missing");
+      const TensorView &v = it->second;
+      DType expected = t.elem.resolve(dtype);
+      if (v.dtype != expected)
+        fail(op, "tensor '" + t.name + "': expected dtype " + dtypeName(expected) + ", got " + dtypeName(v.dtype));
+      bool flatten = !t.shape.empty() && t.shape[0].flattenLeading;
+      size_t rank = v.shape.size();
+      if (flatten ? rank < t.shape.size() : rank != t.shape.size())
+        fail(op, "tensor '" + t.name + "': expected " + (flatten ? "at least " : "") +
+                     std::to_string(t.shape.size()) + " dims " + declaredShape(t) + ", got " +
+                     std::to_string(rank) + " dims " + v.shapeString());
+      if (!v.isContiguous())
+        fail(op, "tensor '" + t.name + "' is not contiguous (strides must be row-major); make a contiguous copy");
+      for (int64_t d : v.shape)
+        if (d < 0)
+          fail(op, "tensor '" + t.name + "' has a negative dim: " + v.shapeString());
+      call.bindings.ranks[t.name] = rank;
+    }
+  }
+
+  /// The actual size of entry `pos` of input `t` (a flattened entry is the product of the leading dims).
+  int64_t actualSize(const TensorDecl &t, size_t pos) const {
+    const TensorView &v = inputs.at(t.name);
+    if (!t.shape[0].flattenLeading)
+      return v.shape[pos];
+    size_t leading = v.shape.size() - t.shape.size() + 1;
+    if (pos > 0)
+      return v.shape[leading + pos - 1];
+    int64_t product = 1;
+    for (size_t i = 0; i < leading; ++i)
+      product *= v.shape[i];
+    return product;
+  }
+
+  void bindDims(BoundCall &call) {
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      forEachInputEntry([&](const TensorDecl &t, size_t pos, int64_t actual) {
+        progress |= solveEntry(t, pos, actual, call);
+      });
+    }
+    for (const DimDecl &d : op.dims)
+      if (!call.bindings.values.count(d.name))
+        fail(op, "cannot infer dim '" + d.name + "' from the input shapes");
+    forEachInputEntry([&](const TensorDecl &t, size_t pos, int64_t actual) {
+      int64_t expected = evalInt(*t.shape[pos].size, call.bindings);
+      if (expected != actual)
+        fail(op, dimLabel(t, pos) + ": expected " + std::to_string(expected) + ", got " + std::to_string(actual));
+    });
+    for (const DimDecl &d : op.dims)
+      call.dims[d.name] = call.bindings.values.at(d.name);
+  }
+
+private:
+  template <typename F> void forEachInputEntry(F f) {
+    for (const TensorDecl &t : op.tensors)
+      if (!t.isOutput)
+        for (size_t pos = 0; pos < t.shape.size(); ++pos)
+          f(t, pos, actualSize(t, pos));
+  }
+
+  /// Binds the one unknown dim of a product entry; returns whether a dim was bound.
+  bool solveEntry(const TensorDecl &t, size_t pos, int64_t actual, BoundCall &call) {
+    std::vector<const Expr *> factors;
+    if (!collectFactors(*t.shape[pos].size, factors))
+      return false;
+    const Expr *unknown = nullptr;
+    int64_t known = 1;
+    for (const Expr *f : factors) {
+      if (f->kind == ExprKind::IntLit) {
+        known *= f->intValue;
+      } else if (auto it = call.bindings.values.find(f->name); it != call.bindings.values.end()) {
+        known *= it->second;
+      } else if (unknown || f->nameKind != NameKind::Dim) {
+        return false; // two unknowns (another entry may bind one), or an unbound attribute
+      } else {
+        unknown = f;
+      }
+    }
+    if (!unknown)
+      return false;
+    if (known == 0 || actual % known != 0)
+      fail(op, dimLabel(t, pos) + ": expected a multiple of " + std::to_string(known) + ", got " +
+                   std::to_string(actual));
+    call.bindings.values[unknown->name] = actual / known;
+    return true;
+  }
+
+  std::string declaredShape(const TensorDecl &t) const {
+    std::string s = "[";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      s += (i ? ", " : "") + std::string(t.shape[i].flattenLeading ? "*" : "") + printExpr(*t.shape[i].size);
+    return s + "]";
+  }
+
+  const OpDef &op;
+  DType dtype;
+  const std::map<std::string, TensorView> &inputs;
+};
+
+int64_t readInteger(const TensorView &v, int64_t i) {
+  switch (v.dtype) {
+  case DType::I32: {
+    int32_t x;
+    std::memcpy(&x, static_cast<const char *>(v.data) + 4 * i, 4);
+    return x;
+  }
+  case DType::I8: return static_cast<const int8_t *>(v.data)[i];
+  default: return static_cast<const uint8_t *>(v.data)[i];
+  }
+}
+
+void checkRanges(const OpDef &op, const std::map<std::string, TensorView> &inputs, const Bindings &b) {
+  for (const TensorDecl &t : op.tensors) {
+    if (t.isOutput || !t.rangeLo)
+      continue;
+    const TensorView &v = inputs.at(t.name);
+    if (v.device != Device::Host)
+      continue;
+    int64_t lo = evalInt(*t.rangeLo, b), hi = evalInt(*t.rangeHi, b);
+    for (int64_t i = 0, n = v.elements(); i < n; ++i) {
+      int64_t x = readInteger(v, i);
+      if (x < lo || x >= hi)
+        fail(op, "tensor '" + t.name + "' element " + std::to_string(i) + " is " + std::to_string(x) +
+                     ", outside the valid range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+    }
+  }
+}
+
+} // namespace
+
+std::map<std::string, int64_t> BoundCall::statics(const OpDef &op) const {
+  std::map<std::string, int64_t> s;
+  for (const DimDecl &d : op.dims)
+    if (d.isStatic)
+      s[d.name] = dims.at(d.name);
+  for (const AttrDecl &a : op.attrs)
+    if (a.isStatic)
+      s[a.name] = attrs.at(a.name);
+  return s;
+}
+
+std::vector<int64_t> BoundCall::kernelScalars(const OpDef &op) const {
+  std::vector<int64_t> s;
+  for (const DimDecl &d : op.dims)
+    if (!d.isStatic)
+      s.push_back(dims.at(d.name));
+  for (const AttrDecl &a : op.attrs)
+    if (!a.isStatic)
+      s.push_back(attrs.at(a.name));
+  return s;
+}
+
+int64_t BoundCall::rows(const std::string &output) const {
+  const std::vector<int64_t> &shape = outputShapes.at(output);
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    rows *= shape[i];
+  return rows;
+}
+
+BoundCall bindCall(const OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                   const std::map<std::string, TensorView> &inputs) {
+  if (std::find(op.allowedTypes.begin(), op.allowedTypes.end(), dtype) == op.allowedTypes.end() &&
+      !op.allowedTypes.empty())
+    fail(op, std::string("dtype ") + dtypeName(dtype) + " is not supported");
+  for (const auto &[name, view] : inputs) {
+    const TensorDecl *t = op.findTensor(name);
+    if (!t)
+      fail(op, "unknown tensor '" + name + "'");
+    if (t->isOutput)
+      fail(op, "'" + name + "' is an output, not an input");
+  }
+  BoundCall call;
+  Binder binder(op, dtype, inputs);
+  binder.bindAttrs(attrs, call);
+  binder.checkInputs(call);
+  binder.bindDims(call);
+  for (const Require &r : op.requires_)
+    if (!evalBool(*r.cond, call.bindings))
+      fail(op, r.message + " (" + printExpr(*r.cond) + ")");
+  checkRanges(op, inputs, call.bindings);
+  for (const TensorDecl &t : op.tensors) {
+    if (!t.isOutput)
+      continue;
+    std::vector<int64_t> shape;
+    for (const ShapeDim &d : t.shape)
+      shape.push_back(evalInt(*d.size, call.bindings));
+    call.outputShapes[t.name] = shape;
+  }
+  return call;
+}
+
+void checkOutputs(const OpDef &op, DType dtype, const BoundCall &call,
+                  const std::map<std::string, TensorView> &outputs) {
+  for (const TensorDecl &t : op.tensors) {
+    if (!t.isOutput)
+      continue;
+    auto it = outputs.find(t.name);
+    if (it == outputs.end())
+      fail(op, "output tensor '" + t.name + "' is missing");
+    const TensorView &v = it->second;
+    const std::vector<int64_t> &expected = call.outputShapes.at(t.name);
+    if (v.dtype != t.elem.resolve(dtype))
+      fail(op, "tensor '" + t.name + "': expected dtype " + dtypeName(t.elem.resolve(dtype)) + ", got " +
+                   dtypeName(v.dtype));
+    if (v.shape.size() != expected.size())
+      fail(op, "tensor '" + t.name + "': expected " + std::to_string(expected.size()) + " dims, got " +
+                   std::to_string(v.shape.size()) + " dims " + v.shapeString());
+    for (size_t i = 0; i < expected.size(); ++i)
+      if (v.shape[i] != expected[i])
+        fail(op, dimLabel(t, i) + ": expected " + std::to_string(expected[i]) + ", got " + std::to_string(v.shape[i]));
+    if (!v.isContiguous())
+      fail(op, "tensor '" + t.name + "' is not contiguous (strides must be row-major)");
+  }
+}
+
+} // namespace moec

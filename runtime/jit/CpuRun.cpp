@@ -1,0 +1,35 @@
+//===- CpuRun.cpp - Compile and run an op on host tensors -----------------===//
+#include "moec/runtime/CpuRun.h"
+
+#include "moec/runtime/CpuLauncher.h"
+
+namespace moec {
+
+CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                      const std::map<std::string, TensorView> &inputs, const Schedule &schedule) {
+  BoundCall call = bindCall(op, dtype, attrs, inputs);
+  Specialization spec{dtype, call.statics(op), Target::cpu(), schedule};
+  CompiledOp compiled = compile(op, spec);
+
+  CpuRunResult result;
+  result.compileTimes = compiled.times;
+  std::vector<void *> tensors;
+  for (const dsl::TensorDecl &t : op.tensors) {
+    if (!t.isOutput) {
+      tensors.push_back(inputs.at(t.name).data);
+      continue;
+    }
+    auto [it, _] = result.outputs.emplace(t.name, HostTensor(t.elem.resolve(dtype), call.outputShapes.at(t.name)));
+    tensors.push_back(it->second.raw());
+  }
+  std::vector<int64_t> scalars = call.kernelScalars(op);
+  for (const KernelInfo &kernel : compiled.kernels) {
+    PackedKernelFn fn = compiled.cpu->lookup(kernel.name);
+    if (!fn)
+      throw CompileError(op.name + ": kernel '" + kernel.name + "' is missing from the JIT module");
+    launchCpu(fn, tensors, scalars, call.rows(kernel.output), ThreadPool::shared());
+  }
+  return result;
+}
+
+} // namespace moec

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what moec needs to build and test on Debian 12, idempotently: packages already present are
+# left alone, and `apt-get update` runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # LLVM/MLIR 22 (shared libs, tblgen, lit, FileCheck)
+  clang-22 lld-22 ninja-build ccache cmake make            # toolchain
+  libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev    # libraries
+  nlohmann-json3-dev libcli11-dev
+  python3                                                  # lit
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,13 @@
+//===- Commands.h - moec subcommands -----------------------------*- C++ -*-===//
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace moec::cli {
+
+void registerListCommand(CLI::App &app);
+void registerEmitCommand(CLI::App &app);
+void registerEmitAllCommand(CLI::App &app);
+void registerRunCommand(CLI::App &app);
+
+} // namespace moec::cli

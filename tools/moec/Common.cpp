@@ -1,0 +1,67 @@
+//===- Common.cpp -----------------------------------------------------------===//
+#include "Common.h"
+
+#include <fstream>
+#include <filesystem>
+#include <unistd.h>
+
+namespace moec::cli {
+
+std::map<std::string, int64_t> parseAssignments(const std::vector<std::string> &items, const char *option) {
+  std::map<std::string, int64_t> values;
+  for (const std::string &item : items) {
+    size_t eq = item.find('=');
+    std::string name = item.substr(0, eq);
+    std::string text = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (text == "true")
+      text = "1";
+    else if (text == "false")
+      text = "0";
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (name.empty() || text.empty() || used != text.size())
+      throw CLI::ValidationError(option, "expected NAME=INTEGER, got '" + item + "'");
+    values[name] = value;
+  }
+  return values;
+}
+
+dsl::DType parseDType(const std::string &name) {
+  auto t = dsl::parseDType(name);
+  if (!t)
+    throw CLI::ValidationError("--dtype", "unknown dtype '" + name + "' (f16, bf16, f32, i32, i8, bool)");
+  return *t;
+}
+
+void TargetOptions::add(CLI::App &cmd) {
+  cmd.add_option("--dtype", dtype, "element type of the op's type parameter: f16, bf16, f32")->capture_default_str();
+  cmd.add_option("--target", target, "cpu or ptx")->check(CLI::IsMember({"cpu", "ptx"}))->capture_default_str();
+  cmd.add_option("--arch", arch, "GPU arch for --target ptx: sm_80, sm_90, sm_100")->capture_default_str();
+  cmd.add_option("--vector", schedule.vector, "schedule: vector width (0: compiler's choice)");
+  cmd.add_option("--threads", schedule.threads, "schedule: GPU threads along a row (0: choice)");
+  cmd.add_option("--rows-per-block", schedule.rowsPerBlock, "schedule: GPU rows per block (0: choice)");
+  cmd.add_option("--unroll", schedule.unroll, "schedule: reduction unroll (0: choice)");
+}
+
+Target TargetOptions::resolveTarget() const { return target == "cpu" ? Target::cpu() : Target::ptx(arch); }
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::filesystem::path target(path);
+  if (target.has_parent_path())
+    std::filesystem::create_directories(target.parent_path());
+  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary);
+    out << text;
+    if (!out.flush())
+      throw std::runtime_error("cannot write '" + temp + "'");
+  }
+  std::filesystem::rename(temp, path);
+}
+
+} // namespace moec::cli

@@ -1,0 +1,34 @@
+//===- Common.h - Shared by the moec subcommands -----------------*- C++ -*-===//
+#pragma once
+
+#include "moec/compiler/Pipeline.h"
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace moec::cli {
+
+/// NAME=VALUE options (--dim, --attr) as a map; throws CLI::ValidationError naming the bad entry.
+std::map<std::string, int64_t> parseAssignments(const std::vector<std::string> &items, const char *option);
+
+/// The --dtype value; throws CLI::ValidationError for an unknown name.
+dsl::DType parseDType(const std::string &name);
+
+/// Options every compiling subcommand shares: dtype, target, arch, schedule.
+struct TargetOptions {
+  std::string dtype = "f32";
+  std::string target = "cpu";
+  std::string arch = "sm_90";
+  Schedule schedule;
+
+  void add(CLI::App &cmd);
+  Target resolveTarget() const;
+};
+
+/// Writes `text` to `path` atomically (temp file + rename); throws std::runtime_error.
+void writeFile(const std::string &path, const std::string &text);
+
+} // namespace moec::cli

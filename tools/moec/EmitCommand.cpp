@@ -1,0 +1,158 @@
+//===- EmitCommand.cpp - moec emit, moec emit-all ---------------------------===//
+#include "Commands.h"
+#include "Common.h"
+
+#include "moec/ops/BuiltinOps.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace moec::cli {
+
+namespace {
+
+const char *extension(Stage s) {
+  switch (s) {
+  case Stage::Ast: return "ast";
+  case Stage::Moe: return "moe.mlir";
+  case Stage::Loops: return "loops.mlir";
+  case Stage::LLVM: return "ll";
+  case Stage::PTX: return "ptx";
+  case Stage::Asm: return "s";
+  }
+  return "txt";
+}
+
+/// The stages a target produces, in pipeline order.
+std::vector<Stage> stagesOf(const Target &target) {
+  Stage code = target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
+  return {Stage::Ast, Stage::Moe, Stage::Loops, Stage::LLVM, code};
+}
+
+void writeDumps(const CompiledOp &compiled, const std::string &dir, const std::string &base) {
+  for (const auto &[stage, text] : compiled.dumps)
+    writeFile((std::filesystem::path(dir) / (base + "." + extension(stage))).string(), text);
+}
+
+struct EmitOptions {
+  std::string op;
+  TargetOptions target;
+  std::vector<std::string> dims, attrs;
+  std::string emit;
+  std::string output;
+  std::string dumpDir;
+};
+
+void runEmit(const EmitOptions &o) {
+  std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
+  Specialization spec;
+  spec.dtype = parseDType(o.target.dtype);
+  spec.target = o.target.resolveTarget();
+  spec.schedule = o.target.schedule;
+  spec.statics = parseAssignments(o.dims, "--dim");
+  for (const auto &[name, value] : parseAssignments(o.attrs, "--attr"))
+    spec.statics[name] = value;
+
+  std::vector<Stage> stages = stagesOf(spec.target);
+  Stage wanted = stages.back();
+  if (!o.emit.empty()) {
+    auto s = parseStage(o.emit);
+    if (!s || std::find(stages.begin(), stages.end(), *s) == stages.end())
+      throw CLI::ValidationError("--emit", "'" + o.emit + "' is not a stage of target " + spec.target.str() +
+                                               " (ast, moe, loops, llvm, " +
+                                               (spec.target.kind == TargetKind::GPU ? "ptx)" : "asm)"));
+    wanted = *s;
+  }
+  CompileOptions options;
+  options.dump.insert(wanted);
+  if (!o.dumpDir.empty())
+    options.dump.insert(stages.begin(), stages.end());
+  CompiledOp compiled = compile(*op, spec, options);
+
+  if (!o.dumpDir.empty())
+    writeDumps(compiled, o.dumpDir, op->name);
+  const std::string &text = compiled.dumps.at(wanted);
+  if (o.output.empty())
+    std::cout << text;
+  else
+    writeFile(o.output, text);
+}
+
+/// `moec emit-all`: every built-in op, every example specialization, every target.
+struct EmitAllOptions {
+  std::string examples = "ops/examples.json";
+  std::string outDir = "out";
+  std::vector<std::string> archs = {"sm_80", "sm_90", "sm_100"};
+};
+
+void runEmitAll(const EmitAllOptions &o) {
+  std::ifstream in(o.examples);
+  if (!in)
+    throw std::runtime_error("cannot read the examples file '" + o.examples + "'");
+  nlohmann::json examples = nlohmann::json::parse(in);
+  std::vector<Target> targets = {Target::cpu()};
+  for (const std::string &arch : o.archs)
+    targets.push_back(Target::ptx(arch));
+
+  fmt::print("{:<28} {:<6} {:<26} {:<10} {:>10}  {}\n", "op", "dtype", "specialization", "target", "compile ms",
+             "output");
+  int count = 0;
+  for (const BuiltinOp &builtin : builtinOps()) {
+    std::unique_ptr<dsl::OpDef> op = loadOp(builtin.name);
+    if (!examples.contains(op->name))
+      throw std::runtime_error("'" + o.examples + "' has no example for op '" + op->name + "'");
+    for (const nlohmann::json &ex : examples[op->name]) {
+      Specialization spec;
+      spec.dtype = parseDType(ex.at("dtype").get<std::string>());
+      std::string label;
+      for (const auto &[name, value] : ex.at("statics").items()) {
+        spec.statics[name] = value.get<int64_t>();
+        label += (label.empty() ? "" : ",") + name + "=" + std::to_string(value.get<int64_t>());
+      }
+      for (const Target &target : targets) {
+        spec.target = target;
+        Stage code = stagesOf(target).back();
+        CompiledOp compiled = compile(*op, spec, {{code}});
+        std::string file = (std::filesystem::path(o.outDir) / op->name /
+                            (std::string(dsl::dtypeName(spec.dtype)) + "." + label + "." + target.str() + "." +
+                             extension(code)))
+                               .string();
+        writeFile(file, compiled.dumps.at(code));
+        fmt::print("{:<28} {:<6} {:<26} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
+                   target.str(), compiled.times.total(), file);
+        ++count;
+      }
+    }
+  }
+  fmt::print("{} kernels emitted into {}/\n", count, o.outDir);
+}
+
+} // namespace
+
+void registerEmitCommand(CLI::App &app) {
+  auto o = std::make_shared<EmitOptions>();
+  CLI::App *cmd = app.add_subcommand("emit", "Compile an op and print one stage (PTX by default for ptx)");
+  cmd->add_option("op", o->op, "built-in op name or path to a .moe file")->required();
+  o->target.add(*cmd);
+  cmd->add_option("--dim", o->dims, "NAME=VALUE for a static dim (repeatable)");
+  cmd->add_option("--attr", o->attrs, "NAME=VALUE for a static attribute (repeatable)");
+  cmd->add_option("--emit", o->emit, "stage: ast, moe, loops, llvm, ptx (ptx target), asm (cpu target)");
+  cmd->add_option("-o,--output", o->output, "write the stage here instead of stdout");
+  cmd->add_option("--dump-dir", o->dumpDir, "also write every stage as DIR/<op>.<stage>");
+  cmd->callback([o] { runEmit(*o); });
+}
+
+void registerEmitAllCommand(CLI::App &app) {
+  auto o = std::make_shared<EmitAllOptions>();
+  CLI::App *cmd = app.add_subcommand("emit-all", "Emit every built-in op for every target and print a table");
+  cmd->add_option("--examples", o->examples, "JSON: op -> [{dtype, statics}]")->capture_default_str();
+  cmd->add_option("--out-dir", o->outDir, "where the kernels go")->capture_default_str();
+  cmd->add_option("--arch", o->archs, "GPU archs")->capture_default_str();
+  cmd->callback([o] { runEmitAll(*o); });
+}
+
+} // namespace moec::cli
