@@ -68,7 +68,7 @@ struct Header {
 /// Parses the header's dict literal: the three keys in any order, trailing comma and spaces optional.
 class HeaderParser {
 public:
-  HeaderParser(const std::string &path, std::string text) : path(path), text(std::move(text)) {}
+  HeaderParser(const std::string &filePath, std::string headerText) : path(filePath), text(std::move(headerText)) {}
 
   Header parse() {
     std::optional<std::string> descr;
@@ -239,7 +239,7 @@ std::vector<uint8_t> readFile(const std::string &path) {
   if (ec)
     fail(path, "cannot read: " + ec.message());
   std::vector<uint8_t> bytes(size);
-  if (std::fread(bytes.data(), 1, bytes.size(), file.get()) != bytes.size())
+  if (!bytes.empty() && std::fread(bytes.data(), 1, bytes.size(), file.get()) != bytes.size())
     fail(path, "cannot read: " + errnoText(errno));
   return bytes;
 }
@@ -298,7 +298,7 @@ void writeAtomically(const std::string &path, const std::string &header, const s
   std::string tempPath;
   std::FILE *file = createTempNextTo(path, tempPath);
   bool ok = std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
-            std::fwrite(data.data(), 1, data.size(), file) == data.size();
+            (data.empty() || std::fwrite(data.data(), 1, data.size(), file) == data.size());
   ok = std::fclose(file) == 0 && ok; // fclose flushes, so it can fail too (disk full)
   if (!ok) {
     int err = errno;

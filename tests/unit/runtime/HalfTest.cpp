@@ -44,6 +44,8 @@ struct Format {
   }
 };
 
+void PrintTo(const Format &format, std::ostream *os) { *os << format.name; } // names the failing param
+
 const Format kF16{"f16", 5, 10, floatToF16, f16ToFloat};
 const Format kBf16{"bf16", 8, 7, floatToBf16, bf16ToFloat};
 
@@ -97,18 +99,20 @@ TEST_P(HalfTest, DecodesEveryPatternExactly) {
     auto bits = static_cast<uint16_t>(p);
     float x = f.decode(bits);
     ASSERT_EQ(std::signbit(x), (bits & f.signBit()) != 0) << std::hex << p;
-    if (f.isNaN(bits))
+    if (f.isNaN(bits)) {
       ASSERT_TRUE(std::isnan(x)) << std::hex << p;
-    else
+    } else {
       ASSERT_EQ(double(x), f.value(bits)) << std::hex << p;
+    }
   }
 }
 
 TEST_P(HalfTest, EveryNonNaNPatternRoundTrips) {
   for (uint32_t p = 0; p <= 0xffff; ++p) {
     auto bits = static_cast<uint16_t>(p);
-    if (!f.isNaN(bits))
+    if (!f.isNaN(bits)) {
       ASSERT_EQ(f.encode(f.decode(bits)), bits) << std::hex << p;
+    }
   }
 }
 
@@ -123,8 +127,9 @@ TEST_P(HalfTest, NaNStaysAQuietNaNWithItsSign) {
   }
   for (uint32_t p = 0; p <= 0xffff; ++p) {
     auto bits = static_cast<uint16_t>(p);
-    if (f.isNaN(bits))
+    if (f.isNaN(bits)) {
       ASSERT_TRUE(f.isQuietNaN(f.encode(f.decode(bits)))) << std::hex << p;
+    }
   }
 }
 
@@ -170,13 +175,14 @@ TEST_P(HalfTest, RandomBitPatternsRoundToNearest) {
   std::mt19937 rng(54321);
   for (int i = 0; i < 1000000; ++i) {
     float x = floatOf(static_cast<uint32_t>(rng()));
-    if (!std::isnan(x))
+    if (!std::isnan(x)) {
       ASSERT_EQ(f.encode(x), nearest(x)) << std::hexfloat << x;
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, HalfTest, ::testing::Values(kF16, kBf16),
-                         [](const ::testing::TestParamInfo<Format> &info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<Format> &param) { return std::string(param.param.name); });
 
 TEST(HalfKnownValues, F16) {
   EXPECT_EQ(floatToF16(1.0f), 0x3c00);

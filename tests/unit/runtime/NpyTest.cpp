@@ -233,7 +233,8 @@ TEST_F(NpyTest, ReportsUnsupportedLayoutsAndTypes) {
 TEST_F(NpyTest, ReportsMalformedHeaders) {
   auto headerError = [&](const std::string &header) { return readError(image(1, header, "")); };
   EXPECT_EQ(headerError("{'descr': '<f4', 'fortran_order': False}"),
-            "F: malformed .npy header: missing key 'shape' at offset 40 in \"{'descr': '<f4', 'fortran_order': False}\"");
+            "F: malformed .npy header: missing key 'shape' at offset 40 in "
+            "\"{'descr': '<f4', 'fortran_order': False}\"");
   EXPECT_EQ(headerError("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}"),
             "F: malformed .npy header: expected a non-negative dimension at offset 51 in "
             "\"{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}\"");
@@ -244,7 +245,8 @@ TEST_F(NpyTest, ReportsMalformedHeaders) {
             "F: malformed .npy header: unknown key 'order' at offset 26 in \"{'descr': '<f4', 'order': 'C'}\"");
   EXPECT_EQ(headerError("{'descr: '<f4'}"),
             "F: malformed .npy header: expected ':' at offset 10 in \"{'descr: '<f4'}\"");
-  EXPECT_EQ(headerError("{'descr': '<f4'"), "F: malformed .npy header: expected '}' at offset 15 in \"{'descr': '<f4'\"");
+  EXPECT_EQ(headerError("{'descr': '<f4'"),
+            "F: malformed .npy header: expected '}' at offset 15 in \"{'descr': '<f4'\"");
   EXPECT_EQ(headerError("{'shape': ()} x"), "F: malformed .npy header: unexpected text after the dict at offset 14 in "
                                             "\"{'shape': ()} x\"");
 }
