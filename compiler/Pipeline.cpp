@@ -7,7 +7,8 @@
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
-//     │ cpu: scf-to-cf, convert-to-llvm          ptx: scf-to-cf, gpu-to-nvvm (64-bit index)
+//     │ cpu: arith-expand (bf16), scf-to-cf,      ptx: scf-to-cf, gpu-to-nvvm (64-bit index)
+//     │      convert-to-llvm
 //     │ reconcile-unrealized-casts
 //     ▼
 //   LLVM dialect ── translate ── LLVM IR ── O2 host / O3 NVPTX                        [llvm]
@@ -26,6 +27,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
@@ -37,6 +39,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -148,6 +151,13 @@ std::string printIR(llvm::Module &module) {
   return text;
 }
 
+/// MOEC_PASS_TIMING=1 prints MLIR's per-pass timing report for every pass manager (like --mlir-timing).
+void configure(PassManager &pm) {
+  static const bool timing = std::getenv("MOEC_PASS_TIMING") != nullptr;
+  if (timing)
+    pm.enableTiming();
+}
+
 const DialectRegistry &registry() {
   static const DialectRegistry instance = [] {
     DialectRegistry r;
@@ -184,6 +194,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // 2. moe passes: bind static values, choose the schedule.
   start = Clock::now();
   PassManager moePasses(&context);
+  configure(moePasses);
   moe::MoeSpecializeOptions bind;
   for (const auto &[name, value] : statics)
     bind.bindings.push_back(name + "=" + std::to_string(value));
@@ -210,6 +221,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
 
   // 3. Loops: rows to a row-range loop (cpu) or to the grid (gpu); the row along vectors.
   PassManager loopPasses(&context);
+  configure(loopPasses);
   if (isGpu)
     loopPasses.addPass(moe::createMoeLowerToGPU());
   else
@@ -223,6 +235,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
 
   // 4. LLVM dialect.
   PassManager llvmPasses(&context);
+  configure(llvmPasses);
   if (isGpu) {
     OpPassManager &kernels = llvmPasses.nest<gpu::GPUModuleOp>();
     kernels.addPass(createSCFToControlFlowPass());
@@ -233,6 +246,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     kernels.addPass(createCSEPass());
     kernels.addPass(createReconcileUnrealizedCastsPass());
   } else {
+    // bf16 rounding as integer ops: x86's vcvtneps2bf16 flushes subnormals, and the libcall LLVM
+    // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even.
+    llvmPasses.addPass(arith::createArithExpandOpsPass({/*includeBf16=*/true}));
     llvmPasses.addPass(createSCFToControlFlowPass());
     llvmPasses.addPass(createConvertToLLVMPass());
     llvmPasses.addPass(createReconcileUnrealizedCastsPass());

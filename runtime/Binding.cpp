@@ -4,7 +4,8 @@
 // 2. Inputs: present, dtype and rank as declared, contiguous.
 // 3. Dims: bound from shape entries that are a bare dim name, then solved from products such as N * K
 //    (one unknown factor, exact division), until nothing changes; then every entry is checked.
-// 4. Requires, then index ranges (host tensors only), then the output shapes.
+// 4. Requires (those over attributes and ranks before the dims are bound), then index ranges (host
+//    tensors only), then the output shapes.
 //===----------------------------------------------------------------------===//
 #include "moec/runtime/Binding.h"
 
@@ -249,6 +250,16 @@ BoundCall bindCall(const OpDef &op, DType dtype, const std::map<std::string, int
   Binder binder(op, dtype, inputs);
   binder.bindAttrs(attrs, call);
   binder.checkInputs(call);
+  // Requires over attributes and ranks first: `K > 0` must be reported as such, not as a failure to
+  // solve N from N * K.
+  for (const Require &r : op.requires_) {
+    try {
+      if (!evalBool(*r.cond, call.bindings))
+        fail(op, r.message + " (" + printExpr(*r.cond) + ")");
+    } catch (const EvalError &) {
+      // Depends on a dim: checked below.
+    }
+  }
   binder.bindDims(call);
   for (const Require &r : op.requires_)
     if (!evalBool(*r.cond, call.bindings))

@@ -95,8 +95,8 @@ private:
 class BodyEmitter {
 public:
   BodyEmitter(OpBuilder &b, ComputeOp compute, const VaryingAnalysis &analysis, int64_t width,
-              int64_t unroll, int64_t alignment)
-      : b(b), compute(compute), analysis(analysis), width(width), unroll(unroll), alignment(alignment) {}
+              int64_t unroll, int64_t maxAlignment)
+      : b(b), compute(compute), analysis(analysis), width(width), unroll(unroll), maxAlignment(maxAlignment) {}
 
   /// Emits the body for indices (rows..., h) and stores the element(s).
   void emitElement(ValueRange indices) {
@@ -107,7 +107,7 @@ public:
     Location loc = compute.getLoc();
     if (width > 1) {
       auto store = vector::StoreOp::create(b, loc, result, compute.getOutput(), indices);
-      store.setAlignmentAttr(b.getI64IntegerAttr(alignment));
+      store.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(compute.getOutput())));
     } else {
       memref::StoreOp::create(b, loc, result, compute.getOutput(), indices);
     }
@@ -233,7 +233,7 @@ private:
         indices.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
       auto type = vectorOf(load.getType());
       auto vload = vector::LoadOp::create(b, loc, type, get(load.getMemRef(), false), indices);
-      vload.setAlignmentAttr(b.getI64IntegerAttr(alignment));
+      vload.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(load.getMemRef())));
       map(load.getResult(), vload.getResult());
       return;
     }
@@ -248,6 +248,22 @@ private:
       map(oldR, newR);
   }
 
+  /// The byte alignment a vector access along the last dim of `memref` can promise, given a base pointer
+  /// aligned to `maxAlignment`: h is a multiple of V, but a row starts only at a multiple of its stride.
+  int64_t accessAlignment(Value memref) const {
+    auto type = cast<MemRefType>(memref.getType());
+    int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    int64_t align = std::min(maxAlignment, width * elemBytes);
+    int64_t stride = elemBytes;
+    for (int64_t d = type.getRank() - 1; d > 0; --d) {
+      if (type.isDynamicDim(d))
+        return elemBytes;
+      stride *= type.getDimSize(d);
+      align = std::min(align, stride & -stride); // the largest power of two dividing the row stride
+    }
+    return std::max(align, elemBytes);
+  }
+
   void map(Value orig, Value emitted) {
     if (vectorized(orig))
       vectors.map(orig, emitted);
@@ -258,7 +274,7 @@ private:
   OpBuilder &b;
   ComputeOp compute;
   const VaryingAnalysis &analysis;
-  int64_t width, unroll, alignment;
+  int64_t width, unroll, maxAlignment;
   IRMapping scalars, vectors;
   Value lanes;
   SmallVector<std::pair<scf::ForOp, Value>> pendingUnrolls;

@@ -6,8 +6,9 @@
 //      row = block_id.x * Y + thread_id.y;  if (row < rows) { row body, lanes thread_id.x step X }
 //    The block size is recorded as `known_block_size` (NVVM turns it into .reqntid) and the rows per
 //    block as `moe.rows_per_block`, from which the runtime derives grid.x = ceil_div(rows, Y).
-// Vector accesses promise V * element-size alignment: the schedule only vectorizes when V divides the
-// row, and the runtime checks that tensor pointers are 16-byte aligned.
+// Tensor base pointers are 16-byte aligned (the runtime checks it); a vector access promises what that
+// implies for its row, so the default schedule (V divides the row) gets 16-byte accesses and a forced
+// V that does not divide the row falls back to element-aligned ones.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -82,10 +83,8 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, emitRowCount(b, compute));
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
     b.setInsertionPointToStart(guard.thenBlock());
-    auto type = cast<MemRefType>(compute.getOutput().getType());
-    int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
     emitRow(b, compute, row, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), schedule.getThreads(),
-            elemBytes * schedule.getVector());
+            16);
     compute.erase();
   }
 };

@@ -4,7 +4,8 @@
 //    those rows, so the runtime can split a kernel's rows across threads.
 // 2. Each moe.compute becomes `scf.for %row = row_begin to min(row_end, rows)` around the row body of
 //    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
-// Vector accesses promise only element alignment: CPU vector loads need none.
+// Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
+// may come from anywhere.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -46,9 +47,8 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       Value end = arith::MinSIOp::create(b, loc, rowEnd, emitRowCount(b, compute));
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());
-      auto type = cast<MemRefType>(compute.getOutput().getType());
-      int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-      emitRow(b, compute, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1, elemBytes);
+      emitRow(b, compute, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
+              /*vectorAlignment=*/1);
       compute.erase();
     }
     return success();

@@ -25,7 +25,8 @@ mlir::Value emitInnerSize(mlir::OpBuilder &b, ComputeOp compute);
 /// contiguous index h is laneStart*V, laneStart*V + laneStride*V, ... as vectors of V = schedule.vector,
 /// then the remainder (h not covered because V does not divide the dim) one element at a time with the
 /// same lane split. CPU: laneStart 0, laneStride 1. GPU: laneStart thread_id.x, laneStride block_dim.x.
-/// `vectorAlignment` is the byte alignment promised for vector accesses.
+/// `vectorAlignment` is the alignment of tensor base pointers; each vector access promises what that
+/// implies for its rows (the largest power of two dividing the row stride, at most V elements).
 void emitRow(mlir::OpBuilder &b, ComputeOp compute, mlir::Value row, mlir::Value laneStart,
              int64_t laneStride, int64_t vectorAlignment);
 

@@ -1,0 +1,149 @@
+// moe-schedule attaches a #moe.schedule to every moe.compute that has none; options left at 0 are the
+// compiler's choice (moec::chooseSchedule).
+// RUN: moec-opt %s --moe-schedule="target=gpu" | FileCheck %s --check-prefix=GPU
+// RUN: moec-opt %s --moe-schedule="target=cpu" | FileCheck %s --check-prefix=CPU
+// RUN: moec-opt %s --moe-schedule="target=gpu vector=1" | FileCheck %s --check-prefix=V1
+// RUN: moec-opt %s --moe-schedule="target=gpu vector=4 threads=64 rows-per-block=3 unroll=2" | FileCheck %s --check-prefix=ALL
+// RUN: not moec-opt %s --moe-schedule="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
+
+// bf16, H = 7168: 16-byte vectors (8 lanes), 7168 / 8 = 896 lanes -> 256 threads (the cap), one row a block.
+// GPU-LABEL: func.func @bf16_7168
+// GPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 8, unroll = 8>} : memref<?x7168xbf16>
+// CPU-LABEL: func.func @bf16_7168
+// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 8, unroll = 8>} : memref<?x7168xbf16>
+// V1-LABEL: func.func @bf16_7168
+// V1: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
+// ALL-LABEL: func.func @bf16_7168
+// ALL: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 3, threads = 64, vector = 4, unroll = 2>} : memref<?x7168xbf16>
+func.func @bf16_7168(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
+  %c7168 = arith.constant 7168 : index
+  %gv = moe.view %g[%N, %c7168] : !llvm.ptr -> memref<?x7168xbf16>
+  %ov = moe.view %out[%N, %c7168] : !llvm.ptr -> memref<?x7168xbf16>
+  moe.compute %ov[%N, %c7168] : memref<?x7168xbf16> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%n, %h] : memref<?x7168xbf16>
+    moe.yield %x : bf16
+  }
+  return
+}
+
+// f32, H = 128: 4 lanes of 4 bytes; 32 lanes -> 32 threads, 4 rows a block to reach 128 threads.
+// GPU-LABEL: func.func @f32_128
+// GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 4, unroll = 8>} : memref<?x128xf32>
+// CPU-LABEL: func.func @f32_128
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 8, unroll = 8>} : memref<?x128xf32>
+func.func @f32_128(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
+  %c128 = arith.constant 128 : index
+  %gv = moe.view %g[%N, %c128] : !llvm.ptr -> memref<?x128xf32>
+  %ov = moe.view %out[%N, %c128] : !llvm.ptr -> memref<?x128xf32>
+  moe.compute %ov[%N, %c128] : memref<?x128xf32> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%n, %h] : memref<?x128xf32>
+    moe.yield %x : f32
+  }
+  return
+}
+
+// f16, H = 7 (odd): the GPU width halves until it divides H, down to 1; the CPU takes the largest
+// power of two <= H (4) and leaves a scalar remainder.
+// GPU-LABEL: func.func @f16_7
+// GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 1, unroll = 8>} : memref<?x7xf16>
+// CPU-LABEL: func.func @f16_7
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
+func.func @f16_7(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
+  %c7 = arith.constant 7 : index
+  %gv = moe.view %g[%N, %c7] : !llvm.ptr -> memref<?x7xf16>
+  %ov = moe.view %out[%N, %c7] : !llvm.ptr -> memref<?x7xf16>
+  moe.compute %ov[%N, %c7] : memref<?x7xf16> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%n, %h] : memref<?x7xf16>
+    moe.yield %x : f16
+  }
+  return
+}
+
+// bf16, H = 1020: 1020 is not a multiple of 8 -> GPU width 4; 255 lanes -> 256 threads.
+// GPU-LABEL: func.func @bf16_1020
+// GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 4, unroll = 8>} : memref<?x1020xbf16>
+// CPU-LABEL: func.func @bf16_1020
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 8, unroll = 8>} : memref<?x1020xbf16>
+func.func @bf16_1020(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
+  %c1020 = arith.constant 1020 : index
+  %gv = moe.view %g[%N, %c1020] : !llvm.ptr -> memref<?x1020xbf16>
+  %ov = moe.view %out[%N, %c1020] : !llvm.ptr -> memref<?x1020xbf16>
+  moe.compute %ov[%N, %c1020] : memref<?x1020xbf16> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%n, %h] : memref<?x1020xbf16>
+    moe.yield %x : bf16
+  }
+  return
+}
+
+// H = 1: nothing to vectorize.
+// GPU-LABEL: func.func @bf16_1
+// GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 1, unroll = 8>} : memref<?x1xbf16>
+// CPU-LABEL: func.func @bf16_1
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 1, unroll = 8>} : memref<?x1xbf16>
+func.func @bf16_1(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
+  %c1 = arith.constant 1 : index
+  %gv = moe.view %g[%N, %c1] : !llvm.ptr -> memref<?x1xbf16>
+  %ov = moe.view %out[%N, %c1] : !llvm.ptr -> memref<?x1xbf16>
+  moe.compute %ov[%N, %c1] : memref<?x1xbf16> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%n, %h] : memref<?x1xbf16>
+    moe.yield %x : bf16
+  }
+  return
+}
+
+// The inner index used as a non-last load index (a transposed read) blocks vectorization: vector 1.
+// GPU-LABEL: func.func @transposed
+// GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
+// CPU-LABEL: func.func @transposed
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 1, unroll = 8>} : memref<?x7168xbf16>
+func.func @transposed(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
+  %c7168 = arith.constant 7168 : index
+  %gv = moe.view %g[%c7168, %N] : !llvm.ptr -> memref<7168x?xbf16>
+  %ov = moe.view %out[%N, %c7168] : !llvm.ptr -> memref<?x7168xbf16>
+  moe.compute %ov[%N, %c7168] : memref<?x7168xbf16> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%h, %n] : memref<7168x?xbf16>
+    moe.yield %x : bf16
+  }
+  return
+}
+
+// A dynamic contiguous dim: no vector width can be proven to divide it, so 1; the GPU default is 256 threads.
+// GPU-LABEL: func.func @dynamic_h
+// GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x?xbf16>
+// CPU-LABEL: func.func @dynamic_h
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 1, unroll = 8>} : memref<?x?xbf16>
+func.func @dynamic_h(%g: !llvm.ptr, %out: !llvm.ptr, %N: index, %H: index) {
+  %gv = moe.view %g[%N, %H] : !llvm.ptr -> memref<?x?xbf16>
+  %ov = moe.view %out[%N, %H] : !llvm.ptr -> memref<?x?xbf16>
+  moe.compute %ov[%N, %H] : memref<?x?xbf16> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%n, %h] : memref<?x?xbf16>
+    moe.yield %x : bf16
+  }
+  return
+}
+
+// A compute that already has a schedule is left alone, whatever the options.
+// GPU-LABEL: func.func @already_scheduled
+// GPU: {schedule = #moe.schedule<rowsPerBlock = 2, threads = 96, vector = 2, unroll = 3>}
+// ALL-LABEL: func.func @already_scheduled
+// ALL: {schedule = #moe.schedule<rowsPerBlock = 2, threads = 96, vector = 2, unroll = 3>}
+func.func @already_scheduled(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
+  %c7168 = arith.constant 7168 : index
+  %gv = moe.view %g[%N, %c7168] : !llvm.ptr -> memref<?x7168xbf16>
+  %ov = moe.view %out[%N, %c7168] : !llvm.ptr -> memref<?x7168xbf16>
+  moe.compute %ov[%N, %c7168] {schedule = #moe.schedule<rowsPerBlock = 2, threads = 96, vector = 2, unroll = 3>} : memref<?x7168xbf16> {
+  ^bb0(%n: index, %h: index):
+    %x = memref.load %gv[%n, %h] : memref<?x7168xbf16>
+    moe.yield %x : bf16
+  }
+  return
+}
+
+// BADTARGET: error: moe-schedule: target must be cpu or gpu, got 'tpu'
