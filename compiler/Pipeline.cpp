@@ -11,7 +11,7 @@
 //     │      convert-to-llvm
 //     │ reconcile-unrealized-casts
 //     ▼
-//   LLVM dialect ── translate ── LLVM IR ── O2 host / O3 NVPTX                        [llvm]
+//   LLVM dialect ── translate ── LLVM IR ── LLVM O2                                  [llvm]
 //     │ cpu: ORC JIT                             ptx: NVPTX backend                   [asm] [ptx]
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Pipeline.h"
@@ -266,11 +266,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(toTranslate, *llvmContext, op.name);
   if (!llvmModule)
     diagnostics.fail(op.name + ": translation to LLVM IR failed");
-  std::unique_ptr<llvm::TargetMachine> tm =
-      isGpu ? createNvptxTargetMachine(spec.target.arch) : createHostTargetMachine();
-  llvmModule->setTargetTriple(tm->getTargetTriple());
-  llvmModule->setDataLayout(tm->createDataLayout());
-  optimizeModule(*llvmModule, *tm, isGpu ? 3 : 2);
+  llvm::TargetMachine &tm = isGpu ? nvptxTargetMachine(spec.target.arch) : hostTargetMachine();
+  llvmModule->setTargetTriple(tm.getTargetTriple());
+  llvmModule->setDataLayout(tm.createDataLayout());
+  optimizeModule(*llvmModule, tm, 2);
   if (wants(Stage::LLVM))
     result.dumps[Stage::LLVM] = printIR(*llvmModule);
   result.times.llvm = msSince(start);
@@ -278,12 +277,12 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // 6. Code: PTX text, or host code in this process.
   start = Clock::now();
   if (isGpu) {
-    result.ptx = emitPtx(*llvmModule, *tm);
+    result.ptx = emitPtx(*llvmModule, tm);
     if (wants(Stage::PTX))
       result.dumps[Stage::PTX] = result.ptx;
   } else {
     if (wants(Stage::Asm))
-      result.dumps[Stage::Asm] = emitHostAsm(*llvmModule, *tm);
+      result.dumps[Stage::Asm] = emitHostAsm(*llvmModule, tm);
     std::vector<std::string> names;
     for (const KernelInfo &k : result.kernels)
       names.push_back(k.name);

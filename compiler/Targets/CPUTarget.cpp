@@ -37,11 +37,15 @@ static llvm::orc::JITTargetMachineBuilder hostBuilder() {
   return std::move(*builder);
 }
 
-std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
-  auto tm = hostBuilder().createTargetMachine();
-  if (!tm)
-    throw std::runtime_error("cannot create the host target machine: " + errorText(tm.takeError()));
-  return std::move(*tm);
+llvm::TargetMachine &hostTargetMachine() {
+  thread_local std::unique_ptr<llvm::TargetMachine> machine;
+  if (!machine) {
+    auto tm = hostBuilder().createTargetMachine();
+    if (!tm)
+      throw std::runtime_error("cannot create the host target machine: " + errorText(tm.takeError()));
+    machine = std::move(*tm);
+  }
+  return *machine;
 }
 
 /// `void <name>_packed(void **args)`: loads each argument from args[i] and calls the kernel.

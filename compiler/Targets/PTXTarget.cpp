@@ -6,6 +6,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <map>
 #include <mutex>
 #include <stdexcept>
 
@@ -36,7 +37,7 @@ void checkPtxArch(const std::string &arch) {
   throw std::invalid_argument("unknown GPU arch '" + arch + "' (known: " + known + ")");
 }
 
-std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string &arch) {
+static std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string &arch) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     LLVMInitializeNVPTXTargetInfo();
@@ -52,7 +53,15 @@ std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string 
     throw std::runtime_error("NVPTX backend unavailable: " + error);
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, arch, findArch(arch)->features, llvm::TargetOptions(), std::nullopt, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+      llvm::CodeGenOptLevel::Default));
+}
+
+llvm::TargetMachine &nvptxTargetMachine(const std::string &arch) {
+  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  std::unique_ptr<llvm::TargetMachine> &tm = machines[arch];
+  if (!tm)
+    tm = createNvptxTargetMachine(arch);
+  return *tm;
 }
 
 std::string emitPtx(llvm::Module &module, llvm::TargetMachine &tm) {

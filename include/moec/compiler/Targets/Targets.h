@@ -27,8 +27,9 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int level);
 /// The archs moec emits PTX for. Throws std::invalid_argument for others.
 void checkPtxArch(const std::string &arch);
 
-/// A TargetMachine for `arch` ("sm_90") with the PTX ISA version that arch needs.
-std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string &arch);
+/// The TargetMachine for `arch` ("sm_90") with the PTX ISA version that arch needs. Created once per
+/// thread and arch (a TargetMachine is not shared across threads); creating one costs about a ms.
+llvm::TargetMachine &nvptxTargetMachine(const std::string &arch);
 
 /// Emits PTX for a module already optimized for `tm` (triple and data layout set).
 std::string emitPtx(llvm::Module &module, llvm::TargetMachine &tm);
@@ -46,8 +47,9 @@ public:
   virtual PackedKernelFn lookup(const std::string &name) = 0;
 };
 
-/// A TargetMachine for this host (its CPU and features, so the kernels use AVX2/AVX-512 where present).
-std::unique_ptr<llvm::TargetMachine> createHostTargetMachine();
+/// The TargetMachine for this host (its CPU and features, so kernels use AVX2/AVX-512 where present),
+/// created once per thread.
+llvm::TargetMachine &hostTargetMachine();
 
 /// Adds `<name>_packed(void **args)` for each kernel and JIT-compiles the (optimized) module.
 std::unique_ptr<CpuExecutable> jitCompile(std::unique_ptr<llvm::Module> module,
