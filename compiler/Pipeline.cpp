@@ -7,7 +7,7 @@
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
-//     │ cpu: arith-expand (bf16), scf-to-cf,      ptx: scf-to-cf, gpu-to-nvvm (64-bit index)
+//     │ cpu: arith-expand (bf16), scf-to-cf,      ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
 //     │      convert-to-llvm
 //     │ reconcile-unrealized-casts
 //     ▼
@@ -19,6 +19,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Frontend/MoeGen.h"
 #include "moec/compiler/Registration.h"
+#include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 #include "moec/dsl/Eval.h"
 #include "moec/dsl/Printer.h"
@@ -39,6 +40,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 
 using namespace mlir;
@@ -57,7 +59,30 @@ std::optional<Stage> parseStage(const std::string &name) {
   return std::nullopt;
 }
 
+/// Whether a tensor that is there (required, or optional and present) uses dim `name` in its shape.
+static bool shapesUse(const dsl::OpDef &op, const std::set<std::string> &present, const std::string &name) {
+  std::function<bool(const dsl::Expr &)> uses = [&](const dsl::Expr &e) {
+    if (e.kind == dsl::ExprKind::Name && e.name == name)
+      return true;
+    for (const dsl::ExprPtr &o : e.operands)
+      if (uses(*o))
+        return true;
+    return false;
+  };
+  for (const dsl::TensorDecl &t : op.tensors)
+    if (!t.optional || present.count(t.name))
+      for (const dsl::ShapeDim &d : t.shape)
+        if (uses(*d.size))
+          return true;
+  return false;
+}
+
 std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec) {
+  for (const std::string &name : spec.present) {
+    const dsl::TensorDecl *t = op.findTensor(name);
+    if (!t || !t->optional)
+      throw CompileError(op.name + ": '" + name + "' is not an optional tensor of the op");
+  }
   if (std::find(op.allowedTypes.begin(), op.allowedTypes.end(), spec.dtype) == op.allowedTypes.end()) {
     std::string allowed;
     for (dsl::DType t : op.allowedTypes)
@@ -87,6 +112,8 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
     if (!d.isStatic)
       continue;
     auto v = lookup(d.name, d.name);
+    if (!v && !shapesUse(op, spec.present, d.name))
+      continue; // only absent optional tensors have it; moe-specialize reports a use in the body
     if (!v)
       throw CompileError(op.name + ": static dim '" + d.name + "' needs a value (--dim " + d.name + "=...)");
     if (*v <= 0)
@@ -188,7 +215,13 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   auto start = Clock::now();
   MLIRContext context(registry(), MLIRContext::Threading::DISABLED);
   DiagnosticCollector diagnostics(context);
-  OwningOpRef<ModuleOp> module = genMoe(context, op, spec.dtype);
+  MoeModule generated;
+  try {
+    generated = genMoe(context, op, spec.dtype, spec.present);
+  } catch (const GenError &e) {
+    throw CompileError(e.what());
+  }
+  OwningOpRef<ModuleOp> module = std::move(generated.module);
   result.times.frontend = msSince(start);
 
   // 2. moe passes: bind static values, choose the schedule.
@@ -206,17 +239,17 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     diagnostics.fail(op.name + ": the moe passes failed");
   if (wants(Stage::Moe))
     result.dumps[Stage::Moe] = printIR(*module);
-  for (const dsl::Stmt &s : op.body) {
-    if (!s.assign)
+  // Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
+  for (const KernelPlan &plan : generated.kernels) {
+    auto func = module->lookupSymbol<func::FuncOp>(plan.name);
+    SmallVector<moe::DomainOp> domains = moe::collectDomainOps(func);
+    if (domains.empty()) {
+      func.erase();
       continue;
-    KernelInfo info{kernelName(op, s.assign->target), s.assign->target, {}};
-    module->walk([&](moe::ComputeOp compute) {
-      if (compute->getParentOfType<func::FuncOp>().getName() == info.name) {
-        moe::ScheduleAttr a = compute.getScheduleAttr();
-        info.schedule = {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()};
-      }
-    });
-    result.kernels.push_back(info);
+    }
+    moe::ScheduleAttr a = domains.front().schedule();
+    result.kernels.push_back(
+        {plan.name, plan.output, {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain});
   }
 
   // 3. Loops: rows to a row-range loop (cpu) or to the grid (gpu); the row along vectors.
@@ -239,6 +272,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (isGpu) {
     OpPassManager &kernels = llvmPasses.nest<gpu::GPUModuleOp>();
     kernels.addPass(createSCFToControlFlowPass());
+    // math.fma straight to llvm.intr.fma (fma.rn.f32); gpu-to-nvvm would call libdevice instead.
+    kernels.addPass(createConvertMathToLLVMPass());
     ConvertGpuOpsToNVVMOpsOptions nvvm;
     nvvm.indexBitwidth = 64;
     kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));

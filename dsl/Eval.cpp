@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace moec::dsl {
@@ -15,7 +16,8 @@ namespace {
   throw EvalError(fmt::format("cannot evaluate '{}' on the host", printExpr(e)));
 }
 
-int64_t lookup(const std::map<std::string, int64_t> &m, const std::string &key, const std::string &what) {
+template <typename V>
+V lookup(const std::map<std::string, V> &m, const std::string &key, const std::string &what) {
   auto it = m.find(key);
   if (it == m.end())
     throw EvalError(fmt::format("no value for '{}'", what));
@@ -79,6 +81,14 @@ int64_t evalCast(const Expr &e, const Bindings &b) {
   }
 }
 
+/// min and max; fma works on floats, which the host does not evaluate.
+int64_t evalCall(const Expr &e, const Bindings &b) {
+  if ((e.name != "min" && e.name != "max") || e.operands.size() != 2)
+    cannotEvaluate(e);
+  int64_t l = evalInt(*e.operands[0], b), r = evalInt(*e.operands[1], b);
+  return e.name == "min" ? std::min(l, r) : std::max(l, r);
+}
+
 } // namespace
 
 int64_t evalInt(const Expr &e, const Bindings &b) {
@@ -92,6 +102,8 @@ int64_t evalInt(const Expr &e, const Bindings &b) {
   case ExprKind::Select:
     return evalBool(*e.operands[0], b) ? evalInt(*e.operands[1], b) : evalInt(*e.operands[2], b);
   case ExprKind::Cast: return evalCast(e, b);
+  case ExprKind::Call: return evalCall(e, b);
+  case ExprKind::Present: return lookup(b.present, e.name, printExpr(e));
   default: cannotEvaluate(e);
   }
 }

@@ -18,9 +18,9 @@ std::string Token::describe() const {
 }
 
 bool isKeyword(const std::string &word) {
-  static const char *const kKeywords[] = {"op",      "dim", "attr", "in",   "out",   "require",
-                                          "let",     "sum", "rank", "true", "false", "static",
-                                          "runtime", "as",  "int",  "bool"};
+  static const char *const kKeywords[] = {
+      "op",    "dim",    "attr",    "in", "out", "require", "let", "sum", "fold", "rank", "present", "true",
+      "false", "static", "runtime", "as", "int", "bool",    "for", "if",  "else", "when", "unique"};
   for (const char *k : kKeywords)
     if (word == k)
       return true;

@@ -204,12 +204,13 @@ private:
     return negative ? -v : v;
   }
 
-  // `x: T[*R, H] [in [lo, hi)]`
+  // `x[?]: T[*R, H] [in [lo, hi)] [unique] [when COND]`
   void parseTensor(bool isOutput) {
     TensorDecl t;
     t.loc = cur().loc;
     t.isOutput = isOutput;
     t.name = expectName("a tensor name");
+    t.optional = acceptPunct("?");
     expectPunct(":");
     t.elem = parseElemType();
     expectPunct("[");
@@ -224,14 +225,42 @@ private:
       t.rangeHi = parseExpr();
       expectPunct(")");
     }
+    if (isKw("unique"))
+      parseUnique(t);
+    if (isKw("when"))
+      parseWhen(t);
+    else if (t.optional && t.isOutput)
+      throw DslError(t.loc,
+                     fmt::format("optional output '{}' needs `when COND` (when it is produced)", t.name));
     op_->tensors.push_back(std::move(t));
+  }
+
+  std::string typeRefName(const TypeRef &t) const { return t.generic ? op_->typeParam : dtypeName(t.fixed); }
+
+  void parseUnique(TensorDecl &t) {
+    if (t.isOutput)
+      fail(fmt::format("`unique` is only allowed on inputs; '{}' is an output", t.name));
+    if (t.elem.generic || (t.elem.fixed != DType::I32 && t.elem.fixed != DType::I8))
+      fail(fmt::format("`unique` needs an integer tensor; '{}' holds {}", t.name, typeRefName(t.elem)));
+    take();
+    t.unique = true;
+  }
+
+  void parseWhen(TensorDecl &t) {
+    if (!t.isOutput)
+      fail(fmt::format("`when` is only allowed on an optional output; '{}' is an input", t.name));
+    if (!t.optional)
+      fail(fmt::format("`when` is only allowed on an optional output; '{}' is not optional (write '{}?')",
+                       t.name, t.name));
+    take();
+    t.when = parseExpr();
   }
 
   TypeRef parseElemType() {
     const Token &t = cur();
     if (t.kind != TokKind::Ident)
       expected("an element type");
-    if (!op_->typeParam.empty() && t.text == op_->typeParam) {
+    if (isTypeParam(t.text)) {
       take();
       return TypeRef{true, DType::F32};
     }
@@ -268,19 +297,64 @@ private:
 
   //===--- Body ------------------------------------------------------------===//
 
-  void parseBody() {
+  void parseBody() { op_->body = parseStmts(); }
+
+  // `{ STMT* }`
+  std::vector<Stmt> parseStmts() {
     expectPunct("{");
+    std::vector<Stmt> stmts;
     while (!acceptPunct("}")) {
       if (cur().kind == TokKind::End)
         expected("'}'");
-      Stmt s;
-      if (isKw("let"))
-        s.let = parseLet();
-      else
-        s.assign = parseAssign();
-      op_->body.push_back(std::move(s));
+      stmts.push_back(parseStmt());
       acceptPunct(";");
     }
+    return stmts;
+  }
+
+  Stmt parseStmt() {
+    Stmt s;
+    if (isKw("let"))
+      s.let = parseLet();
+    else if (isKw("for"))
+      s.forStmt = parseFor();
+    else if (isKw("if"))
+      s.ifStmt = parseIf();
+    else
+      s.assign = parseAssign();
+    return s;
+  }
+
+  // `for t < Tk, k < K { ... }`
+  std::unique_ptr<ForStmt> parseFor() {
+    auto f = std::make_unique<ForStmt>();
+    f->loc = take().loc;
+    parseList([&] {
+      f->varLocs.push_back(cur().loc);
+      f->vars.push_back(expectName("a loop variable"));
+      expectPunct("<");
+      f->bounds.push_back(parseExpr());
+    });
+    f->body = parseStmts();
+    return f;
+  }
+
+  // `if cond { ... } [else { ... } | else if ...]`
+  std::unique_ptr<IfStmt> parseIf() {
+    auto s = std::make_unique<IfStmt>();
+    s->loc = take().loc;
+    s->cond = parseExpr();
+    s->thenBody = parseStmts();
+    if (!acceptKeyword("else"))
+      return s;
+    if (isKw("if")) {
+      Stmt nested;
+      nested.ifStmt = parseIf();
+      s->elseBody.push_back(std::move(nested));
+    } else {
+      s->elseBody = parseStmts();
+    }
+    return s;
   }
 
   // `let name = value`
@@ -293,22 +367,26 @@ private:
     return l;
   }
 
-  // `target[i, j] = value`
+  // `target[i, j] = value`; a bare name index is recorded as a name (Sema decides whether it is fresh).
   Assign parseAssign() {
     Assign a;
     a.loc = cur().loc;
-    a.target = expectName("'let' or an assignment");
+    a.target = expectName("a statement (let, for, if or an assignment)");
     expectPunct("[");
-    if (!cur().isPunct("]")) {
-      parseList([&] {
-        a.indexLocs.push_back(cur().loc);
-        a.indices.push_back(expectName("an index name"));
-      });
-    }
+    if (!cur().isPunct("]"))
+      parseList([&] { parseAssignIndex(a); });
     expectPunct("]");
     expectPunct("=");
     a.value = parseExpr();
     return a;
+  }
+
+  void parseAssignIndex(Assign &a) {
+    a.indexLocs.push_back(cur().loc);
+    ExprPtr x = parseExpr();
+    bool bareName = x->kind == ExprKind::Name;
+    a.indices.push_back(bareName ? x->name : "");
+    a.indexExprs.push_back(bareName ? nullptr : std::move(x));
   }
 
   //===--- Expressions -----------------------------------------------------===//
@@ -379,7 +457,8 @@ private:
     expected("an expression");
   }
 
-  // An expression that starts with an identifier: literal, sum, rank, cast, element access or name.
+  // An expression that starts with an identifier: literal, sum, fold, rank, present, cast, call, element
+  // access or name.
   ExprPtr parseWord() {
     const Token &t = cur();
     if (t.text == "true" || t.text == "false") {
@@ -389,12 +468,18 @@ private:
     }
     if (t.text == "sum")
       return parseSum();
+    if (t.text == "fold")
+      return parseFold();
     if (t.text == "rank")
-      return parseRank();
-    if (peek(1).isPunct("("))
+      return parseTensorQuery(ExprKind::Rank);
+    if (t.text == "present")
+      return parseTensorQuery(ExprKind::Present);
+    if (peek(1).isPunct("(") && isTypeName(t.text))
       return parseCast();
     if (isKeyword(t.text))
       expected("an expression");
+    if (peek(1).isPunct("("))
+      return parseCall();
     if (peek(1).isPunct("["))
       return parseElement();
     ExprPtr e = make(ExprKind::Name, t.loc);
@@ -402,20 +487,30 @@ private:
     return e;
   }
 
+  bool isTypeParam(const std::string &word) const {
+    return !op_->typeParam.empty() && word == op_->typeParam;
+  }
+  bool isTypeName(const std::string &word) const { return isTypeParam(word) || parseDType(word).has_value(); }
+
   // `f32(x)`, `i32(x)`, `bool(x)`, `T(x)`; `name` keeps the spelling for printing.
   ExprPtr parseCast() {
     const Token &t = cur();
     ExprPtr e = make(ExprKind::Cast, t.loc);
-    if (!op_->typeParam.empty() && t.text == op_->typeParam) {
-      e->castTo = TypeRef{true, DType::F32};
-    } else if (std::optional<DType> dt = parseDType(t.text)) {
-      e->castTo = TypeRef{false, *dt};
-    } else {
-      fail(fmt::format("'{}' is not a type; only casts such as f32(x) take parentheses", t.text));
-    }
+    e->castTo = isTypeParam(t.text) ? TypeRef{true, DType::F32} : TypeRef{false, *parseDType(t.text)};
     e->name = take().text;
     take(); // '('
     e->operands.push_back(parseExpr());
+    expectPunct(")");
+    return e;
+  }
+
+  // `fma(a, b, c)`: Sema checks the callee and its arguments.
+  ExprPtr parseCall() {
+    ExprPtr e = make(ExprKind::Call, cur().loc);
+    e->name = take().text;
+    take(); // '('
+    if (!cur().isPunct(")"))
+      parseList([&] { e->operands.push_back(parseExpr()); });
     expectPunct(")");
     return e;
   }
@@ -443,9 +538,25 @@ private:
     return e;
   }
 
-  // `rank(tensor)`
-  ExprPtr parseRank() {
-    ExprPtr e = make(ExprKind::Rank, take().loc);
+  // `fold(k < BOUND, acc = INIT) BODY`; the body binds like a unary operand, as for `sum`.
+  ExprPtr parseFold() {
+    ExprPtr e = make(ExprKind::Fold, take().loc);
+    expectPunct("(");
+    e->name = expectName("an index variable");
+    expectPunct("<");
+    e->operands.push_back(parseExpr());
+    expectPunct(",");
+    e->accName = expectName("an accumulator name");
+    expectPunct("=");
+    e->operands.push_back(parseExpr());
+    expectPunct(")");
+    e->operands.push_back(parseUnary());
+    return e;
+  }
+
+  // `rank(tensor)`, `present(tensor)`
+  ExprPtr parseTensorQuery(ExprKind kind) {
+    ExprPtr e = make(kind, take().loc);
     expectPunct("(");
     e->name = expectName("a tensor name");
     expectPunct(")");

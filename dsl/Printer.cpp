@@ -89,6 +89,11 @@ std::string print(const Expr &e) {
     return fmt::format("sum({} < {}) {}", e.name, print(*e.operands[0]), printAt(*e.operands[1], kUnary));
   case ExprKind::Rank: return fmt::format("rank({})", e.name);
   case ExprKind::Block: return printBlock(e);
+  case ExprKind::Fold:
+    return fmt::format("fold({} < {}, {} = {}) {}", e.name, print(*e.operands[0]), e.accName,
+                       print(*e.operands[1]), printAt(*e.operands[2], kUnary));
+  case ExprKind::Call: return fmt::format("{}({})", e.name, joinExprs(e.operands));
+  case ExprKind::Present: return fmt::format("present({})", e.name);
   }
   return "?";
 }
@@ -119,8 +124,7 @@ public:
       printTensor(t);
     for (const Require &r : op_.requires_)
       line(1, fmt::format("require {} : {}", print(*r.cond), quote(r.message)));
-    for (const Stmt &s : op_.body)
-      printStmt(s);
+    printStmts(op_.body, 1);
     return out_;
   }
 
@@ -166,26 +170,59 @@ private:
   }
 
   void printTensor(const TensorDecl &t) {
-    std::string s = fmt::format("{} {}: {}[", t.isOutput ? "out" : "in", t.name, typeRefName(t.elem));
+    std::string s = fmt::format("{} {}{}: {}[", t.isOutput ? "out" : "in", t.name, t.optional ? "?" : "",
+                                typeRefName(t.elem));
     for (size_t i = 0; i < t.shape.size(); ++i)
       s += (i ? ", " : "") + std::string(t.shape[i].flattenLeading ? "*" : "") + print(*t.shape[i].size);
     s += "]";
     if (t.rangeLo)
       s += fmt::format(" in [{}, {})", print(*t.rangeLo), print(*t.rangeHi));
+    if (t.unique)
+      s += " unique";
+    if (t.when)
+      s += " when " + print(*t.when);
     line(1, s);
   }
 
-  void printStmt(const Stmt &s) {
-    if (s.let) {
-      printNode(*s.let->value, 1, "let " + s.let->name + " = ");
-      return;
-    }
-    const Assign &a = *s.assign;
+  void printStmts(const std::vector<Stmt> &stmts, int indent) {
+    for (const Stmt &s : stmts)
+      printStmt(s, indent);
+  }
+
+  void printStmt(const Stmt &s, int indent) {
+    if (s.let)
+      printNode(*s.let->value, indent, "let " + s.let->name + " = ");
+    else if (s.assign)
+      printAssign(*s.assign, indent);
+    else if (s.forStmt)
+      printFor(*s.forStmt, indent);
+    else
+      printIf(*s.ifStmt, indent);
+  }
+
+  void printAssign(const Assign &a, int indent) {
     std::string idx;
     for (size_t i = 0; i < a.indices.size(); ++i)
-      idx += (i ? ", " : "") + a.indices[i];
-    line(1, fmt::format("assign {}[{}] : {}", a.target, idx, typeName(a.value->type)));
-    printNode(*a.value, 2, "");
+      idx += (i ? ", " : "") + (a.indexExprs[i] ? print(*a.indexExprs[i]) : a.indices[i]);
+    line(indent, fmt::format("assign {}[{}] : {}", a.target, idx, typeName(a.value->type)));
+    printNode(*a.value, indent + 1, "");
+  }
+
+  void printFor(const ForStmt &f, int indent) {
+    std::string s = "for ";
+    for (size_t i = 0; i < f.vars.size(); ++i)
+      s += fmt::format("{}{} < {}", i ? ", " : "", f.vars[i], print(*f.bounds[i]));
+    line(indent, s);
+    printStmts(f.body, indent + 1);
+  }
+
+  void printIf(const IfStmt &s, int indent) {
+    line(indent, "if " + print(*s.cond));
+    printStmts(s.thenBody, indent + 1);
+    if (s.elseBody.empty())
+      return;
+    line(indent, "else");
+    printStmts(s.elseBody, indent + 1);
   }
 
   static const char *nameKind(NameKind k) {
@@ -194,6 +231,7 @@ private:
     case NameKind::Attr: return " (attr)";
     case NameKind::Let: return " (let)";
     case NameKind::IndexVar: return " (index)";
+    case NameKind::Accumulator: return " (acc)";
     default: return "";
     }
   }
@@ -213,6 +251,11 @@ private:
     case ExprKind::Sum: return fmt::format("Sum {} < {}", e.name, print(*e.operands[0]));
     case ExprKind::Rank: return "Rank " + e.name;
     case ExprKind::Block: return "Block";
+    case ExprKind::Fold:
+      return fmt::format("Fold {} < {}, {} = {}", e.name, print(*e.operands[0]), e.accName,
+                         print(*e.operands[1]));
+    case ExprKind::Call: return "Call " + e.name;
+    case ExprKind::Present: return "Present " + e.name;
     }
     return "?";
   }
@@ -221,8 +264,8 @@ private:
     line(indent, fmt::format("{}{} : {}", prefix, describe(e), typeName(e.type)));
     for (const Let &l : e.lets)
       printNode(*l.value, indent + 1, "let " + l.name + " = ");
-    // A sum's bound is already on its line; only the body is a child.
-    size_t first = e.kind == ExprKind::Sum ? 1 : 0;
+    // A sum's bound and a fold's bound and init are already on its line; only the body is a child.
+    size_t first = e.kind == ExprKind::Sum ? 1 : e.kind == ExprKind::Fold ? 2 : 0;
     for (size_t i = first; i < e.operands.size(); ++i)
       printNode(*e.operands[i], indent + 1, "");
   }

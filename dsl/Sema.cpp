@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 namespace moec::dsl {
 
@@ -30,17 +31,26 @@ ExprType elementType(const TypeRef &elem) {
   return elem.fixed == DType::Bool ? ExprType::boolTy() : ExprType::intTy();
 }
 
-/// Where an expression sits; signature expressions may use only dims, attrs, literals (and rank).
-enum class Ctx { Shape, Range, Require, Body };
+/// Where an expression sits; signature expressions may use only dims, attrs, literals (and rank, present).
+enum class Ctx { Shape, Range, Require, When, Body };
 
 const char *ctxName(Ctx c) {
   switch (c) {
   case Ctx::Shape: return "a shape";
   case Ctx::Range: return "a value range";
   case Ctx::Require: return "a require";
+  case Ctx::When: return "a `when` condition";
   case Ctx::Body: return "the body";
   }
   return "";
+}
+
+const char *localKindName(NameKind k) {
+  switch (k) {
+  case NameKind::Let: return "a let";
+  case NameKind::Accumulator: return "an accumulator";
+  default: return "an index variable";
+  }
 }
 
 class Checker {
@@ -61,6 +71,7 @@ private:
   struct Local {
     NameKind kind;
     ExprType type;
+    bool host = false; // a let whose value the host can compute (dims, attrs, literals, present())
   };
   using Scope = std::map<std::string, Local>;
 
@@ -125,6 +136,10 @@ private:
   void checkTensor(TensorDecl &t) {
     for (ShapeDim &d : t.shape)
       expectType(*d.size, Ctx::Shape, ExprType::intTy(), "a shape entry");
+    if (t.when) {
+      expectType(*t.when, Ctx::When, ExprType::boolTy(), "a `when` condition");
+      requireHost(*t.when, "a `when` condition");
+    }
     if (!t.rangeLo)
       return;
     if (t.elem.generic || (t.elem.fixed != DType::I32 && t.elem.fixed != DType::I8))
@@ -145,31 +160,109 @@ private:
 
   void checkBody() {
     ctx_ = Ctx::Body;
-    scopes_.emplace_back(); // top-level lets
-    std::map<int, SourceLoc> assigned;
-    for (Stmt &s : op_.body) {
-      if (s.let)
-        checkLet(*s.let);
-      else
-        checkAssign(*s.assign, assigned);
-    }
-    scopes_.pop_back();
+    checkStmts(op_.body);
     for (size_t i = 0; i < op_.tensors.size(); ++i)
-      if (op_.tensors[i].isOutput && !assigned.count(static_cast<int>(i)))
+      if (op_.tensors[i].isOutput && !assigned_.count(static_cast<int>(i)))
         fail(op_.tensors[i].loc, fmt::format("output '{}' is never assigned", op_.tensors[i].name));
+  }
+
+  /// A statement list with its own scope for lets.
+  void checkStmts(std::vector<Stmt> &stmts) {
+    scopes_.emplace_back();
+    for (Stmt &s : stmts)
+      checkStmt(s);
+    scopes_.pop_back();
+  }
+
+  void checkStmt(Stmt &s) {
+    if (s.let)
+      checkLet(*s.let);
+    else if (s.assign)
+      checkAssign(*s.assign);
+    else if (s.forStmt)
+      checkFor(*s.forStmt);
+    else
+      checkIf(*s.ifStmt);
   }
 
   void checkLet(Let &l) {
     check(*l.value);
-    bindLocal(l.name, l.loc, NameKind::Let, l.value->type);
+    bindLocal(l.name, l.loc, NameKind::Let, l.value->type, !firstDeviceValue(*l.value));
   }
 
-  /// Adds a let or index variable to the innermost scope.
-  void bindLocal(const std::string &name, const SourceLoc &loc, NameKind kind, const ExprType &type) {
+  void checkFor(ForStmt &f) {
+    scopes_.emplace_back(); // each variable is in scope in the later bounds and the body
+    for (size_t i = 0; i < f.vars.size(); ++i) {
+      expectType(*f.bounds[i], Ctx::Body, ExprType::intTy(), "a for bound");
+      bindLocal(f.vars[i], f.varLocs[i], NameKind::IndexVar, ExprType::intTy());
+    }
+    ++forDepth_;
+    checkStmts(f.body);
+    --forDepth_;
+    scopes_.pop_back();
+  }
+
+  void checkIf(IfStmt &s) {
+    expectType(*s.cond, Ctx::Body, ExprType::boolTy(), "an if condition");
+    if (forDepth_ == 0)
+      requireHost(*s.cond, "a condition outside a `for`");
+    checkStmts(s.thenBody);
+    checkStmts(s.elseBody);
+  }
+
+  /// Rejects `e` unless the host can evaluate it before the run.
+  void requireHost(const Expr &e, const char *what) const {
+    if (const Expr *d = firstDeviceValue(e))
+      fail(d->loc, fmt::format("{} must depend only on dims, attributes and present()", what));
+  }
+
+  /// The first part of `e` that only the kernel can compute (tensor data, index variables, floats, ...),
+  /// or null when the host can evaluate all of `e`.
+  const Expr *firstDeviceValue(const Expr &e) const {
+    switch (e.kind) {
+    case ExprKind::Element:
+    case ExprKind::Sum:
+    case ExprKind::Fold:
+    case ExprKind::Block: return &e;
+    case ExprKind::Name: return isHostName(e) ? nullptr : &e;
+    default: break;
+    }
+    if (e.type.cls == ExprType::Float)
+      return &e;
+    for (const ExprPtr &x : e.operands)
+      if (const Expr *d = firstDeviceValue(*x))
+        return d;
+    return nullptr;
+  }
+
+  bool isHostName(const Expr &e) const {
+    switch (e.nameKind) {
+    case NameKind::Dim:
+    case NameKind::Attr: return true;
+    case NameKind::Let: return findLocal(e.name)->host;
+    default: return false;
+    }
+  }
+
+  /// Adds a let or index variable to the innermost scope. Locals never shadow other names.
+  void bindLocal(const std::string &name, const SourceLoc &loc, NameKind kind, const ExprType &type,
+                 bool host = false) {
     if (const char *what = globalKind(name))
       fail(loc, fmt::format("'{}' shadows {}", name, what));
-    if (!scopes_.back().emplace(name, Local{kind, type}).second)
+    if (scopes_.back().count(name))
       fail(loc, fmt::format("duplicate name '{}' in this scope", name));
+    if (const Local *outer = findLocal(name))
+      fail(loc, fmt::format("'{}' shadows {}", name, localKindName(outer->kind)));
+    scopes_.back().emplace(name, Local{kind, type, host});
+  }
+
+  const Local *findLocal(const std::string &name) const {
+    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
+      auto it = s->find(name);
+      if (it != s->end())
+        return &it->second;
+    }
+    return nullptr;
   }
 
   /// "a dim", "an attr", "a tensor", or null when `name` is not a signature name.
@@ -183,23 +276,14 @@ private:
     return nullptr;
   }
 
-  void checkAssign(Assign &a, std::map<int, SourceLoc> &assigned) {
-    a.tensorIndex = op_.tensorIndex(a.target);
-    if (a.tensorIndex < 0)
-      fail(a.loc, fmt::format("unknown tensor '{}'", a.target));
-    const TensorDecl &t = op_.tensors[a.tensorIndex];
-    if (!t.isOutput)
-      fail(a.loc, fmt::format("cannot assign to input '{}'", a.target));
-    auto [prev, first] = assigned.emplace(a.tensorIndex, a.loc);
-    if (!first)
-      fail(a.loc, fmt::format("output '{}' is already assigned at {}:{}", a.target, prev->second.line,
-                              prev->second.col));
-    if (a.indices.size() != t.shape.size())
-      fail(a.loc, fmt::format("'{}' has rank {} but is assigned with {} indices", a.target, t.shape.size(),
-                              a.indices.size()));
-    scopes_.emplace_back();
+  void checkAssign(Assign &a) {
+    const TensorDecl &t = assignTarget(a);
+    assigned_.insert(a.tensorIndex);
+    checkIndexExprs(a);
+    scopes_.emplace_back(); // the fresh index names
     for (size_t i = 0; i < a.indices.size(); ++i)
-      bindLocal(a.indices[i], a.indexLocs[i], NameKind::IndexVar, ExprType::intTy());
+      if (!a.indexExprs[i])
+        bindLocal(a.indices[i], a.indexLocs[i], NameKind::IndexVar, ExprType::intTy());
     check(*a.value);
     scopes_.pop_back();
     ExprType want = elementType(t.elem);
@@ -207,6 +291,41 @@ private:
     if (!ok)
       fail(a.value->loc, fmt::format("cannot store {} into '{}' of type {}", typeName(a.value->type),
                                      a.target, typeName(want)));
+  }
+
+  /// Resolves and checks the target of an assignment: an output of the right rank.
+  const TensorDecl &assignTarget(Assign &a) {
+    a.tensorIndex = op_.tensorIndex(a.target);
+    if (a.tensorIndex < 0)
+      fail(a.loc, fmt::format("unknown tensor '{}'", a.target));
+    const TensorDecl &t = op_.tensors[a.tensorIndex];
+    if (!t.isOutput)
+      fail(a.loc, fmt::format("cannot assign to input '{}'", a.target));
+    if (a.indices.size() != t.shape.size())
+      fail(a.loc, fmt::format("'{}' has rank {} but is assigned with {} indices", a.target, t.shape.size(),
+                              a.indices.size()));
+    return t;
+  }
+
+  /// Turns bare index names that are in scope (a for variable or a let) into expressions, then checks
+  /// every expression index: only inside a `for` does a store have points to scatter to.
+  void checkIndexExprs(Assign &a) {
+    for (size_t i = 0; i < a.indices.size(); ++i) {
+      if (!a.indexExprs[i] && findLocal(a.indices[i]))
+        a.indexExprs[i] = nameExpr(a.indices[i], a.indexLocs[i]);
+      if (!a.indexExprs[i])
+        continue;
+      a.indices[i].clear();
+      if (forDepth_ == 0)
+        fail(a.indexLocs[i], "an indexed store needs an enclosing `for`");
+      expectType(*a.indexExprs[i], Ctx::Body, ExprType::intTy(), "a store index");
+    }
+  }
+
+  static ExprPtr nameExpr(const std::string &name, const SourceLoc &loc) {
+    auto e = std::make_unique<Expr>(ExprKind::Name, loc);
+    e->name = name;
+    return e;
   }
 
   //===--- Expressions -----------------------------------------------------===//
@@ -225,6 +344,9 @@ private:
     case ExprKind::Sum: checkSum(e); break;
     case ExprKind::Rank: checkRank(e); break;
     case ExprKind::Block: checkBlock(e); break;
+    case ExprKind::Fold: checkFold(e); break;
+    case ExprKind::Call: checkCall(e); break;
+    case ExprKind::Present: checkPresent(e); break;
     }
   }
 
@@ -234,13 +356,10 @@ private:
   }
 
   void checkName(Expr &e) {
-    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
-      auto it = s->find(e.name);
-      if (it != s->end()) {
-        e.nameKind = it->second.kind;
-        e.type = it->second.type;
-        return;
-      }
+    if (const Local *l = findLocal(e.name)) {
+      e.nameKind = l->kind;
+      e.type = l->type;
+      return;
     }
     for (size_t i = 0; i < op_.dims.size(); ++i) {
       if (op_.dims[i].name == e.name) {
@@ -271,16 +390,9 @@ private:
     int i = op_.tensorIndex(e.name);
     if (i >= 0)
       return i;
-    if (globalKind(e.name) || isLocal(e.name))
+    if (globalKind(e.name) || findLocal(e.name))
       fail(e.loc, fmt::format("'{}' is not a tensor", e.name));
     fail(e.loc, fmt::format("unknown tensor '{}'", e.name));
-  }
-
-  bool isLocal(const std::string &name) const {
-    for (const Scope &s : scopes_)
-      if (s.count(name))
-        return true;
-    return false;
   }
 
   void checkElement(Expr &e) {
@@ -355,11 +467,7 @@ private:
 
   void checkSum(Expr &e) {
     bodyOnly(e, "'sum'");
-    Expr &bound = *e.operands[0];
-    check(bound);
-    if (bound.type.cls != ExprType::Int)
-      fail(bound.loc, fmt::format("a sum bound must be int, found {}", typeName(bound.type)));
-    requireStatic(bound);
+    checkBound(*e.operands[0], "sum");
     scopes_.emplace_back();
     bindLocal(e.name, e.loc, NameKind::IndexVar, ExprType::intTy());
     Expr &body = *e.operands[1];
@@ -371,35 +479,96 @@ private:
     e.type = ExprType::f32();
   }
 
-  /// Sums are unrolled, so their bounds may use only static dims/attrs and literals.
-  void requireStatic(const Expr &e) const {
-    switch (e.kind) {
-    case ExprKind::IntLit:
-    case ExprKind::BoolLit: return;
-    case ExprKind::Name: requireStaticName(e); return;
-    case ExprKind::Unary:
-    case ExprKind::Binary:
-    case ExprKind::Select:
-    case ExprKind::Cast:
-      for (const ExprPtr &x : e.operands)
-        requireStatic(*x);
-      return;
-    default: fail(e.loc, "sum bound must be static; use only static dims, static attrs and literals");
-    }
+  void checkFold(Expr &e) {
+    bodyOnly(e, "'fold'");
+    checkBound(*e.operands[0], "fold");
+    Expr &init = *e.operands[1], &body = *e.operands[2];
+    check(init);
+    scopes_.emplace_back();
+    bindLocal(e.name, e.loc, NameKind::IndexVar, ExprType::intTy());
+    bindLocal(e.accName, e.loc, NameKind::Accumulator, init.type);
+    check(body);
+    scopes_.pop_back();
+    if (!sameType(body.type, init.type))
+      fail(body.loc, fmt::format("the fold body must have the accumulator's type {}, found {}",
+                                 typeName(init.type), typeName(body.type)));
+    e.type = init.type;
   }
 
-  void requireStaticName(const Expr &e) const {
-    const char *what = nullptr;
+  /// A sum or fold bound: an int that names no runtime dim or attr (lets and index variables are fine).
+  void checkBound(Expr &bound, const char *what) {
+    check(bound);
+    if (bound.type.cls != ExprType::Int)
+      fail(bound.loc, fmt::format("a {} bound must be int, found {}", what, typeName(bound.type)));
+    requireStaticNames(bound, what);
+  }
+
+  /// Rejects runtime dims/attrs (and accumulators) anywhere in a sum or fold bound.
+  void requireStaticNames(const Expr &e, const char *what) const {
+    if (e.kind == ExprKind::Name)
+      requireStaticName(e, what);
+    for (const Let &l : e.lets)
+      requireStaticNames(*l.value, what);
+    for (const ExprPtr &x : e.operands)
+      requireStaticNames(*x, what);
+  }
+
+  void requireStaticName(const Expr &e, const char *what) const {
+    const char *why = nullptr;
     if (e.nameKind == NameKind::Dim && !op_.dims[e.refIndex].isStatic)
-      what = "a runtime dim";
+      why = "a runtime dim";
     else if (e.nameKind == NameKind::Attr && !op_.attrs[e.refIndex].isStatic)
-      what = "a runtime attr";
-    else if (e.nameKind == NameKind::Let)
-      what = "a let";
-    else if (e.nameKind == NameKind::IndexVar)
-      what = "an index variable";
-    if (what)
-      fail(e.loc, fmt::format("sum bound must be static; '{}' is {}", e.name, what));
+      why = "a runtime attr";
+    else if (e.nameKind == NameKind::Accumulator)
+      why = "an accumulator";
+    if (why)
+      fail(e.loc, fmt::format("{} bound must be static; '{}' is {}", what, e.name, why));
+  }
+
+  void checkCall(Expr &e) {
+    if (e.name == "fma")
+      checkFma(e);
+    else if (e.name == "min" || e.name == "max")
+      checkMinMax(e);
+    else
+      fail(e.loc, fmt::format("unknown function '{}'", e.name));
+  }
+
+  /// Checks the argument count and every argument.
+  void checkArgs(Expr &e, size_t count) {
+    if (e.operands.size() != count)
+      fail(e.loc, fmt::format("{}() takes {} arguments, found {}", e.name, count, e.operands.size()));
+    for (ExprPtr &x : e.operands)
+      check(*x);
+  }
+
+  void checkFma(Expr &e) {
+    checkArgs(e, 3);
+    for (const ExprPtr &x : e.operands)
+      if (!x->type.isF32())
+        fail(x->loc,
+             fmt::format("fma() needs f32 arguments, found {}; cast with f32(...)", typeName(x->type)));
+    e.type = ExprType::f32();
+  }
+
+  void checkMinMax(Expr &e) {
+    checkArgs(e, 2);
+    const ExprType &a = e.operands[0]->type, &b = e.operands[1]->type;
+    if (!isNumeric(a) || !isNumeric(b))
+      fail(e.loc, fmt::format("{}() needs int or float arguments, found {} and {}", e.name, typeName(a),
+                              typeName(b)));
+    if (!sameType(a, b))
+      mismatch(e.loc, a, b);
+    e.type = a;
+  }
+
+  void checkPresent(Expr &e) {
+    if (ctx_ == Ctx::Shape || ctx_ == Ctx::Range)
+      fail(e.loc, fmt::format("present() is not allowed in {}", ctxName(ctx_)));
+    e.refIndex = requireTensor(e);
+    if (!op_.tensors[e.refIndex].optional)
+      fail(e.loc, fmt::format("present() needs an optional tensor; '{}' is always present", e.name));
+    e.type = ExprType::boolTy();
   }
 
   void checkRank(Expr &e) {
@@ -423,6 +592,8 @@ private:
   Ctx ctx_ = Ctx::Body;
   std::map<std::string, SourceLoc> globals_;
   std::vector<Scope> scopes_; // innermost last
+  int forDepth_ = 0;          // how many `for` statements enclose the statement being checked
+  std::set<int> assigned_;    // outputs with at least one assignment
 };
 
 } // namespace

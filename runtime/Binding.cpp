@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <unordered_map>
 
 namespace moec {
 
@@ -71,11 +72,19 @@ public:
       if (t.isOutput)
         continue;
       auto it = inputs.find(t.name);
-      if (it == inputs.end())
+      if (t.optional)
+        call.bindings.present[t.name] = it != inputs.end();
+      if (it == inputs.end()) {
+        if (t.optional)
+          continue;
         fail(op, "input tensor '" + t.name + "' is missing");
+      }
+      if (t.optional)
+        call.present.insert(t.name);
       const TensorView &v = it->second;
       DType expected = t.elem.resolve(dtype);
-      if (v.dtype != expected)
+      bool sameStorage = expected == DType::Bool && v.dtype == DType::I8; // bool tensors take 0/1 bytes
+      if (v.dtype != expected && !sameStorage)
         fail(op, "tensor '" + t.name + "': expected dtype " + dtypeName(expected) + ", got " + dtypeName(v.dtype));
       bool flatten = !t.shape.empty() && t.shape[0].flattenLeading;
       size_t rank = v.shape.size();
@@ -114,22 +123,29 @@ public:
         progress |= solveEntry(t, pos, actual, call);
       });
     }
-    for (const DimDecl &d : op.dims)
-      if (!call.bindings.values.count(d.name))
-        fail(op, "cannot infer dim '" + d.name + "' from the input shapes");
     forEachInputEntry([&](const TensorDecl &t, size_t pos, int64_t actual) {
-      int64_t expected = evalInt(*t.shape[pos].size, call.bindings);
+      int64_t expected = evalChecked(*t.shape[pos].size, call.bindings);
       if (expected != actual)
         fail(op, dimLabel(t, pos) + ": expected " + std::to_string(expected) + ", got " + std::to_string(actual));
     });
+    // A dim only absent optional tensors have stays unbound; a use of it is reported where it happens.
     for (const DimDecl &d : op.dims)
-      call.dims[d.name] = call.bindings.values.at(d.name);
+      if (auto it = call.bindings.values.find(d.name); it != call.bindings.values.end())
+        call.dims[d.name] = it->second;
+  }
+
+  int64_t evalChecked(const Expr &e, const Bindings &b) const {
+    try {
+      return evalInt(e, b);
+    } catch (const EvalError &error) {
+      fail(op, std::string("cannot evaluate '") + printExpr(e) + "': " + error.what());
+    }
   }
 
 private:
   template <typename F> void forEachInputEntry(F f) {
     for (const TensorDecl &t : op.tensors)
-      if (!t.isOutput)
+      if (!t.isOutput && inputs.count(t.name))
         for (size_t pos = 0; pos < t.shape.size(); ++pos)
           f(t, pos, actualSize(t, pos));
   }
@@ -187,9 +203,10 @@ int64_t readInteger(const TensorView &v, int64_t i) {
 
 void checkRanges(const OpDef &op, const std::map<std::string, TensorView> &inputs, const Bindings &b) {
   for (const TensorDecl &t : op.tensors) {
-    if (t.isOutput || !t.rangeLo)
+    auto it = inputs.find(t.name);
+    if (t.isOutput || !t.rangeLo || it == inputs.end())
       continue;
-    const TensorView &v = inputs.at(t.name);
+    const TensorView &v = it->second;
     if (v.device != Device::Host)
       continue;
     int64_t lo = evalInt(*t.rangeLo, b), hi = evalInt(*t.rangeHi, b);
@@ -202,13 +219,52 @@ void checkRanges(const OpDef &op, const std::map<std::string, TensorView> &input
   }
 }
 
+/// `unique` tensors: their non-negative values are pairwise distinct, so scatters through them never
+/// collide.
+void checkUnique(const OpDef &op, const std::map<std::string, TensorView> &inputs) {
+  for (const TensorDecl &t : op.tensors) {
+    auto it = inputs.find(t.name);
+    if (!t.unique || it == inputs.end() || it->second.device != Device::Host)
+      continue;
+    std::unordered_map<int64_t, int64_t> seen;
+    for (int64_t i = 0, n = it->second.elements(); i < n; ++i) {
+      int64_t x = readInteger(it->second, i);
+      if (x < 0)
+        continue;
+      auto [first, inserted] = seen.emplace(x, i);
+      if (!inserted)
+        fail(op, "tensor '" + t.name + "' must hold distinct values: " + std::to_string(x) + " is at elements " +
+                     std::to_string(first->second) + " and " + std::to_string(i));
+    }
+  }
+}
+
+/// Top-level lets that the host can evaluate (`let K = R / Tk`), along the branches of host-evaluable
+/// ifs: kernel domains may use them.
+void bindHostLets(const std::vector<Stmt> &body, Bindings &b) {
+  for (const Stmt &s : body) {
+    if (s.let) {
+      try {
+        b.values[s.let->name] = evalInt(*s.let->value, b);
+      } catch (const EvalError &) {
+        // Reads tensor data: a kernel-only value.
+      }
+    } else if (s.ifStmt) {
+      try {
+        bindHostLets(evalBool(*s.ifStmt->cond, b) ? s.ifStmt->thenBody : s.ifStmt->elseBody, b);
+      } catch (const EvalError &) {
+      }
+    }
+  }
+}
+
 } // namespace
 
 std::map<std::string, int64_t> BoundCall::statics(const OpDef &op) const {
   std::map<std::string, int64_t> s;
   for (const DimDecl &d : op.dims)
-    if (d.isStatic)
-      s[d.name] = dims.at(d.name);
+    if (auto it = dims.find(d.name); d.isStatic && it != dims.end())
+      s[d.name] = it->second;
   for (const AttrDecl &a : op.attrs)
     if (a.isStatic)
       s[a.name] = attrs.at(a.name);
@@ -219,18 +275,17 @@ std::vector<int64_t> BoundCall::kernelScalars(const OpDef &op) const {
   std::vector<int64_t> s;
   for (const DimDecl &d : op.dims)
     if (!d.isStatic)
-      s.push_back(dims.at(d.name));
+      s.push_back(dims.count(d.name) ? dims.at(d.name) : 0); // unbound: no present tensor has it
   for (const AttrDecl &a : op.attrs)
     if (!a.isStatic)
       s.push_back(attrs.at(a.name));
   return s;
 }
 
-int64_t BoundCall::rows(const std::string &output) const {
-  const std::vector<int64_t> &shape = outputShapes.at(output);
+int64_t BoundCall::rows(const std::vector<const Expr *> &domain) const {
   int64_t rows = 1;
-  for (size_t i = 0; i + 1 < shape.size(); ++i)
-    rows *= shape[i];
+  for (size_t i = 0; i + 1 < domain.size(); ++i)
+    rows *= evalInt(*domain[i], bindings);
   return rows;
 }
 
@@ -261,25 +316,45 @@ BoundCall bindCall(const OpDef &op, DType dtype, const std::map<std::string, int
     }
   }
   binder.bindDims(call);
-  for (const Require &r : op.requires_)
-    if (!evalBool(*r.cond, call.bindings))
+  for (const Require &r : op.requires_) {
+    bool holds;
+    try {
+      holds = evalBool(*r.cond, call.bindings);
+    } catch (const EvalError &error) {
+      fail(op, "cannot check '" + printExpr(*r.cond) + "': " + error.what());
+    }
+    if (!holds)
       fail(op, r.message + " (" + printExpr(*r.cond) + ")");
+  }
   checkRanges(op, inputs, call.bindings);
+  checkUnique(op, inputs);
   for (const TensorDecl &t : op.tensors) {
     if (!t.isOutput)
       continue;
+    if (t.optional) {
+      bool exists = binder.evalChecked(*t.when, call.bindings) != 0;
+      call.bindings.present[t.name] = exists;
+      if (!exists)
+        continue;
+      call.present.insert(t.name);
+    }
     std::vector<int64_t> shape;
     for (const ShapeDim &d : t.shape)
-      shape.push_back(evalInt(*d.size, call.bindings));
+      shape.push_back(binder.evalChecked(*d.size, call.bindings));
     call.outputShapes[t.name] = shape;
   }
+  bindHostLets(op.body, call.bindings);
   return call;
 }
 
 void checkOutputs(const OpDef &op, DType dtype, const BoundCall &call,
                   const std::map<std::string, TensorView> &outputs) {
+  for (const auto &[name, view] : outputs)
+    if (!call.outputShapes.count(name))
+      fail(op, "'" + name + "' is not an output of this call (an unknown name, an input, or an optional output " +
+                   "whose condition does not hold)");
   for (const TensorDecl &t : op.tensors) {
-    if (!t.isOutput)
+    if (!t.isOutput || !call.outputShapes.count(t.name))
       continue;
     auto it = outputs.find(t.name);
     if (it == outputs.end())

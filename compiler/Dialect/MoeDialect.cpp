@@ -76,7 +76,7 @@ struct RefineViewShape : OpRewritePattern<ViewOp> {
     Value cast;
     for (OpOperand &use : llvm::make_early_inc_range(op.getResult().getUses())) {
       Operation *user = use.getOwner();
-      if (isa<memref::LoadOp, memref::StoreOp, ComputeOp>(user)) {
+      if (isa<memref::LoadOp, memref::StoreOp, ComputeOp, ScatterOp>(user)) {
         rewriter.modifyOpInPlace(user, [&] { use.set(refined); });
         continue;
       }
@@ -122,3 +122,34 @@ LogicalResult ComputeOp::verify() {
 }
 
 LogicalResult SumOp::verify() { return verifyBody(*this, getBody(), 1, Float32Type::get(getContext())); }
+
+LogicalResult FoldOp::verify() {
+  Type type = getResult().getType();
+  if (getInit().getType() != type)
+    return emitOpError("init is ") << getInit().getType() << " but the result is " << type;
+  Block &block = getBody().front();
+  if (block.getNumArguments() != 2 || !block.getArgument(0).getType().isIndex() ||
+      block.getArgument(1).getType() != type)
+    return emitOpError("body takes (index, ") << type << ")";
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValue().getType() != type)
+    return emitOpError("body must yield a ") << type;
+  return success();
+}
+
+LogicalResult ScatterOp::verify() {
+  auto type = cast<MemRefType>(getOutput().getType());
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getBounds().size())
+    return emitOpError("body takes ") << block.getNumArguments() << " indices for " << getBounds().size()
+                                      << " bounds";
+  auto write = dyn_cast<WriteOp>(block.getTerminator());
+  if (!write)
+    return emitOpError("body must end with moe.write");
+  if (static_cast<int64_t>(write.getIndices().size()) != type.getRank())
+    return emitOpError("writes ") << write.getIndices().size() << " indices into a rank-" << type.getRank()
+                                  << " output";
+  if (write.getValue().getType() != type.getElementType())
+    return emitOpError("writes ") << write.getValue().getType() << " into " << type;
+  return success();
+}

@@ -1,29 +1,37 @@
 //===- MoeGen.cpp - AST to the moe dialect --------------------------------===//
 //
-// Walks a checked OpDef and emits, for each assignment `out[i, j] = value`, one kernel function:
+// Every assignment becomes one kernel function, emitted from the path of statements that leads to it:
 //   1. arguments: tensor pointers, runtime dims, runtime attrs (the lean ABI, see MoeGen.h);
-//   2. static dims/attrs as `moe.param`, runtime ones from the arguments;
-//   3. a `moe.view` per tensor, sized by its shape expressions;
-//   4. top-level lets, then one `moe.compute` over the output whose body is the value, rounded once to the
-//      output's element type when the value is f32 and the output narrower.
-// Expressions map one to one onto arith/memref/scf ops; a `c ? a : b` whose branches read memory becomes
-// an `scf.if`, so a skipped row is never read.
+//   2. statements outside any `for`: lets become values, `if`s an scf.if around what follows (or
+//      nothing, when present() decides the branch here);
+//   3. an assignment outside a `for` is a dense `moe.compute` over its target; one inside is a
+//      `moe.scatter` over the for-variables plus the target dims it names freshly, whose body evaluates
+//      the lets and ifs inside the `for` (each `if` an scf.if yielding the value, the written indices and
+//      whether the write happens) and ends in `moe.write`;
+//   4. static dims/attrs become `moe.param` and tensors `moe.view`, on first use, at the function entry.
+// Expressions map one to one onto arith/math/memref/scf ops; a `c ? a : b` whose branches read memory
+// becomes an scf.if, so a skipped row is never read.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Frontend/MoeGen.h"
 
 #include "moec/compiler/Dialect/MoeDialect.h"
+#include "moec/dsl/Eval.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 
 #include <map>
+#include <optional>
 
 using namespace mlir;
 using namespace moec::dsl;
 
 namespace moec {
 
-static Type floatType(MLIRContext *ctx, DType t) {
+namespace {
+
+Type floatType(MLIRContext *ctx, DType t) {
   switch (t) {
   case DType::F16: return Float16Type::get(ctx);
   case DType::BF16: return BFloat16Type::get(ctx);
@@ -32,7 +40,7 @@ static Type floatType(MLIRContext *ctx, DType t) {
 }
 
 /// Storage type of a tensor element: bool is stored as one byte.
-static Type storageType(MLIRContext *ctx, DType t) {
+Type storageType(MLIRContext *ctx, DType t) {
   switch (t) {
   case DType::I32: return IntegerType::get(ctx, 32);
   case DType::I8:
@@ -41,17 +49,8 @@ static Type storageType(MLIRContext *ctx, DType t) {
   }
 }
 
-std::string kernelName(const OpDef &op, const std::string &output) {
-  int outputs = 0;
-  for (const TensorDecl &t : op.tensors)
-    outputs += t.isOutput;
-  return outputs == 1 ? op.name : op.name + "__" + output;
-}
-
-namespace {
-
-static bool readsMemory(const Expr &e) {
-  if (e.kind == ExprKind::Element || e.kind == ExprKind::Sum)
+bool readsMemory(const Expr &e) {
+  if (e.kind == ExprKind::Element || e.kind == ExprKind::Sum || e.kind == ExprKind::Fold)
     return true;
   for (const ExprPtr &operand : e.operands)
     if (readsMemory(*operand))
@@ -62,11 +61,149 @@ static bool readsMemory(const Expr &e) {
   return false;
 }
 
+std::string where(const SourceLoc &l) {
+  if (!l.known())
+    return "";
+  return l.file->path + ":" + std::to_string(l.line) + ":" + std::to_string(l.col) + ": ";
+}
+
+/// One statement on the way from the op body to an assignment.
+struct PathStep {
+  const Let *let = nullptr;
+  const IfStmt *ifStmt = nullptr;
+  bool thenBranch = true;
+  const ForStmt *forStmt = nullptr;
+};
+
+struct AssignPath {
+  std::vector<PathStep> steps;
+  const Assign *assign;
+  int index; // among all assignments of the op, in source order (stable kernel names)
+};
+
+class Planner {
+public:
+  explicit Planner(const std::function<std::optional<bool>(const Expr &)> &staticCondition)
+      : staticCondition(staticCondition) {}
+
+  /// Every assignment with its path; branches that present() rules out are skipped.
+  std::vector<AssignPath> collect(const std::vector<Stmt> &body) {
+    std::vector<PathStep> path;
+    walk(body, path);
+    return std::move(found);
+  }
+
+private:
+  void walk(const std::vector<Stmt> &stmts, std::vector<PathStep> &path) {
+    size_t mark = path.size();
+    for (const Stmt &s : stmts) {
+      if (s.let) {
+        path.push_back({&*s.let});
+      } else if (s.assign) {
+        found.push_back({path, &*s.assign, counter++});
+      } else if (s.forStmt) {
+        path.push_back({nullptr, nullptr, true, s.forStmt.get()});
+        walk(s.forStmt->body, path);
+        path.pop_back();
+      } else if (s.ifStmt) {
+        std::optional<bool> known = staticCondition(*s.ifStmt->cond);
+        for (bool branch : {true, false}) {
+          const std::vector<Stmt> &stmts = branch ? s.ifStmt->thenBody : s.ifStmt->elseBody;
+          if (known && *known != branch) {
+            counter += countAssigns(stmts);
+            continue;
+          }
+          path.push_back({nullptr, s.ifStmt.get(), branch});
+          walk(stmts, path);
+          path.pop_back();
+        }
+      }
+    }
+    path.resize(mark);
+  }
+
+  static int countAssigns(const std::vector<Stmt> &stmts) {
+    int n = 0;
+    for (const Stmt &s : stmts) {
+      n += s.assign.has_value();
+      if (s.forStmt)
+        n += countAssigns(s.forStmt->body);
+      if (s.ifStmt)
+        n += countAssigns(s.ifStmt->thenBody) + countAssigns(s.ifStmt->elseBody);
+    }
+    return n;
+  }
+
+  const std::function<std::optional<bool>(const Expr &)> &staticCondition;
+  std::vector<AssignPath> found;
+  int counter = 0;
+};
+
+int countAllAssigns(const std::vector<Stmt> &stmts) {
+  int n = 0;
+  for (const Stmt &s : stmts) {
+    n += s.assign.has_value();
+    if (s.forStmt)
+      n += countAllAssigns(s.forStmt->body);
+    if (s.ifStmt)
+      n += countAllAssigns(s.ifStmt->thenBody) + countAllAssigns(s.ifStmt->elseBody);
+  }
+  return n;
+}
+
 class KernelEmitter {
 public:
-  KernelEmitter(OpBuilder &b, const OpDef &op, DType typeArg) : b(b), op(op), typeArg(typeArg) {}
+  KernelEmitter(OpBuilder &b, const OpDef &op, DType typeArg, const std::set<std::string> &present)
+      : b(b), op(op), typeArg(typeArg), present(present) {}
 
-  void emit(ModuleOp module, const Assign &assign) {
+  std::optional<bool> staticCondition(const Expr &e) const {
+    Bindings bindings;
+    for (const TensorDecl &t : op.tensors)
+      if (t.optional)
+        bindings.present[t.name] = present.count(t.name) > 0;
+    try {
+      return evalBool(e, bindings);
+    } catch (const EvalError &) {
+      return std::nullopt;
+    }
+  }
+
+  KernelPlan emit(ModuleOp module, const AssignPath &path, const std::string &name) {
+    const Assign &assign = *path.assign;
+    createFunction(module, name, assign.loc);
+    scopes.emplace_back();
+
+    // Outside any `for`: lets, and ifs that wrap what follows.
+    size_t pos = 0;
+    for (; pos < path.steps.size() && !path.steps[pos].forStmt; ++pos) {
+      const PathStep &step = path.steps[pos];
+      if (step.let) {
+        scopes.back()[step.let->name] = emitExpr(*step.let->value);
+        continue;
+      }
+      if (staticCondition(*step.ifStmt->cond))
+        continue; // decided by present(); the planner kept only the taken branch
+      Value cond = emitCondition(*step.ifStmt->cond, step.thenBranch);
+      auto ifOp = scf::IfOp::create(b, loc(step.ifStmt->loc), cond, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    }
+
+    KernelPlan plan{name, assign.target, {}};
+    if (pos == path.steps.size())
+      emitCompute(assign, plan);
+    else
+      emitScatter(path, pos, plan);
+    return plan;
+  }
+
+private:
+  Location loc(const SourceLoc &l) {
+    if (!l.known())
+      return b.getUnknownLoc();
+    return FileLineColLoc::get(b.getStringAttr(l.file->path), l.line, l.col);
+  }
+
+  void createFunction(ModuleOp module, const std::string &name, const SourceLoc &at) {
     MLIRContext *ctx = b.getContext();
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     SmallVector<Type> argTypes;
@@ -85,93 +222,244 @@ public:
         argTypes.push_back(b.getIndexType());
         argNames.push_back("attr:" + a.name);
       }
-
     b.setInsertionPointToEnd(module.getBody());
-    auto func = func::FuncOp::create(b, loc(op.loc), kernelName(op, assign.target),
-                                     b.getFunctionType(argTypes, {}));
-    for (auto [i, name] : llvm::enumerate(argNames))
-      func.setArgAttr(i, "moe.arg", b.getStringAttr(name));
+    func = func::FuncOp::create(b, loc(at), name, b.getFunctionType(argTypes, {}));
+    for (auto [i, argName] : llvm::enumerate(argNames))
+      func.setArgAttr(i, "moe.arg", b.getStringAttr(argName));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
-
-    bindSymbols(func);
-    for (auto [i, t] : llvm::enumerate(op.tensors))
-      views.push_back(emitView(t, func.getArgument(i)));
-    for (const Stmt &s : op.body)
-      if (s.let)
-        scopes.back()[s.let->name] = emitExpr(*s.let->value);
-
-    emitCompute(assign);
-    func::ReturnOp::create(b, loc(op.loc));
+    // Parameters and views are created on first use, before this anchor, so they dominate everything.
+    anchor = arith::ConstantIndexOp::create(b, b.getUnknownLoc(), 0);
+    b.setInsertionPoint(func::ReturnOp::create(b, loc(at)));
   }
 
-private:
-  Location loc(const SourceLoc &l) {
-    if (!l.known())
-      return b.getUnknownLoc();
-    return FileLineColLoc::get(b.getStringAttr(l.file->path), l.line, l.col);
+  /// Runs `f` with the builder at the function entry (before the anchor).
+  template <typename F> Value atEntry(F f) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(anchor);
+    return f();
   }
 
-  /// Dims and attrs: runtime ones are arguments, static ones are moe.param (bool attrs are i1).
-  void bindSymbols(func::FuncOp func) {
-    scopes.emplace_back();
+  unsigned runtimeArgIndex(const std::string &name, bool isDim) {
     unsigned arg = op.tensors.size();
     for (const DimDecl &d : op.dims)
-      dimValues[d.name] = d.isStatic ? moe::ParamOp::create(b, loc(d.loc), b.getIndexType(), d.name).getResult()
-                                     : Value(func.getArgument(arg++));
-    for (const AttrDecl &a : op.attrs) {
-      Type type = a.isBool ? Type(b.getI1Type()) : Type(b.getIndexType());
-      Value v;
-      if (a.isStatic) {
-        v = moe::ParamOp::create(b, loc(a.loc), type, a.name);
-      } else {
-        v = func.getArgument(arg++);
-        if (a.isBool) // runtime bools travel as index 0/1
-          v = arith::CmpIOp::create(b, loc(a.loc), arith::CmpIPredicate::ne, v, constIndex(0));
+      if (!d.isStatic) {
+        if (isDim && d.name == name)
+          return arg;
+        ++arg;
       }
-      attrValues[a.name] = v;
-    }
+    for (const AttrDecl &a : op.attrs)
+      if (!a.isStatic) {
+        if (!isDim && a.name == name)
+          return arg;
+        ++arg;
+      }
+    llvm_unreachable("not a runtime symbol");
   }
 
-  Value emitView(const TensorDecl &t, Value ptr) {
-    SmallVector<Value> sizes;
-    for (const ShapeDim &d : t.shape)
-      sizes.push_back(emitExpr(*d.size));
-    SmallVector<int64_t> shape(sizes.size(), ShapedType::kDynamic);
-    auto type = MemRefType::get(shape, storageType(b.getContext(), t.elem.resolve(typeArg)));
-    return moe::ViewOp::create(b, loc(t.loc), type, ptr, sizes);
+  Value dimValue(const DimDecl &d) {
+    Value &v = symbols["dim:" + d.name];
+    if (!v)
+      v = d.isStatic ? atEntry([&] { return moe::ParamOp::create(b, loc(d.loc), b.getIndexType(), d.name).getResult(); })
+                     : Value(func.getArgument(runtimeArgIndex(d.name, true)));
+    return v;
   }
 
-  void emitCompute(const Assign &assign) {
-    Value out = views[assign.tensorIndex];
+  Value attrValue(const AttrDecl &a) {
+    Value &v = symbols["attr:" + a.name];
+    if (v)
+      return v;
+    Type type = a.isBool ? Type(b.getI1Type()) : Type(b.getIndexType());
+    v = atEntry([&]() -> Value {
+      if (a.isStatic)
+        return moe::ParamOp::create(b, loc(a.loc), type, a.name);
+      Value arg = func.getArgument(runtimeArgIndex(a.name, false));
+      if (!a.isBool)
+        return arg;
+      // Runtime bools travel as index 0/1.
+      return arith::CmpIOp::create(b, loc(a.loc), arith::CmpIPredicate::ne, arg,
+                                   arith::ConstantIndexOp::create(b, loc(a.loc), 0));
+    });
+    return v;
+  }
+
+  Value view(int tensorIndex, const SourceLoc &use) {
+    const TensorDecl &t = op.tensors[tensorIndex];
+    if (t.optional && !present.count(t.name))
+      throw GenError(where(use) + "'" + t.name + "' is an optional tensor that is not present here; guard the " +
+                     "use with present(" + t.name + ")");
+    Value &v = views[tensorIndex];
+    if (!v)
+      v = atEntry([&]() -> Value {
+        SmallVector<Value> sizes;
+        for (const ShapeDim &d : t.shape)
+          sizes.push_back(emitExpr(*d.size));
+        SmallVector<int64_t> shape(sizes.size(), ShapedType::kDynamic);
+        auto type = MemRefType::get(shape, storageType(b.getContext(), t.elem.resolve(typeArg)));
+        return moe::ViewOp::create(b, loc(t.loc), type, func.getArgument(tensorIndex), sizes);
+      });
+    return v;
+  }
+
+  Value constIndex(int64_t v) { return arith::ConstantIndexOp::create(b, b.getUnknownLoc(), v); }
+
+  Value emitCondition(const Expr &cond, bool value) {
+    Value c = emitExpr(cond);
+    if (value)
+      return c;
+    return arith::XOrIOp::create(b, c.getLoc(), c, arith::ConstantOp::create(b, c.getLoc(), b.getBoolAttr(true)));
+  }
+
+  /// The value as stored in a `elem` tensor: f32 is rounded once to a narrower float, Int and Bool take
+  /// the storage width.
+  Value toStorage(Value v, Type elem, Location l) {
+    if (v.getType() == elem)
+      return v;
+    if (isa<FloatType>(elem))
+      return arith::TruncFOp::create(b, l, elem, v);
+    if (v.getType().isInteger(1))
+      return arith::ExtUIOp::create(b, l, elem, v);
+    return arith::IndexCastOp::create(b, l, elem, v);
+  }
+
+  Type elementType(const Assign &assign) {
+    return storageType(b.getContext(), op.tensors[assign.tensorIndex].elem.resolve(typeArg));
+  }
+
+  void emitCompute(const Assign &assign, KernelPlan &plan) {
     const TensorDecl &t = op.tensors[assign.tensorIndex];
+    Value out = view(assign.tensorIndex, assign.loc);
     SmallVector<Value> bounds;
-    for (const ShapeDim &d : t.shape)
+    for (const ShapeDim &d : t.shape) {
       bounds.push_back(emitExpr(*d.size));
+      plan.domain.push_back(d.size.get());
+    }
     auto compute = moe::ComputeOp::create(b, loc(assign.loc), out, bounds, moe::ScheduleAttr());
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&compute.getBody());
     scopes.emplace_back();
     for (auto [i, name] : llvm::enumerate(assign.indices))
       scopes.back()[name] = body->addArgument(b.getIndexType(), loc(assign.indexLocs[i]));
-    Value v = emitExpr(*assign.value);
-    Type elem = cast<MemRefType>(out.getType()).getElementType();
-    if (v.getType() != elem) // f32 into a narrower float: round once, to nearest even
-      v = arith::TruncFOp::create(b, loc(assign.loc), elem, v);
+    Value v = toStorage(emitExpr(*assign.value), elementType(assign), loc(assign.loc));
     moe::YieldOp::create(b, loc(assign.loc), v);
     scopes.pop_back();
   }
 
-  Value constIndex(int64_t v) { return arith::ConstantIndexOp::create(b, b.getUnknownLoc(), v); }
+  /// What the inside of a scatter body computes for one point: the value, the expression indices of the
+  /// store, and whether the store happens (null: always).
+  struct Point {
+    Value value;
+    SmallVector<Value> indices;
+    Value live;
+  };
+
+  void emitScatter(const AssignPath &path, size_t firstFor, KernelPlan &plan) {
+    const Assign &assign = *path.assign;
+    const TensorDecl &t = op.tensors[assign.tensorIndex];
+    Value out = view(assign.tensorIndex, assign.loc);
+    // The domain: every for-variable, then the target dims the assignment names freshly.
+    SmallVector<Value> bounds;
+    SmallVector<std::pair<std::string, SourceLoc>> vars;
+    for (size_t i = firstFor; i < path.steps.size(); ++i) {
+      const ForStmt *f = path.steps[i].forStmt;
+      if (!f)
+        continue;
+      for (size_t v = 0; v < f->vars.size(); ++v) {
+        bounds.push_back(emitExpr(*f->bounds[v])); // outside the domain: see lookup()
+        plan.domain.push_back(f->bounds[v].get());
+        vars.push_back({f->vars[v], f->varLocs[v]});
+      }
+    }
+    for (size_t i = 0; i < assign.indices.size(); ++i)
+      if (!assign.indexExprs[i]) {
+        bounds.push_back(emitExpr(*t.shape[i].size));
+        plan.domain.push_back(t.shape[i].size.get());
+        vars.push_back({assign.indices[i], assign.indexLocs[i]});
+      }
+
+    auto scatter = moe::ScatterOp::create(b, loc(assign.loc), out, bounds, moe::ScheduleAttr());
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = b.createBlock(&scatter.getBody());
+    scopes.emplace_back();
+    for (auto &[name, at] : vars)
+      scopes.back()[name] = body->addArgument(b.getIndexType(), loc(at));
+    Point p = emitPoint(path, firstFor, elementType(assign));
+    SmallVector<Value> indices;
+    size_t exprIndex = 0;
+    for (size_t i = 0; i < assign.indices.size(); ++i)
+      indices.push_back(assign.indexExprs[i] ? p.indices[exprIndex++] : scopes.back().at(assign.indices[i]));
+    moe::WriteOp::create(b, loc(assign.loc), p.value, indices, p.live);
+    scopes.pop_back();
+  }
+
+  /// Lets and ifs inside the `for`s, then the value and the store's expression indices.
+  Point emitPoint(const AssignPath &path, size_t pos, Type elem) {
+    const Assign &assign = *path.assign;
+    for (; pos < path.steps.size(); ++pos) {
+      const PathStep &step = path.steps[pos];
+      if (step.let) {
+        scopes.back()[step.let->name] = emitExpr(*step.let->value);
+        continue;
+      }
+      if (!step.ifStmt || staticCondition(*step.ifStmt->cond))
+        continue;
+      return emitGuarded(path, pos, elem);
+    }
+    Point p;
+    p.value = toStorage(emitExpr(*assign.value), elem, loc(assign.loc));
+    for (const ExprPtr &index : assign.indexExprs)
+      if (index)
+        p.indices.push_back(emitExpr(*index));
+    return p;
+  }
+
+  /// `if c { rest }` inside a `for`: an scf.if that yields (value, live, indices...) from the rest when c
+  /// holds, and (zero, false, zeros) otherwise, so nothing the rest reads is read when c fails.
+  Point emitGuarded(const AssignPath &path, size_t pos, Type elem) {
+    const PathStep &step = path.steps[pos];
+    Location l = loc(step.ifStmt->loc);
+    Value cond = emitCondition(*step.ifStmt->cond, step.thenBranch);
+    size_t numIndices = 0;
+    for (const ExprPtr &index : path.assign->indexExprs)
+      numIndices += index != nullptr;
+    SmallVector<Type> types{elem, b.getI1Type()};
+    types.append(numIndices, b.getIndexType());
+    auto ifOp = scf::IfOp::create(b, l, types, cond, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scopes.emplace_back();
+      Point inner = emitPoint(path, pos + 1, elem);
+      scopes.pop_back();
+      SmallVector<Value> yielded{inner.value, inner.live ? inner.live : Value(arith::ConstantOp::create(
+                                                                             b, l, b.getBoolAttr(true)))};
+      yielded.append(inner.indices.begin(), inner.indices.end());
+      scf::YieldOp::create(b, l, yielded);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      SmallVector<Value> none{arith::ConstantOp::create(b, l, b.getZeroAttr(elem)),
+                              arith::ConstantOp::create(b, l, b.getBoolAttr(false))};
+      for (size_t i = 0; i < numIndices; ++i)
+        none.push_back(constIndex(0));
+      scf::YieldOp::create(b, l, none);
+    }
+    Point p;
+    p.value = ifOp.getResult(0);
+    p.live = ifOp.getResult(1);
+    for (size_t i = 0; i < numIndices; ++i)
+      p.indices.push_back(ifOp.getResult(2 + i));
+    return p;
+  }
 
   Value lookup(const Expr &e) {
     for (auto it = scopes.rbegin(); it != scopes.rend(); ++it)
       if (auto found = it->find(e.name); found != it->end())
         return found->second;
     if (e.nameKind == NameKind::Dim)
-      return dimValues.at(e.name);
-    const AttrDecl *a = op.findAttr(e.name);
-    return attrValues.at(a->name);
+      return dimValue(*op.findDim(e.name));
+    if (e.nameKind == NameKind::Attr)
+      return attrValue(*op.findAttr(e.name));
+    throw GenError(where(e.loc) + "'" + e.name + "' is not available here (a `for` bound may not use values " +
+                   "computed inside a `for`)");
   }
 
   Value emitExpr(const Expr &e) {
@@ -188,6 +476,9 @@ private:
     case ExprKind::Select: return emitSelect(e);
     case ExprKind::Cast: return emitCast(*e.operands[0], e.castTo.resolve(typeArg), l);
     case ExprKind::Sum: return emitSum(e);
+    case ExprKind::Fold: return emitFold(e);
+    case ExprKind::Call: return emitCall(e);
+    case ExprKind::Present: return arith::ConstantOp::create(b, l, b.getBoolAttr(present.count(e.name) > 0));
     case ExprKind::Block: {
       scopes.emplace_back();
       for (const Let &let : e.lets)
@@ -198,15 +489,16 @@ private:
     }
     case ExprKind::Rank: break; // Sema allows rank() only in host-side requires
     }
-    llvm_unreachable("expression kind not allowed in a kernel body");
+    throw GenError(where(e.loc) + "this expression cannot be compiled into a kernel");
   }
 
   Value emitElement(const Expr &e) {
+    Value memref = view(e.refIndex, e.loc);
     SmallVector<Value> indices;
     for (const ExprPtr &i : e.operands)
       indices.push_back(emitExpr(*i));
     Location l = loc(e.loc);
-    Value v = memref::LoadOp::create(b, l, views[e.refIndex], indices);
+    Value v = memref::LoadOp::create(b, l, memref, indices);
     switch (op.tensors[e.refIndex].elem.resolve(typeArg)) {
     case DType::I32:
     case DType::I8: return arith::IndexCastOp::create(b, l, b.getIndexType(), v);
@@ -229,6 +521,9 @@ private:
 
   Value emitBinary(const Expr &e) {
     Location l = loc(e.loc);
+    // `a && b` / `a || b` whose right side reads memory only evaluates it when needed.
+    if ((e.binOp == BinOp::And || e.binOp == BinOp::Or) && readsMemory(*e.operands[1]))
+      return emitShortCircuit(e);
     Value x = emitExpr(*e.operands[0]);
     Value y = emitExpr(*e.operands[1]);
     bool isF = isa<FloatType>(x.getType());
@@ -257,23 +552,36 @@ private:
     llvm_unreachable("binary operator");
   }
 
-  /// Branches that read memory are guarded by an scf.if: `live ? x[r, h] : 0.0` must not read row r when
-  /// r is -1. Pure branches become an arith.select.
+  Value emitShortCircuit(const Expr &e) {
+    Location l = loc(e.loc);
+    Value x = emitExpr(*e.operands[0]);
+    bool isAnd = e.binOp == BinOp::And;
+    auto ifOp = scf::IfOp::create(b, l, TypeRange{b.getI1Type()}, x, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(isAnd ? ifOp.thenBlock() : ifOp.elseBlock());
+    scf::YieldOp::create(b, l, emitExpr(*e.operands[1]));
+    b.setInsertionPointToStart(isAnd ? ifOp.elseBlock() : ifOp.thenBlock());
+    scf::YieldOp::create(b, l, ValueRange{arith::ConstantOp::create(b, l, b.getBoolAttr(!isAnd))});
+    return ifOp.getResult(0);
+  }
+
+  /// A condition present() decides picks its branch here. Branches that read memory are guarded by an
+  /// scf.if: `live ? x[r, h] : 0.0` must not read row r when r is -1. Pure branches become a select.
   Value emitSelect(const Expr &e) {
     Location l = loc(e.loc);
+    if (std::optional<bool> known = staticCondition(*e.operands[0]))
+      return emitExpr(*e.operands[*known ? 1 : 2]);
     Value cond = emitExpr(*e.operands[0]);
     if (!readsMemory(*e.operands[1]) && !readsMemory(*e.operands[2])) {
       Value x = emitExpr(*e.operands[1]);
       Value y = emitExpr(*e.operands[2]);
       return arith::SelectOp::create(b, l, cond, x, y);
     }
-    Type type = typeOf(e.type);
-    auto ifOp = scf::IfOp::create(b, l, TypeRange{type}, cond, /*withElseRegion=*/true);
+    auto ifOp = scf::IfOp::create(b, l, TypeRange{typeOf(e.type)}, cond, /*withElseRegion=*/true);
     for (int branch = 0; branch < 2; ++branch) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(branch == 0 ? ifOp.thenBlock() : ifOp.elseBlock());
-      Value v = emitExpr(*e.operands[1 + branch]);
-      scf::YieldOp::create(b, l, v);
+      scf::YieldOp::create(b, l, emitExpr(*e.operands[1 + branch]));
     }
     return ifOp.getResult(0);
   }
@@ -321,6 +629,21 @@ private:
     return arith::IndexCastOp::create(b, l, b.getIndexType(), n);
   }
 
+  Value emitCall(const Expr &e) {
+    Location l = loc(e.loc);
+    SmallVector<Value> args;
+    for (const ExprPtr &a : e.operands)
+      args.push_back(emitExpr(*a));
+    bool isF = isa<FloatType>(args[0].getType());
+    if (e.name == "fma")
+      return math::FmaOp::create(b, l, args[0], args[1], args[2]);
+    if (e.name == "min")
+      return isF ? Value(arith::MinimumFOp::create(b, l, args[0], args[1])) : arith::MinSIOp::create(b, l, args[0], args[1]);
+    if (e.name == "max")
+      return isF ? Value(arith::MaximumFOp::create(b, l, args[0], args[1])) : arith::MaxSIOp::create(b, l, args[0], args[1]);
+    throw GenError(where(e.loc) + "unknown function '" + e.name + "'");
+  }
+
   Value emitSum(const Expr &e) {
     Location l = loc(e.loc);
     Value bound = emitExpr(*e.operands[0]);
@@ -329,33 +652,60 @@ private:
     Block *body = b.createBlock(&sum.getBody());
     scopes.emplace_back();
     scopes.back()[e.name] = body->addArgument(b.getIndexType(), l);
-    Value v = emitExpr(*e.operands[1]);
-    moe::YieldOp::create(b, l, v);
+    moe::YieldOp::create(b, l, emitExpr(*e.operands[1]));
     scopes.pop_back();
     return sum.getResult();
+  }
+
+  Value emitFold(const Expr &e) {
+    Location l = loc(e.loc);
+    Value bound = emitExpr(*e.operands[0]);
+    Value init = emitExpr(*e.operands[1]);
+    auto fold = moe::FoldOp::create(b, l, init.getType(), bound, init);
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = b.createBlock(&fold.getBody());
+    scopes.emplace_back();
+    scopes.back()[e.name] = body->addArgument(b.getIndexType(), l);
+    scopes.back()[e.accName] = body->addArgument(init.getType(), l);
+    moe::YieldOp::create(b, l, emitExpr(*e.operands[2]));
+    scopes.pop_back();
+    return fold.getResult();
   }
 
   OpBuilder &b;
   const OpDef &op;
   DType typeArg;
-  std::map<std::string, Value> dimValues, attrValues;
-  SmallVector<Value> views;
+  const std::set<std::string> &present;
+  func::FuncOp func;
+  Operation *anchor = nullptr;
+  std::map<std::string, Value> symbols;
+  std::map<int, Value> views;
   std::vector<std::map<std::string, Value>> scopes;
 };
 
 } // namespace
 
-OwningOpRef<ModuleOp> genMoe(MLIRContext &context, const OpDef &op, DType typeArg) {
+MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std::set<std::string> &present) {
   context.loadDialect<moe::MoeDialect, func::FuncDialect, arith::ArithDialect, memref::MemRefDialect,
-                      scf::SCFDialect, LLVM::LLVMDialect>();
+                      scf::SCFDialect, math::MathDialect, LLVM::LLVMDialect>();
   OpBuilder b(&context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  (*module)->setAttr("moe.op", b.getStringAttr(op.name));
-  (*module)->setAttr("moe.dtype", b.getStringAttr(dtypeName(typeArg)));
-  for (const Stmt &s : op.body)
-    if (s.assign)
-      KernelEmitter(b, op, typeArg).emit(*module, *s.assign);
-  return module;
+  MoeModule result;
+  result.module = ModuleOp::create(b.getUnknownLoc());
+  (*result.module)->setAttr("moe.op", b.getStringAttr(op.name));
+  (*result.module)->setAttr("moe.dtype", b.getStringAttr(dtypeName(typeArg)));
+
+  KernelEmitter probe(b, op, typeArg, present);
+  std::function<std::optional<bool>(const Expr &)> decide = [&](const Expr &e) { return probe.staticCondition(e); };
+  std::vector<AssignPath> paths = Planner(decide).collect(op.body);
+  bool single = countAllAssigns(op.body) == 1;
+  for (const AssignPath &path : paths) {
+    const TensorDecl &target = op.tensors[path.assign->tensorIndex];
+    if (target.optional && !present.count(target.name))
+      continue; // an optional output this specialization does not produce
+    std::string name = single ? op.name : op.name + "__" + std::to_string(path.index) + "_" + path.assign->target;
+    result.kernels.push_back(KernelEmitter(b, op, typeArg, present).emit(*result.module, path, name));
+  }
+  return result;
 }
 
 } // namespace moec

@@ -1,13 +1,14 @@
-//===- BodyLowering.cpp - moe.compute bodies to scf/vector loops ----------===//
+//===- BodyLowering.cpp - Domain bodies to scf/vector loops --------------===//
 //
-// A compute body is cloned once per loop nest. With a vector width V > 1 the clone is vectorized along
-// the contiguous index h: a value that depends on h ("varying") becomes a vector<V x T>, everything else
+// A moe.compute / moe.scatter body is cloned once per loop nest. With a vector width V > 1 the clone
+// is vectorized along the contiguous index h: a value that depends on h ("varying") becomes a vector<V x T>, everything else
 // stays scalar and is computed once per vector. So in
 //
 //   sum(k < K) { let r = idx[n * K + k]; live(r) ? f32(x[r, h]) : 0.0 }
 //
 // r and live are scalars, x[r, h] is one 16-byte vector.load, and the accumulator is a vector<V x f32>.
-// moe.sum becomes an scf.for with an accumulator (in order, never reassociated), unrolled per schedule.
+// moe.sum and moe.fold become an scf.for with an accumulator (in order, never reassociated), unrolled
+// per the schedule. A scatter's moe.write becomes a store under its guard.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 
@@ -20,10 +21,28 @@ using namespace mlir;
 
 namespace moec::moe {
 
-ScheduleAttr getSchedule(ComputeOp compute) {
-  auto schedule = compute.getScheduleAttr();
+DomainOp DomainOp::dyn(Operation *op) {
+  DomainOp d;
+  if (isa_and_nonnull<ComputeOp, ScatterOp>(op))
+    d.operation = op;
+  return d;
+}
+
+ScheduleAttr DomainOp::schedule() const {
+  auto schedule = operation->getAttrOfType<ScheduleAttr>("schedule");
   assert(schedule && "moe-schedule must run before the loop lowerings");
   return schedule;
+}
+
+void DomainOp::setSchedule(ScheduleAttr schedule) { operation->setAttr("schedule", schedule); }
+
+SmallVector<DomainOp> collectDomainOps(Operation *root) {
+  SmallVector<DomainOp> ops;
+  root->walk([&](Operation *op) {
+    if (DomainOp d = DomainOp::dyn(op))
+      ops.push_back(d);
+  });
+  return ops;
 }
 
 namespace {
@@ -31,9 +50,9 @@ namespace {
 /// The values of a compute body that depend on its contiguous index.
 class VaryingAnalysis {
 public:
-  explicit VaryingAnalysis(ComputeOp compute) : inner(compute.getBody().getArguments().back()) {
+  explicit VaryingAnalysis(DomainOp domain) : inner(domain.body().getArguments().back()) {
     varying.insert(inner);
-    visit(compute.getBody().front());
+    visit(domain.body());
   }
 
   bool isVarying(Value v) const { return varying.contains(v); }
@@ -45,9 +64,12 @@ public:
 private:
   void visit(Block &block) {
     for (Operation &op : block) {
-      for (Region &region : op.getRegions())
-        for (Block &nested : region)
-          visit(nested);
+      if (auto fold = dyn_cast<FoldOp>(op))
+        visitFold(fold);
+      else
+        for (Region &region : op.getRegions())
+          for (Block &nested : region)
+            visit(nested);
       bool anyVarying = llvm::any_of(op.getOperands(), [&](Value v) { return isVarying(v); });
       checkAllowed(op, anyVarying);
       bool resultsVary = anyVarying;
@@ -55,9 +77,25 @@ private:
         resultsVary = yieldsVarying(ifOp.thenYield()) || (ifOp.elseBlock() && yieldsVarying(ifOp.elseYield()));
       if (auto sum = dyn_cast<SumOp>(op))
         resultsVary = isVarying(cast<YieldOp>(sum.getBody().front().getTerminator()).getValue());
+      if (auto fold = dyn_cast<FoldOp>(op))
+        resultsVary = isVarying(fold.getInit()) || isVarying(fold.getBody().getArgument(1));
       if (resultsVary)
         for (Value r : op.getResults())
           varying.insert(r);
+    }
+  }
+
+  /// The accumulator varies if the init does or if one step makes it vary: visit the body assuming it
+  /// does not, and again assuming it does when the first visit yields a varying value.
+  void visitFold(FoldOp fold) {
+    Block &body = fold.getBody().front();
+    Value acc = body.getArgument(1);
+    if (isVarying(fold.getInit()))
+      varying.insert(acc);
+    visit(body);
+    if (!isVarying(acc) && isVarying(cast<YieldOp>(body.getTerminator()).getValue())) {
+      varying.insert(acc);
+      visit(body);
     }
   }
 
@@ -77,10 +115,17 @@ private:
       ok = !isVarying(ifOp.getCondition());
     } else if (auto sum = dyn_cast<SumOp>(op)) {
       ok = !isVarying(sum.getBound());
+    } else if (auto fold = dyn_cast<FoldOp>(op)) {
+      ok = !isVarying(fold.getBound());
+    } else if (auto write = dyn_cast<WriteOp>(op)) {
+      auto indices = write.getIndices();
+      ok = !indices.empty() && indices.back() == inner && (!write.getGuard() || !isVarying(write.getGuard())) &&
+           llvm::none_of(indices.drop_back(), [&](Value v) { return isVarying(v); });
     } else if (isa<scf::YieldOp, YieldOp>(op)) {
       ok = true;
     } else {
-      ok = op.getDialect()->getNamespace() == "arith" && op.hasTrait<OpTrait::Elementwise>();
+      StringRef dialect = op.getDialect()->getNamespace();
+      ok = (dialect == "arith" || dialect == "math") && op.hasTrait<OpTrait::Elementwise>();
     }
     if (!ok)
       firstBlocker = &op;
@@ -94,22 +139,32 @@ private:
 /// Clones a compute body for one (row, h) position, vectorized when width > 1.
 class BodyEmitter {
 public:
-  BodyEmitter(OpBuilder &b, ComputeOp compute, const VaryingAnalysis &analysis, int64_t width,
+  BodyEmitter(OpBuilder &b, DomainOp domain, const VaryingAnalysis &analysis, int64_t width,
               int64_t unroll, int64_t maxAlignment)
-      : b(b), compute(compute), analysis(analysis), width(width), unroll(unroll), maxAlignment(maxAlignment) {}
+      : b(b), domain(domain), analysis(analysis), width(width), unroll(unroll), maxAlignment(maxAlignment) {}
 
-  /// Emits the body for indices (rows..., h) and stores the element(s).
+  /// Emits the body for domain point (rows..., h) and stores the element(s).
   void emitElement(ValueRange indices) {
-    Block &body = compute.getBody().front();
+    Block &body = domain.body();
     for (auto [arg, index] : llvm::zip(body.getArguments(), indices))
       scalars.map(arg, index);
-    Value result = emitBlock(body, /*wantVector=*/width > 1);
-    Location loc = compute.getLoc();
-    if (width > 1) {
-      auto store = vector::StoreOp::create(b, loc, result, compute.getOutput(), indices);
-      store.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(compute.getOutput())));
+    Location loc = domain.op()->getLoc();
+    if (auto write = dyn_cast<WriteOp>(body.getTerminator())) {
+      emitOps(body);
+      SmallVector<Value> at;
+      for (Value i : write.getIndices())
+        at.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
+      Value value = get(write.getValue(), width > 1);
+      if (!write.getGuard()) {
+        emitStore(value, at, loc);
+      } else {
+        auto guard = scf::IfOp::create(b, loc, get(write.getGuard(), false), /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard insertion(b);
+        b.setInsertionPointToStart(guard.thenBlock());
+        emitStore(value, at, loc);
+      }
     } else {
-      memref::StoreOp::create(b, loc, result, compute.getOutput(), indices);
+      emitStore(emitBlock(body, width > 1), indices, loc);
     }
     // Unrolling replaces loops and their results, so it waits until nothing refers to them by mapping.
     for (auto [loop, bound] : pendingUnrolls)
@@ -118,6 +173,15 @@ public:
 
 private:
   bool vectorized(Value v) const { return width > 1 && analysis.isVarying(v); }
+
+  void emitStore(Value value, ValueRange indices, Location loc) {
+    if (width > 1) {
+      auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
+      store.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(domain.output())));
+    } else {
+      memref::StoreOp::create(b, loc, value, domain.output(), indices);
+    }
+  }
 
   VectorType vectorOf(Type t) const { return VectorType::get({width}, t); }
 
@@ -137,7 +201,7 @@ private:
   /// h, h+1, ..., h+V-1 as a vector, for bodies that compute with h itself.
   Value innerLanes() {
     if (!lanes) {
-      Location loc = compute.getLoc();
+      Location loc = domain.op()->getLoc();
       Value h = scalars.lookup(analysis.innerIndex());
       auto type = vectorOf(b.getIndexType());
       SmallVector<APInt> laneOffsets;
@@ -154,6 +218,8 @@ private:
     for (Operation &op : block.without_terminator()) {
       if (auto sum = dyn_cast<SumOp>(op))
         emitSum(sum);
+      else if (auto fold = dyn_cast<FoldOp>(op))
+        emitFold(fold);
       else if (auto ifOp = dyn_cast<scf::IfOp>(op))
         emitIf(ifOp);
       else if (llvm::any_of(op.getOperands(), [&](Value v) { return vectorized(v); }))
@@ -188,6 +254,26 @@ private:
       scf::YieldOp::create(b, loc, acc);
     }
     map(sum.getResult(), loop.getResult(0));
+    pendingUnrolls.push_back({loop, bound});
+  }
+
+  void emitFold(FoldOp fold) {
+    Location loc = fold.getLoc();
+    bool vec = vectorized(fold.getResult());
+    Value init = get(fold.getInit(), vec);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value bound = get(fold.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, c0, bound, c1, ValueRange{init});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Block &body = fold.getBody().front();
+      scalars.map(body.getArgument(0), loop.getInductionVar());
+      map(body.getArgument(1), loop.getRegionIterArgs()[0]);
+      scf::YieldOp::create(b, loc, emitBlock(body, vec));
+    }
+    map(fold.getResult(), loop.getResult(0));
     pendingUnrolls.push_back({loop, bound});
   }
 
@@ -272,7 +358,7 @@ private:
   }
 
   OpBuilder &b;
-  ComputeOp compute;
+  DomainOp domain;
   const VaryingAnalysis &analysis;
   int64_t width, unroll, maxAlignment;
   IRMapping scalars, vectors;
@@ -296,26 +382,23 @@ SmallVector<Value> unflattenRow(OpBuilder &b, Location loc, Value row, ValueRang
 
 } // namespace
 
-bool isVectorizable(ComputeOp compute) { return VaryingAnalysis(compute).blocker() == nullptr; }
+bool isVectorizable(DomainOp op) { return VaryingAnalysis(op).blocker() == nullptr; }
 
-Value emitRowCount(OpBuilder &b, ComputeOp compute) {
-  Location loc = compute.getLoc();
+Value emitRowCount(OpBuilder &b, DomainOp op) {
+  Location loc = op.op()->getLoc();
   Value rows = arith::ConstantIndexOp::create(b, loc, 1);
-  for (Value bound : compute.getBounds().drop_back())
+  for (Value bound : op.bounds().drop_back())
     rows = arith::MulIOp::create(b, loc, rows, bound);
   return rows;
 }
 
-Value emitInnerSize(OpBuilder &, ComputeOp compute) { return compute.getBounds().back(); }
-
-void emitRow(OpBuilder &b, ComputeOp compute, Value row, Value laneStart, int64_t laneStride,
-             int64_t vectorAlignment) {
-  Location loc = compute.getLoc();
-  ScheduleAttr schedule = getSchedule(compute);
-  VaryingAnalysis analysis(compute);
+void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment) {
+  Location loc = op.op()->getLoc();
+  ScheduleAttr schedule = op.schedule();
+  VaryingAnalysis analysis(op);
   int64_t width = analysis.blocker() ? 1 : schedule.getVector();
-  SmallVector<Value> rowIndices = unflattenRow(b, loc, row, compute.getBounds().drop_back());
-  Value inner = emitInnerSize(b, compute);
+  SmallVector<Value> rowIndices = unflattenRow(b, loc, row, op.bounds().drop_back());
+  Value inner = op.bounds().back();
 
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
@@ -326,8 +409,7 @@ void emitRow(OpBuilder &b, ComputeOp compute, Value row, Value laneStart, int64_
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> indices(rowIndices);
     indices.push_back(loop.getInductionVar());
-    BodyEmitter(b, compute, analysis, w, schedule.getUnroll(), w > 1 ? vectorAlignment : 0)
-        .emitElement(indices);
+    BodyEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment).emitElement(indices);
   };
   if (width > 1)
     emitLoop(arith::MulIOp::create(b, loc, laneStart, cst(width)), mainEnd, laneStride * width, width);

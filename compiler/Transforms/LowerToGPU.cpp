@@ -2,7 +2,7 @@
 //
 // 1. Create `gpu.module @moe_kernels` and mark the module a gpu.container_module.
 // 2. Move each kernel func.func into it as a `gpu.func ... kernel` with the same lean arguments.
-// 3. Each moe.compute becomes, with schedule (rowsPerBlock Y, threads X, vector V):
+// 3. Each moe.compute / moe.scatter becomes, with schedule (rowsPerBlock Y, threads X, vector V):
 //      row = block_id.x * Y + thread_id.y;  if (row < rows) { row body, lanes thread_id.x step X }
 //    The block size is recorded as `known_block_size` (NVVM turns it into .reqntid) and the rows per
 //    block as `moe.rows_per_block`, from which the runtime derives grid.x = ceil_div(rows, Y).
@@ -30,7 +30,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.getOps<ComputeOp>().empty())
+      if (!collectDomainOps(func).empty())
         kernels.push_back(func);
     if (kernels.empty())
       return;
@@ -41,12 +41,12 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "moe_kernels");
 
     for (func::FuncOp func : kernels) {
-      SmallVector<ComputeOp> computes(func.getOps<ComputeOp>());
-      if (computes.size() != 1) {
-        func.emitError("a GPU kernel holds exactly one moe.compute, found ") << computes.size();
+      SmallVector<DomainOp> domains = collectDomainOps(func);
+      if (domains.size() != 1) {
+        func.emitError("a GPU kernel holds exactly one moe.compute or moe.scatter, found ") << domains.size();
         return signalPassFailure();
       }
-      ScheduleAttr schedule = getSchedule(computes.front());
+      ScheduleAttr schedule = domains.front().schedule();
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto kernel = gpu::GPUFuncOp::create(b, func.getLoc(), func.getName(), func.getFunctionType());
       kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -67,25 +67,24 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       gpu::ReturnOp::create(b, func.getLoc());
       func.erase();
 
-      for (ComputeOp compute : llvm::make_early_inc_range(kernel.getOps<ComputeOp>()))
-        lowerCompute(compute);
+      for (DomainOp domain : collectDomainOps(kernel))
+        lowerDomain(domain);
     }
   }
 
-  void lowerCompute(ComputeOp compute) {
-    Location loc = compute.getLoc();
-    ScheduleAttr schedule = getSchedule(compute);
-    OpBuilder b(compute);
+  void lowerDomain(DomainOp domain) {
+    Location loc = domain.op()->getLoc();
+    ScheduleAttr schedule = domain.schedule();
+    OpBuilder b(domain.op());
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     Value blockRow = arith::MulIOp::create(b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
                                            cst(schedule.getRowsPerBlock()));
     Value row = arith::AddIOp::create(b, loc, blockRow, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y));
-    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, emitRowCount(b, compute));
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, emitRowCount(b, domain));
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
     b.setInsertionPointToStart(guard.thenBlock());
-    emitRow(b, compute, row, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), schedule.getThreads(),
-            16);
-    compute.erase();
+    emitRow(b, domain, row, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), schedule.getThreads(), 16);
+    domain.op()->erase();
   }
 };
 } // namespace

@@ -2,7 +2,8 @@
 //
 // 1. Each kernel function gains two trailing index arguments, row_begin and row_end: one call computes
 //    those rows, so the runtime can split a kernel's rows across threads.
-// 2. Each moe.compute becomes `scf.for %row = row_begin to min(row_end, rows)` around the row body of
+// 2. Each moe.compute / moe.scatter becomes `scf.for %row = row_begin to min(row_end, rows)` around the
+//    row body of
 //    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
 // Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
 // may come from anywhere.
@@ -24,15 +25,15 @@ namespace {
 struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   void runOnOperation() override {
     for (auto func : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
-      SmallVector<ComputeOp> computes(func.getOps<ComputeOp>());
-      if (computes.empty())
+      SmallVector<DomainOp> domains = collectDomainOps(func);
+      if (domains.empty())
         continue;
-      if (failed(lowerKernel(func, computes)))
+      if (failed(lowerKernel(func, domains)))
         return signalPassFailure();
     }
   }
 
-  LogicalResult lowerKernel(func::FuncOp func, ArrayRef<ComputeOp> computes) {
+  LogicalResult lowerKernel(func::FuncOp func, ArrayRef<DomainOp> domains) {
     OpBuilder b(func);
     unsigned n = func.getNumArguments();
     auto attrs = [&](const char *name) { return b.getDictionaryAttr(b.getNamedAttr("moe.arg", b.getStringAttr(name))); };
@@ -41,15 +42,15 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       return func.emitError("cannot add the row-range arguments");
     Value rowBegin = func.getArgument(n), rowEnd = func.getArgument(n + 1);
 
-    for (ComputeOp compute : computes) {
-      Location loc = compute.getLoc();
-      b.setInsertionPoint(compute);
-      Value end = arith::MinSIOp::create(b, loc, rowEnd, emitRowCount(b, compute));
+    for (DomainOp domain : domains) {
+      Location loc = domain.op()->getLoc();
+      b.setInsertionPoint(domain.op());
+      Value end = arith::MinSIOp::create(b, loc, rowEnd, emitRowCount(b, domain));
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());
-      emitRow(b, compute, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
+      emitRow(b, domain, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
               /*vectorAlignment=*/1);
-      compute.erase();
+      domain.op()->erase();
     }
     return success();
   }

@@ -1,12 +1,14 @@
 //===- Schedule.cpp - Attach a #moe.schedule to every moe.compute ---------===//
 //
-// For each moe.compute without a schedule: take the requested fields from the pass options and let
-// moec::chooseSchedule fill the rest from the output's contiguous dim (when static), its element size,
-// and whether the body vectorizes along that dim.
+// For each moe.compute / moe.scatter without a schedule: take the requested fields from the pass options
+// and let moec::chooseSchedule fill the rest from the domain's last dim (when static), the output's
+// element size, and whether the body vectorizes along that dim.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Schedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/IR/Matchers.h"
 
 #define DEBUG_TYPE "moe-schedule"
 
@@ -26,16 +28,17 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
       return signalPassFailure();
     }
     TargetKind kind = target == "cpu" ? TargetKind::CPU : TargetKind::GPU;
-    getOperation().walk([&](ComputeOp compute) {
-      if (compute.getScheduleAttr())
-        return;
-      auto type = cast<MemRefType>(compute.getOutput().getType());
-      int64_t inner = type.isDynamicDim(type.getRank() - 1) ? 0 : type.getShape().back();
+    for (DomainOp domain : collectDomainOps(getOperation())) {
+      if (domain.op()->hasAttr("schedule"))
+        continue;
+      auto type = cast<MemRefType>(domain.output().getType());
+      APInt innerSize;
+      int64_t inner = matchPattern(domain.bounds().back(), m_ConstantInt(&innerSize)) ? innerSize.getSExtValue() : 0;
       int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
       Schedule s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes,
-                                  isVectorizable(compute));
-      compute.setScheduleAttr(ScheduleAttr::get(&getContext(), s.rowsPerBlock, s.threads, s.vector, s.unroll));
-    });
+                                  isVectorizable(domain));
+      domain.setSchedule(ScheduleAttr::get(&getContext(), s.rowsPerBlock, s.threads, s.vector, s.unroll));
+    }
   }
 };
 } // namespace

@@ -98,7 +98,7 @@ void runEmitAll(const EmitAllOptions &o) {
   for (const std::string &arch : o.archs)
     targets.push_back(Target::ptx(arch));
 
-  fmt::print("{:<28} {:<6} {:<26} {:<10} {:>10}  {}\n", "op", "dtype", "specialization", "target", "compile ms",
+  fmt::print("{:<28} {:<6} {:<34} {:<10} {:>10}  {}\n", "op", "dtype", "specialization", "target", "compile ms",
              "output");
   int count = 0;
   for (const BuiltinOp &builtin : builtinOps()) {
@@ -122,7 +122,7 @@ void runEmitAll(const EmitAllOptions &o) {
                              extension(code)))
                                .string();
         writeFile(file, compiled.dumps.at(code));
-        fmt::print("{:<28} {:<6} {:<26} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
+        fmt::print("{:<28} {:<6} {:<34} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
                    target.str(), compiled.times.total(), file);
         ++count;
       }

@@ -35,13 +35,17 @@ struct Specialization {
   dsl::DType dtype = dsl::DType::F32;
   std::map<std::string, int64_t> statics; // static dims by name, static attrs by public name
   Target target;
-  Schedule schedule; // requested; 0 fields are the compiler's choice
+  Schedule schedule;            // requested; 0 fields are the compiler's choice
+  std::set<std::string> present; // the optional tensors given
 };
 
 struct KernelInfo {
   std::string name;   // entry symbol (PTX .entry; CPU: name + "_packed")
-  std::string output; // the tensor the kernel computes
+  std::string output; // the tensor the kernel writes
   Schedule schedule;  // as chosen
+  /// The extents of the kernel's domain, as DSL expressions over dims, attributes and top-level lets
+  /// (pointing into the OpDef it was compiled from). Rows = all but the last, multiplied.
+  std::vector<const dsl::Expr *> domain;
 };
 
 /// Milliseconds spent in each part of compile().
@@ -54,7 +58,7 @@ struct StageTimes {
 };
 
 struct CompiledOp {
-  std::vector<KernelInfo> kernels;
+  std::vector<KernelInfo> kernels; // in the order they must run
   std::map<Stage, std::string> dumps; // the text of each stage asked for
   std::string ptx;                    // GPU targets
   std::unique_ptr<CpuExecutable> cpu; // CPU target

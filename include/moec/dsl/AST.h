@@ -80,7 +80,7 @@ struct Let {
 };
 
 /// What a `Name` expression refers to; set by Sema.
-enum class NameKind { Unresolved, Dim, Attr, Let, IndexVar };
+enum class NameKind { Unresolved, Dim, Attr, Let, IndexVar, Accumulator };
 
 enum class ExprKind {
   IntLit,   // 42
@@ -95,6 +95,11 @@ enum class ExprKind {
   Sum,      // sum(k < K) body        name = k, operands = [bound, body]; accumulates in f32
   Rank,     // rank(tensor)           name = tensor (host-side constraints only)
   Block,    // { let a = ..; expr }   lets, operands = [result]
+  Fold,     // fold(k < K, acc = init) body
+            //                        name = k, accName = acc, operands = [bound, init, body]; in order
+  Call,     // fma(a, b, c), min(a, b), max(a, b)
+            //                        name = callee, operands = args
+  Present,  // present(tensor)        name = tensor; true when an optional tensor is given (static)
 };
 
 struct Expr {
@@ -110,11 +115,12 @@ struct Expr {
   TypeRef castTo;
   std::vector<ExprPtr> operands;
   std::vector<Let> lets; // Block only
+  std::string accName;   // Fold only: the accumulator's name, in scope in the body
 
   // Filled in by Sema.
   ExprType type;
   NameKind nameKind = NameKind::Unresolved; // Name only
-  int refIndex = -1; // Name: index into OpDef::dims / OpDef::attrs; Element/Rank: into OpDef::tensors
+  int refIndex = -1; // Name: index into OpDef::dims / OpDef::attrs; Element/Rank/Present: into OpDef::tensors
 
   Expr(ExprKind k, SourceLoc l) : kind(k), loc(std::move(l)) {}
 };
@@ -154,6 +160,13 @@ struct ShapeDim {
 struct TensorDecl {
   std::string name;
   bool isOutput = false;
+  /// `in probs?: ...`: the caller may omit it. `present(probs)` says whether it was given; the kernels are
+  /// specialized on that. An optional output (`out g?: ... when COND`) exists exactly when COND holds.
+  bool optional = false;
+  ExprPtr when; // optional outputs only
+  /// `unique`: the tensor's non-negative values are pairwise distinct (host-checked), so scatters through
+  /// it never collide and need no atomics.
+  bool unique = false;
   TypeRef elem;
   std::vector<ShapeDim> shape;
   /// `in [lo, hi)`: every element of an integer tensor must lie in this half-open range (host-checked).
@@ -173,21 +186,45 @@ struct Require {
 // Body
 //===----------------------------------------------------------------------===//
 
-/// `target[i, j] = value`: for every index tuple of the target's shape, store value (rounded once, to
-/// nearest even, when value is f32 and the target holds a narrower float).
+/// `target[i, j] = value`. Each index is either a fresh name (the store iterates that dim of the target,
+/// `indices[i]` set, `indexExprs[i]` null) or an expression over enclosing `for` variables and lets (a
+/// scatter, `indexExprs[i]` set). The value is rounded once, to nearest even, when it is f32 and the
+/// target holds a narrower float.
 struct Assign {
   std::string target;
   int tensorIndex = -1; // set by Sema
   std::vector<std::string> indices;
+  std::vector<ExprPtr> indexExprs; // same length as indices; null for fresh names
   std::vector<SourceLoc> indexLocs;
   ExprPtr value;
   SourceLoc loc;
 };
 
-/// A body statement: a `let` binding or an assignment (exactly one is set).
+struct Stmt;
+
+/// `for t < Tk, k < K { ... }`: the statements inside run for every point of the domain.
+struct ForStmt {
+  std::vector<std::string> vars;
+  std::vector<ExprPtr> bounds;
+  std::vector<SourceLoc> varLocs;
+  std::vector<Stmt> body;
+  SourceLoc loc;
+};
+
+/// `if cond { ... } else { ... }`. Outside a `for` the condition is host-evaluable (dims, attrs,
+/// present()) and selects statements at specialization time; inside one it guards each store.
+struct IfStmt {
+  ExprPtr cond;
+  std::vector<Stmt> thenBody, elseBody;
+  SourceLoc loc;
+};
+
+/// A body statement: exactly one member is set.
 struct Stmt {
   std::optional<Let> let;
   std::optional<Assign> assign;
+  std::unique_ptr<ForStmt> forStmt;
+  std::unique_ptr<IfStmt> ifStmt;
 };
 
 struct OpDef {

@@ -1,7 +1,7 @@
 //===- Eval.h - Host-side evaluation of signature expressions ----*- C++ -*-===//
 //
 // Shapes, `in [lo, hi)` ranges and `require` conditions are Int/Bool expressions over dims, attrs,
-// literals and rank(tensor). The runtime evaluates them on the host before every run.
+// literals, rank(tensor) and present(tensor). The runtime evaluates them on the host before every run.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -14,10 +14,12 @@
 
 namespace moec::dsl {
 
-/// Values known on the host: dims by name, attrs by inner name (alias), tensor ranks by tensor name.
+/// Values known on the host: dims by name, attrs by inner name (alias), tensor ranks by tensor name,
+/// and which optional tensors are present (by name; absent from the map = unknown).
 struct Bindings {
   std::map<std::string, int64_t> values;
   std::map<std::string, int64_t> ranks;
+  std::map<std::string, bool> present;
 };
 
 class EvalError : public std::runtime_error {

@@ -11,6 +11,7 @@
 #include "moec/runtime/Tensor.h"
 
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,19 +26,23 @@ public:
 struct BoundCall {
   std::map<std::string, int64_t> dims;  // every dim of the op
   std::map<std::string, int64_t> attrs; // every attribute, by public name, defaults applied
-  std::map<std::string, std::vector<int64_t>> outputShapes;
-  dsl::Bindings bindings; // dims, attrs (public and inner names), ranks: for evaluating signature exprs
+  std::map<std::string, std::vector<int64_t>> outputShapes; // the outputs this call produces
+  std::set<std::string> present; // optional inputs given, optional outputs whose `when` holds
+  /// dims, attrs (public and inner names), ranks, presence, host-evaluable top-level lets: for
+  /// evaluating signature expressions and kernel domains.
+  dsl::Bindings bindings;
 
   /// Static dims and static attributes: what the kernel is specialized for.
   std::map<std::string, int64_t> statics(const dsl::OpDef &op) const;
   /// Runtime dims then runtime attributes, in declaration order: the kernel's scalar arguments.
   std::vector<int64_t> kernelScalars(const dsl::OpDef &op) const;
-  /// Rows of the kernel computing `output`: all dims but the last, multiplied (1 for rank 1).
-  int64_t rows(const std::string &output) const;
+  /// Rows of a kernel with these domain extents: all but the last, multiplied (1 for one extent).
+  int64_t rows(const std::vector<const dsl::Expr *> &domain) const;
 };
 
-/// Binds `inputs` (by tensor name) and `attrs` (by public name or alias) for an op of element type
-/// `dtype`. Checks everything listed above; index ranges are checked only for host tensors.
+/// Binds `inputs` (by tensor name; optional ones may be left out) and `attrs` (by public name or alias)
+/// for an op of element type `dtype`. Checks everything listed above; index ranges and `unique` are
+/// checked only for host tensors.
 BoundCall bindCall(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
                    const std::map<std::string, TensorView> &inputs);
 

@@ -112,6 +112,33 @@ TEST(EvalTest, Ranks) {
   EXPECT_EQ(evalError("rank(y)", b), "no value for 'rank(y)'");
 }
 
+TEST(EvalTest, Present) {
+  Bindings b;
+  b.present = {{"probs", true}, {"map", false}};
+  EXPECT_EQ(evalText("present(probs)", b), 1);
+  EXPECT_EQ(evalText("present(map)", b), 0);
+  EXPECT_EQ(evalText("!present(probs) || present(map)", b), 0);
+  EXPECT_EQ(evalText("present(probs) ? 2 : 3", b), 2);
+  EXPECT_EQ(evalError("present(g)", b), "no value for 'present(g)'");
+}
+
+TEST(EvalTest, MinMax) {
+  Bindings b;
+  b.values = {{"N", 4}, {"K", 7}};
+  EXPECT_EQ(evalText("min(N, K)", b), 4);
+  EXPECT_EQ(evalText("max(N, K)", b), 7);
+  EXPECT_EQ(evalText("max(-3, min(N - 10, 0)) * 2", b), -6);
+  EXPECT_EQ(evalError("min(N, Q)", b), "no value for 'Q'");
+  EXPECT_EQ(evalError("max(N)", b), "cannot evaluate 'max(N)' on the host"); // unchecked arity
+  EXPECT_EQ(evalError("foo(N, K)", b), "cannot evaluate 'foo(N, K)' on the host");
+}
+
+TEST(EvalTest, FmaAndFoldAreNotHostEvaluable) {
+  EXPECT_EQ(evalError("fma(1.0, 2.0, 3.0) > 0.0"), "cannot evaluate 'fma(1.0, 2.0, 3.0)' on the host");
+  EXPECT_EQ(evalError("fold(k < 4, a = 0) (a + k) > 1"),
+            "cannot evaluate 'fold(k < 4, a = 0) (a + k)' on the host");
+}
+
 TEST(EvalTest, Errors) {
   Bindings b;
   b.values = {{"N", 4}, {"K", 2}};

@@ -54,6 +54,15 @@ const RoundTrip kRoundTrips[] = {
     {"(sum(k < K) f32(x[k])) * 2.0", "sum(k < K) f32(x[k]) * 2.0"},
     {"-sum(k < 4) -y[k]", "-sum(k < 4) -y[k]"},
     {"{ let a = 1; let b = a * 2; (a + b) * 3 }", "{ let a = 1; let b = a * 2; (a + b) * 3 }"},
+    {"fold(k < K, acc = 0) (acc + 1)", "fold(k < K, acc = 0) (acc + 1)"},
+    {"fold(k < K + 1, acc = f32(0)) fma(acc, 2.0, f32(x[k]))",
+     "fold(k < K + 1, acc = f32(0)) fma(acc, 2.0, f32(x[k]))"},
+    {"(fold(j < e, n = 0) (m[j] ? n + 1 : n)) < K", "fold(j < e, n = 0) (m[j] ? n + 1 : n) < K"},
+    {"fma(a, b * c, -c)", "fma(a, b * c, -c)"},
+    {"present(probs)", "present(probs)"},
+    {"!present(probs) || (present(map) && drop)", "!present(probs) || present(map) && drop"},
+    {"min(a, b) + max(N, (K - 1))", "min(a, b) + max(N, K - 1)"},
+    {"max(min(a, 1), 0) * 2", "max(min(a, 1), 0) * 2"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Dsl, PrintExprTest, ::testing::ValuesIn(kRoundTrips));

@@ -105,11 +105,75 @@ def Moe_SumOp : Moe_Op<"sum", [SingleBlock]> {
 }
 
 //===----------------------------------------------------------------------===//
+// moe.fold
+//===----------------------------------------------------------------------===//
+
+def Moe_FoldOp : Moe_Op<"fold", [SingleBlock, AllTypesMatch<["init", "result"]>]> {
+  let summary = "Sequential fold of a body over 0 <= k < bound";
+  let description = [{
+    `acc = init; for k in 0 ..< bound: acc = body(k, acc)`, in order. The general form behind prefix
+    counts, last-match searches and accumulations in a chosen precision (e.g. bf16 rounded after every
+    add). `moe.sum` is the f32-sum special case.
+
+    ```mlir
+    %n = moe.fold %e, %c0 : index {
+    ^bb0(%j: index, %acc: index):
+      ...
+      moe.yield %next : index
+    }
+    ```
+  }];
+  let arguments = (ins Index:$bound, AnyType:$init);
+  let results = (outs AnyType:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$bound `,` $init attr-dict `:` type($result) $body";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.scatter, moe.write
+//===----------------------------------------------------------------------===//
+
+def Moe_ScatterOp : Moe_Op<"scatter", [SingleBlock]> {
+  let summary = "Runs a body over an iteration domain; each point may write one output element";
+  let description = [{
+    For every point of the domain (`bounds`, one per block argument) the body runs and ends with a
+    `moe.write` naming the element it stores and, optionally, a guard. The written indices are expected
+    to be distinct (the DSL's `unique` index tensors), so points are independent: the lowering treats the
+    domain like a compute's (rows, then the last dim along vectors) and needs no atomics.
+
+    ```mlir
+    moe.scatter %dy[%Tk, %K, %c7168] : memref<?x7168xbf16> {
+    ^bb0(%t: index, %k: index, %h: index):
+      %row = ...
+      %live = arith.cmpi sge, %row, %c0 : index
+      moe.write %v to [%row, %h] if %live : bf16
+    }
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$output, Variadic<Index>:$bounds, OptionalAttr<Moe_ScheduleAttr>:$schedule);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$output `[` $bounds `]` attr-dict `:` type($output) $body";
+  let hasVerifier = 1;
+}
+
+def Moe_WriteOp : Moe_Op<"write", [Terminator, HasParent<"ScatterOp">, AttrSizedOperandSegments]> {
+  let summary = "Ends a moe.scatter body: store the value at the indices, if the guard holds";
+  let description = [{
+    ```mlir
+    moe.write %v to [%row, %h] if %live : bf16
+    ```
+  }];
+  let arguments = (ins AnyType:$value, Variadic<Index>:$indices, Optional<I1>:$guard);
+  let assemblyFormat = "$value `to` `[` $indices `]` (`if` $guard^)? attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
 // moe.yield
 //===----------------------------------------------------------------------===//
 
-def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, ParentOneOf<["ComputeOp", "SumOp"]>]> {
-  let summary = "Ends a moe.compute or moe.sum body with its value";
+def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, ParentOneOf<["ComputeOp", "SumOp", "FoldOp"]>]> {
+  let summary = "Ends a moe.compute, moe.sum or moe.fold body with its value";
   let description = [{
     ```mlir
     moe.yield %v : bf16

@@ -6,23 +6,46 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace moec {
 
-/// Emits one kernel `func.func` per assignment of `op`, with element type `typeArg` for the op's type
-/// parameter. Every kernel has the same lean ABI, which the runtime relies on:
+/// One kernel genMoe emitted: the function `name` computes (part of) tensor `output` over a domain whose
+/// extents are `domain` (DSL expressions over dims, attributes and top-level lets, pointing into the
+/// OpDef): rows = all extents but the last, multiplied; the last is the contiguous one.
+struct KernelPlan {
+  std::string name;
+  std::string output;
+  std::vector<const dsl::Expr *> domain;
+};
+
+struct MoeModule {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<KernelPlan> kernels; // in statement order: the order they must run in
+};
+
+/// A body that cannot be emitted for this specialization, e.g. it reads an optional tensor that is
+/// absent outside a `present()` guard. The message carries file:line:col.
+class GenError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Emits one kernel `func.func` per assignment of `op` (a dense `moe.compute`, or a `moe.scatter` when
+/// the assignment sits in a `for`), with element type `typeArg` for the op's type parameter and the
+/// optional tensors in `present` given. `present()` and the branches it selects are resolved here; other
+/// static conditions become IR that moe-specialize folds. Every kernel has the same lean ABI:
 ///
-///   (one !llvm.ptr per tensor, in declaration order,
+///   (one !llvm.ptr per tensor, in declaration order (absent optional tensors too: null),
 ///    one index per runtime dim, in declaration order,
 ///    one index per runtime attribute, in declaration order)
 ///
 /// Each argument carries `moe.arg = "tensor:NAME" | "dim:NAME" | "attr:NAME"`. Static dims and attrs are
 /// `moe.param` ops, bound later by moe-specialize. The module carries `moe.op` and `moe.dtype`.
-mlir::OwningOpRef<mlir::ModuleOp> genMoe(mlir::MLIRContext &context, const dsl::OpDef &op, dsl::DType typeArg);
-
-/// The kernel name of the assignment to `output` ("moe_init_routing_v2_grad" for a one-output op,
-/// else "<op>__<output>").
-std::string kernelName(const dsl::OpDef &op, const std::string &output);
+MoeModule genMoe(mlir::MLIRContext &context, const dsl::OpDef &op, dsl::DType typeArg,
+                 const std::set<std::string> &present = {});
 
 } // namespace moec
