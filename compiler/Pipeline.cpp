@@ -217,7 +217,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   DiagnosticCollector diagnostics(context);
   MoeModule generated;
   try {
-    generated = genMoe(context, op, spec.dtype, spec.present);
+    generated = genMoe(context, op, spec.dtype, spec.present, statics);
   } catch (const GenError &e) {
     throw CompileError(e.what());
   }
@@ -237,8 +237,6 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   moePasses.addPass(moe::createMoeSchedule(schedule));
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");
-  if (wants(Stage::Moe))
-    result.dumps[Stage::Moe] = printIR(*module);
   // Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
   for (const KernelPlan &plan : generated.kernels) {
     auto func = module->lookupSymbol<func::FuncOp>(plan.name);
@@ -251,6 +249,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     result.kernels.push_back(
         {plan.name, plan.output, {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain});
   }
+
+  if (wants(Stage::Moe))
+    result.dumps[Stage::Moe] = printIR(*module);
 
   // 3. Loops: rows to a row-range loop (cpu) or to the grid (gpu); the row along vectors.
   PassManager loopPasses(&context);

@@ -153,14 +153,22 @@ int countAllAssigns(const std::vector<Stmt> &stmts) {
 
 class KernelEmitter {
 public:
-  KernelEmitter(OpBuilder &b, const OpDef &op, DType typeArg, const std::set<std::string> &present)
-      : b(b), op(op), typeArg(typeArg), present(present) {}
-
-  std::optional<bool> staticCondition(const Expr &e) const {
-    Bindings bindings;
+  KernelEmitter(OpBuilder &b, const OpDef &op, DType typeArg, const std::set<std::string> &present,
+                const std::map<std::string, int64_t> &statics)
+      : b(b), op(op), typeArg(typeArg), present(present) {
     for (const TensorDecl &t : op.tensors)
       if (t.optional)
-        bindings.present[t.name] = present.count(t.name) > 0;
+        known.present[t.name] = present.count(t.name) > 0;
+    for (const auto &[name, value] : statics) {
+      known.values[name] = value;
+      if (const AttrDecl *a = op.findAttr(name))
+        known.values[a->innerName()] = value;
+    }
+  }
+
+  /// The value of a condition over present() and static dims/attributes, when those decide it.
+  std::optional<bool> staticCondition(const Expr &e) const {
+    const Bindings &bindings = known;
     try {
       return evalBool(e, bindings);
     } catch (const EvalError &) {
@@ -171,6 +179,7 @@ public:
   KernelPlan emit(ModuleOp module, const AssignPath &path, const std::string &name) {
     const Assign &assign = *path.assign;
     createFunction(module, name, assign.loc);
+    needed = neededNames(path);
     scopes.emplace_back();
 
     // Outside any `for`: lets, and ifs that wrap what follows.
@@ -178,7 +187,7 @@ public:
     for (; pos < path.steps.size() && !path.steps[pos].forStmt; ++pos) {
       const PathStep &step = path.steps[pos];
       if (step.let) {
-        scopes.back()[step.let->name] = emitExpr(*step.let->value);
+        emitLet(*step.let);
         continue;
       }
       if (staticCondition(*step.ifStmt->cond))
@@ -197,6 +206,46 @@ public:
   }
 
 private:
+  /// The names an assignment depends on, through the lets, conditions and bounds on its path, so lets
+  /// it does not use are not emitted (they may read tensors or dims this specialization lacks).
+  std::set<std::string> neededNames(const AssignPath &path) const {
+    std::set<std::string> names;
+    collectNames(*path.assign->value, names);
+    for (const ExprPtr &index : path.assign->indexExprs)
+      if (index)
+        collectNames(*index, names);
+    for (auto step = path.steps.rbegin(); step != path.steps.rend(); ++step) {
+      if (step->let && names.count(step->let->name))
+        collectNames(*step->let->value, names);
+      if (step->ifStmt && !staticCondition(*step->ifStmt->cond))
+        collectNames(*step->ifStmt->cond, names);
+      if (step->forStmt)
+        for (const ExprPtr &bound : step->forStmt->bounds)
+          collectNames(*bound, names);
+    }
+    return names;
+  }
+
+  /// Names `e` reads; of a `c ? a : b` that present() decides, only the taken branch.
+  void collectNames(const Expr &e, std::set<std::string> &names) const {
+    if (e.kind == ExprKind::Name)
+      names.insert(e.name);
+    if (e.kind == ExprKind::Select)
+      if (std::optional<bool> known = staticCondition(*e.operands[0])) {
+        collectNames(*e.operands[*known ? 1 : 2], names);
+        return;
+      }
+    for (const ExprPtr &o : e.operands)
+      collectNames(*o, names);
+    for (const Let &let : e.lets)
+      collectNames(*let.value, names);
+  }
+
+  void emitLet(const Let &let) {
+    if (needed.count(let.name))
+      scopes.back()[let.name] = emitExpr(*let.value);
+  }
+
   Location loc(const SourceLoc &l) {
     if (!l.known())
       return b.getUnknownLoc();
@@ -398,7 +447,7 @@ private:
     for (; pos < path.steps.size(); ++pos) {
       const PathStep &step = path.steps[pos];
       if (step.let) {
-        scopes.back()[step.let->name] = emitExpr(*step.let->value);
+        emitLet(*step.let);
         continue;
       }
       if (!step.ifStmt || staticCondition(*step.ifStmt->cond))
@@ -676,16 +725,19 @@ private:
   const OpDef &op;
   DType typeArg;
   const std::set<std::string> &present;
+  Bindings known; // presence and static values, for deciding conditions here
   func::FuncOp func;
   Operation *anchor = nullptr;
   std::map<std::string, Value> symbols;
   std::map<int, Value> views;
   std::vector<std::map<std::string, Value>> scopes;
+  std::set<std::string> needed;
 };
 
 } // namespace
 
-MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std::set<std::string> &present) {
+MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std::set<std::string> &present,
+                 const std::map<std::string, int64_t> &statics) {
   context.loadDialect<moe::MoeDialect, func::FuncDialect, arith::ArithDialect, memref::MemRefDialect,
                       scf::SCFDialect, math::MathDialect, LLVM::LLVMDialect>();
   OpBuilder b(&context);
@@ -694,7 +746,7 @@ MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std
   (*result.module)->setAttr("moe.op", b.getStringAttr(op.name));
   (*result.module)->setAttr("moe.dtype", b.getStringAttr(dtypeName(typeArg)));
 
-  KernelEmitter probe(b, op, typeArg, present);
+  KernelEmitter probe(b, op, typeArg, present, statics);
   std::function<std::optional<bool>(const Expr &)> decide = [&](const Expr &e) { return probe.staticCondition(e); };
   std::vector<AssignPath> paths = Planner(decide).collect(op.body);
   bool single = countAllAssigns(op.body) == 1;
@@ -703,7 +755,7 @@ MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std
     if (target.optional && !present.count(target.name))
       continue; // an optional output this specialization does not produce
     std::string name = single ? op.name : op.name + "__" + std::to_string(path.index) + "_" + path.assign->target;
-    result.kernels.push_back(KernelEmitter(b, op, typeArg, present).emit(*result.module, path, name));
+    result.kernels.push_back(KernelEmitter(b, op, typeArg, present, statics).emit(*result.module, path, name));
   }
   return result;
 }

@@ -38,6 +38,17 @@ dsl::DType parseDType(const std::string &name) {
   return *t;
 }
 
+std::set<std::string> presentTensors(const dsl::OpDef &op, const std::vector<std::string> &names) {
+  std::set<std::string> present;
+  for (const std::string &name : names) {
+    const dsl::TensorDecl *t = op.findTensor(name);
+    if (!t || !t->optional)
+      throw CLI::ValidationError("--with", "'" + name + "' is not an optional tensor of " + op.name);
+    present.insert(name);
+  }
+  return present;
+}
+
 void TargetOptions::add(CLI::App &cmd) {
   cmd.add_option("--dtype", dtype, "element type of the op's type parameter: f16, bf16, f32")->capture_default_str();
   cmd.add_option("--target", target, "cpu or ptx")->check(CLI::IsMember({"cpu", "ptx"}))->capture_default_str();

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct TargetOptions {
   void add(CLI::App &cmd);
   Target resolveTarget() const;
 };
+
+/// The optional tensors named by --with; throws CLI::ValidationError for a name that is not one.
+std::set<std::string> presentTensors(const dsl::OpDef &op, const std::vector<std::string> &names);
 
 /// Writes `text` to `path` atomically (temp file + rename); throws std::runtime_error.
 void writeFile(const std::string &path, const std::string &text);

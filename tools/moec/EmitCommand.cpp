@@ -41,7 +41,7 @@ void writeDumps(const CompiledOp &compiled, const std::string &dir, const std::s
 struct EmitOptions {
   std::string op;
   TargetOptions target;
-  std::vector<std::string> dims, attrs;
+  std::vector<std::string> dims, attrs, with;
   std::string emit;
   std::string output;
   std::string dumpDir;
@@ -56,6 +56,7 @@ void runEmit(const EmitOptions &o) {
   spec.statics = parseAssignments(o.dims, "--dim");
   for (const auto &[name, value] : parseAssignments(o.attrs, "--attr"))
     spec.statics[name] = value;
+  spec.present = presentTensors(*op, o.with);
 
   std::vector<Stage> stages = stagesOf(spec.target);
   Stage wanted = stages.back();
@@ -98,7 +99,7 @@ void runEmitAll(const EmitAllOptions &o) {
   for (const std::string &arch : o.archs)
     targets.push_back(Target::ptx(arch));
 
-  fmt::print("{:<28} {:<6} {:<34} {:<10} {:>10}  {}\n", "op", "dtype", "specialization", "target", "compile ms",
+  fmt::print("{:<42} {:<6} {:<52} {:<10} {:>10}  {}\n", "op", "dtype", "specialization", "target", "compile ms",
              "output");
   int count = 0;
   for (const BuiltinOp &builtin : builtinOps()) {
@@ -113,6 +114,9 @@ void runEmitAll(const EmitAllOptions &o) {
         spec.statics[name] = value.get<int64_t>();
         label += (label.empty() ? "" : ",") + name + "=" + std::to_string(value.get<int64_t>());
       }
+      spec.present = presentTensors(*op, ex.value("with", std::vector<std::string>{}));
+      for (const std::string &name : spec.present)
+        label += ",+" + name;
       for (const Target &target : targets) {
         spec.target = target;
         Stage code = stagesOf(target).back();
@@ -122,7 +126,7 @@ void runEmitAll(const EmitAllOptions &o) {
                              extension(code)))
                                .string();
         writeFile(file, compiled.dumps.at(code));
-        fmt::print("{:<28} {:<6} {:<34} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
+        fmt::print("{:<42} {:<6} {:<52} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
                    target.str(), compiled.times.total(), file);
         ++count;
       }
@@ -140,6 +144,7 @@ void registerEmitCommand(CLI::App &app) {
   o->target.add(*cmd);
   cmd->add_option("--dim", o->dims, "NAME=VALUE for a static dim (repeatable)");
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for a static attribute (repeatable)");
+  cmd->add_option("--with", o->with, "an optional tensor the kernels are specialized to receive (repeatable)");
   cmd->add_option("--emit", o->emit, "stage: ast, moe, loops, llvm, ptx (ptx target), asm (cpu target)");
   cmd->add_option("-o,--output", o->output, "write the stage here instead of stdout");
   cmd->add_option("--dump-dir", o->dumpDir, "also write every stage as DIR/<op>.<stage>");

@@ -82,7 +82,7 @@ def Moe_ComputeOp : Moe_Op<"compute", [SingleBlock]> {
 // moe.sum
 //===----------------------------------------------------------------------===//
 
-def Moe_SumOp : Moe_Op<"sum", [SingleBlock]> {
+def Moe_SumOp : Moe_Op<"sum", [SingleBlock, RecursiveMemoryEffects]> {
   let summary = "f32 sum of a body over 0 <= k < bound, in order";
   let description = [{
     Accumulates the body's f32 result for k = 0, 1, ..., bound - 1 into an f32 that starts at +0.0. The
@@ -108,7 +108,7 @@ def Moe_SumOp : Moe_Op<"sum", [SingleBlock]> {
 // moe.fold
 //===----------------------------------------------------------------------===//
 
-def Moe_FoldOp : Moe_Op<"fold", [SingleBlock, AllTypesMatch<["init", "result"]>]> {
+def Moe_FoldOp : Moe_Op<"fold", [SingleBlock, RecursiveMemoryEffects, AllTypesMatch<["init", "result"]>]> {
   let summary = "Sequential fold of a body over 0 <= k < bound";
   let description = [{
     `acc = init; for k in 0 ..< bound: acc = body(k, acc)`, in order. The general form behind prefix

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -36,8 +37,10 @@ public:
 
 /// Emits one kernel `func.func` per assignment of `op` (a dense `moe.compute`, or a `moe.scatter` when
 /// the assignment sits in a `for`), with element type `typeArg` for the op's type parameter and the
-/// optional tensors in `present` given. `present()` and the branches it selects are resolved here; other
-/// static conditions become IR that moe-specialize folds. Every kernel has the same lean ABI:
+/// optional tensors in `present` given. Conditions that present() and the `statics` (static dims and
+/// attributes by public name) decide pick their branch here, so a branch that reads an absent tensor
+/// is never emitted; static values elsewhere stay `moe.param`s for moe-specialize to fold. Every kernel
+/// has the same lean ABI:
 ///
 ///   (one !llvm.ptr per tensor, in declaration order (absent optional tensors too: null),
 ///    one index per runtime dim, in declaration order,
@@ -46,6 +49,6 @@ public:
 /// Each argument carries `moe.arg = "tensor:NAME" | "dim:NAME" | "attr:NAME"`. Static dims and attrs are
 /// `moe.param` ops, bound later by moe-specialize. The module carries `moe.op` and `moe.dtype`.
 MoeModule genMoe(mlir::MLIRContext &context, const dsl::OpDef &op, dsl::DType typeArg,
-                 const std::set<std::string> &present = {});
+                 const std::set<std::string> &present = {}, const std::map<std::string, int64_t> &statics = {});
 
 } // namespace moec
