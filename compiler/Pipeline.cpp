@@ -143,6 +143,32 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
 
 namespace {
 
+/// The optional inputs given plus the optional outputs whose `when` holds for them and the statics.
+std::set<std::string> withOptionalOutputs(const dsl::OpDef &op, const std::set<std::string> &inputs,
+                                          const std::map<std::string, int64_t> &statics) {
+  dsl::Bindings b;
+  for (const auto &[name, value] : statics) {
+    b.values[name] = value;
+    if (const dsl::AttrDecl *a = op.findAttr(name))
+      b.values[a->innerName()] = value;
+  }
+  for (const dsl::TensorDecl &t : op.tensors)
+    if (t.optional && !t.isOutput)
+      b.present[t.name] = inputs.count(t.name) > 0;
+  std::set<std::string> present = inputs;
+  for (const dsl::TensorDecl &t : op.tensors) {
+    if (!t.optional || !t.isOutput)
+      continue;
+    try {
+      if (dsl::evalBool(*t.when, b))
+        present.insert(t.name);
+    } catch (const dsl::EvalError &e) {
+      throw CompileError(op.name + ": cannot decide whether output '" + t.name + "' exists: " + e.what());
+    }
+  }
+  return present;
+}
+
 using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -207,6 +233,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     }
   }
   std::map<std::string, int64_t> statics = resolveStatics(op, spec);
+  std::set<std::string> present = withOptionalOutputs(op, spec.present, statics);
   auto wants = [&](Stage s) { return options.dump.count(s) > 0; };
   if (wants(Stage::Ast))
     result.dumps[Stage::Ast] = dsl::printAst(op);
@@ -217,7 +244,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   DiagnosticCollector diagnostics(context);
   MoeModule generated;
   try {
-    generated = genMoe(context, op, spec.dtype, spec.present, statics);
+    generated = genMoe(context, op, spec.dtype, present, statics);
   } catch (const GenError &e) {
     throw CompileError(e.what());
   }
@@ -246,8 +273,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
       continue;
     }
     moe::ScheduleAttr a = domains.front().schedule();
-    result.kernels.push_back(
-        {plan.name, plan.output, {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain});
+    bool pointPerWarp = isGpu && moe::gpuMapping(domains.front()) == moe::GpuMapping::WarpPerPoint;
+    result.kernels.push_back({plan.name, plan.output,
+                              {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,
+                              pointPerWarp});
   }
 
   if (wants(Stage::Moe))

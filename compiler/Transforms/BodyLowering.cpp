@@ -12,10 +12,13 @@
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+
+#include <optional>
 
 using namespace mlir;
 
@@ -50,9 +53,12 @@ namespace {
 /// The values of a compute body that depend on its contiguous index.
 class VaryingAnalysis {
 public:
-  explicit VaryingAnalysis(DomainOp domain) : inner(domain.body().getArguments().back()) {
+  explicit VaryingAnalysis(DomainOp domain) : VaryingAnalysis(domain.body().getArguments().back(), domain.body()) {}
+
+  /// Values of `block` that depend on `seed` (the domain's last index, or a reduction's index).
+  VaryingAnalysis(Value seed, Block &block) : inner(seed) {
     varying.insert(inner);
-    visit(domain.body());
+    visit(block);
   }
 
   bool isVarying(Value v) const { return varying.contains(v); }
@@ -136,12 +142,38 @@ private:
   Operation *firstBlocker = nullptr;
 };
 
+/// A moe.sum whose body reads along its own index (x[row, j] for sum over j): it can run as vector
+/// partial sums, split over lanes, and be combined at the end. Summation order changes; the spec allows
+/// that for these dot products (f32 accumulation, tolerance of §5.6).
+std::optional<VaryingAnalysis> contiguousReduction(SumOp sum) {
+  Block &body = sum.getBody().front();
+  VaryingAnalysis analysis(body.getArgument(0), body);
+  if (analysis.blocker())
+    return std::nullopt;
+  bool readsAlong = false;
+  body.walk([&](memref::LoadOp load) {
+    readsAlong |= !load.getIndices().empty() && load.getIndices().back() == body.getArgument(0);
+  });
+  if (!readsAlong)
+    return std::nullopt;
+  return analysis;
+}
+
+/// How moe.sum reductions along their own index are split: vectors of `width` f32 partial sums, over
+/// `lanes` threads whose id is `lane` (GPU warp), combined with shuffles. width 0: not at all.
+struct ReductionSplit {
+  int64_t width = 0;
+  int64_t lanes = 1;
+  Value lane;
+};
+
 /// Clones a compute body for one (row, h) position, vectorized when width > 1.
 class BodyEmitter {
 public:
   BodyEmitter(OpBuilder &b, DomainOp domain, const VaryingAnalysis &analysis, int64_t width,
-              int64_t unroll, int64_t maxAlignment)
-      : b(b), domain(domain), analysis(analysis), width(width), unroll(unroll), maxAlignment(maxAlignment) {}
+              int64_t unroll, int64_t maxAlignment, ReductionSplit split = {}, Value storeGuard = {})
+      : b(b), domain(domain), analysis(analysis), width(width), unroll(unroll), maxAlignment(maxAlignment),
+        split(split), storeGuard(storeGuard) {}
 
   /// Emits the body for domain point (rows..., h) and stores the element(s).
   void emitElement(ValueRange indices) {
@@ -166,15 +198,25 @@ public:
     } else {
       emitStore(emitBlock(body, width > 1), indices, loc);
     }
-    // Unrolling replaces loops and their results, so it waits until nothing refers to them by mapping.
+    flushUnrolls();
+  }
+
+  /// Unrolling replaces loops and their results, so it waits until nothing refers to them by mapping.
+  void flushUnrolls() {
     for (auto [loop, bound] : pendingUnrolls)
       unrollLoop(loop, bound);
+    pendingUnrolls.clear();
   }
 
 private:
   bool vectorized(Value v) const { return width > 1 && analysis.isVarying(v); }
 
   void emitStore(Value value, ValueRange indices, Location loc) {
+    std::optional<OpBuilder::InsertionGuard> insertion;
+    if (storeGuard) { // one lane of a warp writes what all lanes computed
+      insertion.emplace(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, storeGuard, false).thenBlock());
+    }
     if (width > 1) {
       auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
       store.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(domain.output())));
@@ -184,6 +226,7 @@ private:
   }
 
   VectorType vectorOf(Type t) const { return VectorType::get({width}, t); }
+  static VectorType vectorOf(Type t, int64_t n) { return VectorType::get({n}, t); }
 
   /// The emitted value of `orig`, broadcast to a vector when `wantVector` and it is uniform.
   Value get(Value orig, bool wantVector) {
@@ -200,7 +243,7 @@ private:
 
   /// h, h+1, ..., h+V-1 as a vector, for bodies that compute with h itself.
   Value innerLanes() {
-    if (!lanes) {
+    if (!laneIndices) {
       Location loc = domain.op()->getLoc();
       Value h = scalars.lookup(analysis.innerIndex());
       auto type = vectorOf(b.getIndexType());
@@ -208,9 +251,9 @@ private:
       for (int64_t i = 0; i < width; ++i)
         laneOffsets.push_back(APInt(64, i));
       Value offsets = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, laneOffsets));
-      lanes = arith::AddIOp::create(b, loc, vector::BroadcastOp::create(b, loc, type, h), offsets);
+      laneIndices = arith::AddIOp::create(b, loc, vector::BroadcastOp::create(b, loc, type, h), offsets);
     }
-    return lanes;
+    return laneIndices;
   }
 
   /// Emits a block's ops (not its terminator).
@@ -238,6 +281,9 @@ private:
   void emitSum(SumOp sum) {
     Location loc = sum.getLoc();
     bool vec = vectorized(sum.getResult());
+    if (!vec && split.width > 0)
+      if (std::optional<VaryingAnalysis> along = contiguousReduction(sum))
+        return emitSplitSum(sum, *along);
     Type accType = vec ? Type(vectorOf(b.getF32Type())) : Type(b.getF32Type());
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accType));
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
@@ -255,6 +301,42 @@ private:
     }
     map(sum.getResult(), loop.getResult(0));
     pendingUnrolls.push_back({loop, bound});
+  }
+
+  /// sum(j < n) body, reading along j: lanes take vectors of `split.width` elements round robin, each
+  /// keeps a vector of f32 partial sums; then one horizontal add, the scalar remainder, and a shuffle
+  /// tree across lanes, after which every lane holds the total.
+  void emitSplitSum(SumOp sum, const VaryingAnalysis &along) {
+    Location loc = sum.getLoc();
+    Block &body = sum.getBody().front();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    int64_t w = split.width, lanes = split.lanes;
+    Value laneStart = lanes > 1 ? split.lane : cst(0);
+    Value bound = get(sum.getBound(), false);
+    Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
+
+    auto partials = [&](Value begin, Value end, int64_t step, int64_t termWidth, Value init) {
+      auto loop = scf::ForOp::create(b, loc, begin, end, cst(step), ValueRange{init});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      BodyEmitter term(b, domain, along, termWidth, unroll, maxAlignment);
+      term.scalars = scalars;
+      term.scalars.map(body.getArgument(0), loop.getInductionVar());
+      Value t = term.emitBlock(body, termWidth > 1);
+      scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], t)});
+      term.flushUnrolls();
+      return loop.getResult(0);
+    };
+    Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
+    Value vectorPart = partials(arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd, lanes * w, w, zeros);
+    Value acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vectorPart);
+    acc = partials(arith::AddIOp::create(b, loc, mainEnd, laneStart), bound, lanes, 1, acc);
+    for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
+      auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+      Value other = gpu::ShuffleOp::create(b, loc, acc, i32(offset), i32(lanes), gpu::ShuffleMode::XOR).getShuffleResult();
+      acc = arith::AddFOp::create(b, loc, acc, other);
+    }
+    map(sum.getResult(), acc);
   }
 
   void emitFold(FoldOp fold) {
@@ -361,8 +443,10 @@ private:
   DomainOp domain;
   const VaryingAnalysis &analysis;
   int64_t width, unroll, maxAlignment;
+  ReductionSplit split;
+  Value storeGuard;
   IRMapping scalars, vectors;
-  Value lanes;
+  Value laneIndices; // h, h+1, ..., h+V-1
   SmallVector<std::pair<scf::ForOp, Value>> pendingUnrolls;
 };
 
@@ -384,6 +468,37 @@ SmallVector<Value> unflattenRow(OpBuilder &b, Location loc, Value row, ValueRang
 
 bool isVectorizable(DomainOp op) { return VaryingAnalysis(op).blocker() == nullptr; }
 
+/// The first moe.sum in the body that reduces along its own index, if any.
+static SumOp findContiguousReduction(DomainOp op) {
+  SumOp found;
+  op.op()->walk([&](SumOp sum) {
+    if (!found && contiguousReduction(sum))
+      found = sum;
+  });
+  return found;
+}
+
+GpuMapping gpuMapping(DomainOp op) {
+  if (!isVectorizable(op) && findContiguousReduction(op))
+    return GpuMapping::WarpPerPoint;
+  return GpuMapping::Rows;
+}
+
+ReductionShape reductionShape(DomainOp op) {
+  SumOp sum = findContiguousReduction(op);
+  if (!sum)
+    return {};
+  ReductionShape shape;
+  APInt bound;
+  if (matchPattern(sum.getBound(), m_ConstantInt(&bound)))
+    shape.length = bound.getSExtValue();
+  sum.getBody().walk([&](memref::LoadOp load) {
+    int64_t bytes = std::max<int64_t>(1, load.getType().getIntOrFloatBitWidth() / 8);
+    shape.elemBytes = std::max(shape.elemBytes, bytes);
+  });
+  return shape;
+}
+
 Value emitRowCount(OpBuilder &b, DomainOp op) {
   Location loc = op.op()->getLoc();
   Value rows = arith::ConstantIndexOp::create(b, loc, 1);
@@ -392,13 +507,19 @@ Value emitRowCount(OpBuilder &b, DomainOp op) {
   return rows;
 }
 
-void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment) {
+Value emitPointCount(OpBuilder &b, DomainOp op) {
+  return arith::MulIOp::create(b, op.op()->getLoc(), emitRowCount(b, op), op.bounds().back());
+}
+
+void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment,
+             int64_t reductionWidth) {
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
   int64_t width = analysis.blocker() ? 1 : schedule.getVector();
   SmallVector<Value> rowIndices = unflattenRow(b, loc, row, op.bounds().drop_back());
   Value inner = op.bounds().back();
+  ReductionSplit split{reductionWidth, 1, Value()};
 
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
@@ -409,7 +530,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> indices(rowIndices);
     indices.push_back(loop.getInductionVar());
-    BodyEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment).emitElement(indices);
+    BodyEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split).emitElement(indices);
   };
   if (width > 1)
     emitLoop(arith::MulIOp::create(b, loc, laneStart, cst(width)), mainEnd, laneStride * width, width);
@@ -419,6 +540,17 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     return;
   Value tailBegin = width > 1 ? arith::AddIOp::create(b, loc, mainEnd, laneStart).getResult() : laneStart;
   emitLoop(tailBegin, inner, laneStride, 1);
+}
+
+void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment) {
+  Location loc = op.op()->getLoc();
+  ScheduleAttr schedule = op.schedule();
+  VaryingAnalysis analysis(op);
+  SmallVector<Value> indices = unflattenRow(b, loc, point, op.bounds());
+  Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                       arith::ConstantIndexOp::create(b, loc, 0));
+  ReductionSplit split{schedule.getVector(), lanes, lane};
+  BodyEmitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, leader).emitElement(indices);
 }
 
 } // namespace moec::moe

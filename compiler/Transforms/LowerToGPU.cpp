@@ -4,6 +4,9 @@
 // 2. Move each kernel func.func into it as a `gpu.func ... kernel` with the same lean arguments.
 // 3. Each moe.compute / moe.scatter becomes, with schedule (rowsPerBlock Y, threads X, vector V):
 //      row = block_id.x * Y + thread_id.y;  if (row < rows) { row body, lanes thread_id.x step X }
+//    or, for a domain that reduces along a contiguous dim instead (GpuMapping::WarpPerPoint), a point
+//    per warp: the 32 lanes split the reduction in V-element vectors, combine it with shuffles, and lane
+//    0 stores; grid.x then covers points instead of rows.
 //    The block size is recorded as `known_block_size` (NVVM turns it into .reqntid) and the rows per
 //    block as `moe.rows_per_block`, from which the runtime derives grid.x = ceil_div(rows, Y).
 // Tensor base pointers are 16-byte aligned (the runtime checks it); a vector access promises what that
@@ -76,14 +79,20 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     Location loc = domain.op()->getLoc();
     ScheduleAttr schedule = domain.schedule();
     OpBuilder b(domain.op());
+    bool warpPerPoint = gpuMapping(domain) == GpuMapping::WarpPerPoint;
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     Value blockRow = arith::MulIOp::create(b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
                                            cst(schedule.getRowsPerBlock()));
     Value row = arith::AddIOp::create(b, loc, blockRow, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y));
-    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, emitRowCount(b, domain));
+    Value count = warpPerPoint ? emitPointCount(b, domain) : emitRowCount(b, domain);
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, count);
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
     b.setInsertionPointToStart(guard.thenBlock());
-    emitRow(b, domain, row, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), schedule.getThreads(), 16);
+    Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    if (warpPerPoint)
+      emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16);
+    else
+      emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector());
     domain.op()->erase();
   }
 };

@@ -5,6 +5,7 @@
 // 2. Each moe.compute / moe.scatter becomes `scf.for %row = row_begin to min(row_end, rows)` around the
 //    row body of
 //    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
+// 3. A moe.sum that reads along its own index (a dot product over H) keeps 8 f32 partial sums.
 // Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
 // may come from anywhere.
 //===----------------------------------------------------------------------===//
@@ -22,6 +23,9 @@ namespace moec::moe {
 #include "moec/compiler/Transforms/Passes.h.inc"
 
 namespace {
+/// Dot products along a row run as 8 f32 partial sums: one AVX2 register.
+constexpr int64_t kReductionWidth = 8;
+
 struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   void runOnOperation() override {
     for (auto func : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
@@ -49,7 +53,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());
       emitRow(b, domain, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
-              /*vectorAlignment=*/1);
+              /*vectorAlignment=*/1, /*reductionWidth=*/kReductionWidth);
       domain.op()->erase();
     }
     return success();

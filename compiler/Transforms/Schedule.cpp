@@ -35,8 +35,15 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
       APInt innerSize;
       int64_t inner = matchPattern(domain.bounds().back(), m_ConstantInt(&innerSize)) ? innerSize.getSExtValue() : 0;
       int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-      Schedule s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes,
-                                  isVectorizable(domain));
+      Schedule s;
+      if (kind == TargetKind::GPU && gpuMapping(domain) == GpuMapping::WarpPerPoint) {
+        // A warp per point: 32 lanes split the reduction; the vector width fits the reduced rows.
+        ReductionShape r = reductionShape(domain);
+        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, vector, unroll}, kind, r.length, r.elemBytes, true);
+        s.threads = 32;
+      } else {
+        s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes, isVectorizable(domain));
+      }
       domain.setSchedule(ScheduleAttr::get(&getContext(), s.rowsPerBlock, s.threads, s.vector, s.unroll));
     }
   }

@@ -46,6 +46,9 @@ struct KernelInfo {
   /// The extents of the kernel's domain, as DSL expressions over dims, attributes and top-level lets
   /// (pointing into the OpDef it was compiled from). Rows = all but the last, multiplied.
   std::vector<const dsl::Expr *> domain;
+  /// GPU launch: grid.x = ceil_div(rows, rowsPerBlock), block = (threads, rowsPerBlock, 1); with
+  /// pointPerWarp the grid covers every domain point (rows times the last extent) instead of rows.
+  bool pointPerWarp = false;
 };
 
 /// Milliseconds spent in each part of compile().

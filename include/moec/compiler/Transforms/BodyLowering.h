@@ -40,9 +40,27 @@ llvm::SmallVector<DomainOp> collectDomainOps(mlir::Operation *root);
 /// depend on it.
 bool isVectorizable(DomainOp op);
 
-/// The number of rows of the domain (all dims but the last, flattened; 1 for rank 1), at the builder's
-/// insertion point.
+/// How a GPU kernel maps a domain to threads.
+///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
+///   WarpPerPoint: a domain point per warp (block, thread.y); the 32 lanes split the point's reduction
+///                 along a contiguous dim (a dot product over H) and combine it with shuffles.
+/// WarpPerPoint is chosen when the domain does not vectorize along its last dim but a moe.sum in it
+/// reads along its own index.
+enum class GpuMapping { Rows, WarpPerPoint };
+GpuMapping gpuMapping(DomainOp op);
+
+/// The length (0: not static) and widest element (bytes) of the first moe.sum that reads along its own
+/// index; {0, 0} when there is none.
+struct ReductionShape {
+  int64_t length = 0;
+  int64_t elemBytes = 0;
+};
+ReductionShape reductionShape(DomainOp op);
+
+/// The number of rows of the domain (all dims but the last, flattened; 1 for rank 1) and of points (all
+/// dims), at the builder's insertion point.
 mlir::Value emitRowCount(mlir::OpBuilder &b, DomainOp op);
+mlir::Value emitPointCount(mlir::OpBuilder &b, DomainOp op);
 
 /// Emits, at the builder's insertion point, the points of flattened row `row` whose last index h is
 /// laneStart*V, laneStart*V + laneStride*V, ... as vectors of V = schedule.vector, then the remainder
@@ -50,7 +68,14 @@ mlir::Value emitRowCount(mlir::OpBuilder &b, DomainOp op);
 /// CPU: laneStart 0, laneStride 1. GPU: laneStart thread_id.x, laneStride block_dim.x.
 /// `vectorAlignment` is the alignment of tensor base pointers; each vector access promises what that
 /// implies for its rows (the largest power of two dividing the row stride, at most V elements).
+/// A moe.sum that reads along its own index runs as `reductionWidth`-wide vector partial sums (0: plain).
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
-             int64_t vectorAlignment);
+             int64_t vectorAlignment, int64_t reductionWidth);
+
+/// GpuMapping::WarpPerPoint: emits domain point `point` (all dims flattened) on a warp whose lane id is
+/// `lane` of `lanes`: reductions along a contiguous dim are split over the lanes in vectors of
+/// schedule.vector elements; lane 0 stores.
+void emitWarpPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, mlir::Value lane, int64_t lanes,
+                   int64_t vectorAlignment);
 
 } // namespace moec::moe
