@@ -39,6 +39,13 @@ ScheduleAttr DomainOp::schedule() const {
 
 void DomainOp::setSchedule(ScheduleAttr schedule) { operation->setAttr("schedule", schedule); }
 
+LogicalResult requireSchedules(ArrayRef<DomainOp> ops) {
+  for (DomainOp op : ops)
+    if (!op.op()->getAttrOfType<ScheduleAttr>("schedule"))
+      return op.op()->emitOpError("has no schedule; run moe-schedule first");
+  return success();
+}
+
 SmallVector<DomainOp> collectDomainOps(Operation *root) {
   SmallVector<DomainOp> ops;
   root->walk([&](Operation *op) {

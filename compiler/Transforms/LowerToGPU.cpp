@@ -45,6 +45,8 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
 
     for (func::FuncOp func : kernels) {
       SmallVector<DomainOp> domains = collectDomainOps(func);
+      if (failed(requireSchedules(domains)))
+        return signalPassFailure();
       if (domains.size() != 1) {
         func.emitError("a GPU kernel holds exactly one moe.compute or moe.scatter, found ") << domains.size();
         return signalPassFailure();

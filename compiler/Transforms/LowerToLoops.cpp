@@ -32,6 +32,8 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       SmallVector<DomainOp> domains = collectDomainOps(func);
       if (domains.empty())
         continue;
+      if (failed(requireSchedules(domains)))
+        return signalPassFailure();
       if (failed(lowerKernel(func, domains)))
         return signalPassFailure();
     }

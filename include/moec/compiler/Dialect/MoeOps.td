@@ -165,7 +165,7 @@ def Moe_WriteOp : Moe_Op<"write", [Terminator, HasParent<"ScatterOp">, AttrSized
     ```
   }];
   let arguments = (ins AnyType:$value, Variadic<Index>:$indices, Optional<I1>:$guard);
-  let assemblyFormat = "$value `to` `[` $indices `]` (`if` $guard^)? attr-dict `:` type($value)";
+  let assemblyFormat = "$value `to` ` ` `[` $indices `]` (`if` $guard^)? attr-dict `:` type($value)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -34,6 +34,9 @@ private:
 /// Every moe.compute / moe.scatter under `root`, in order.
 llvm::SmallVector<DomainOp> collectDomainOps(mlir::Operation *root);
 
+/// Fails, with an error on the op, unless every op has a #moe.schedule.
+mlir::LogicalResult requireSchedules(llvm::ArrayRef<DomainOp> ops);
+
 /// Whether the body can run `vector` contiguous elements at a time: values that depend on the last
 /// domain index may only feed elementwise arith/math ops, loads and stores only through that index itself
 /// as their last subscript (a contiguous access). Conditions, guards and reduction bounds must not
