@@ -7,7 +7,7 @@
 
 // UNSCHEDULED: error: 'moe.scatter' op has no schedule; run moe-schedule first
 
-// On the CPU: rows of (t, e); the fold becomes a loop over j < e; the dot product keeps 8 f32 partial sums, adds
+// On the host, rows of (t, e); the fold becomes a loop over j < e; the dot product keeps 8 f32 partial sums, adds
 // them horizontally, then runs the scalar remainder; the write is a plain store.
 // CPU-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // CPU: scf.for {{.*}} to %arg{{[0-9]+}} step
@@ -17,7 +17,7 @@
 // CPU: memref.store {{.*}} : memref<?x4xf32>
 // CPU-NOT: moe.
 
-// On the GPU: a warp per (t, e) point; lanes split the dot product, combine it with a shuffle tree, and lane 0
+// On the device, a warp per (t, e) point; lanes split the dot product, combine it with a shuffle tree, and lane 0
 // stores.
 // SCHED: moe.scatter {{.*}} {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>}
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
