@@ -7,7 +7,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # LLVM/MLIR 22 (shared libs, tblgen, lit, FileCheck)
   clang-22 lld-22 ninja-build ccache cmake make            # toolchain
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev    # libraries
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev libxxhash-dev
   python3                                                  # lit
 )
 
