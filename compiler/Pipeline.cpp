@@ -146,15 +146,7 @@ namespace {
 /// The optional inputs given plus the optional outputs whose `when` holds for them and the statics.
 std::set<std::string> withOptionalOutputs(const dsl::OpDef &op, const std::set<std::string> &inputs,
                                           const std::map<std::string, int64_t> &statics) {
-  dsl::Bindings b;
-  for (const auto &[name, value] : statics) {
-    b.values[name] = value;
-    if (const dsl::AttrDecl *a = op.findAttr(name))
-      b.values[a->innerName()] = value;
-  }
-  for (const dsl::TensorDecl &t : op.tensors)
-    if (t.optional && !t.isOutput)
-      b.present[t.name] = inputs.count(t.name) > 0;
+  dsl::Bindings b = specializationBindings(op, inputs, statics);
   std::set<std::string> present = inputs;
   for (const dsl::TensorDecl &t : op.tensors) {
     if (!t.optional || !t.isOutput)
@@ -265,7 +257,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");
   // Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
-  for (const KernelPlan &plan : generated.kernels) {
+  for (const dsl::PlannedKernel &plan : generated.kernels) {
     auto func = module->lookupSymbol<func::FuncOp>(plan.name);
     SmallVector<moe::DomainOp> domains = moe::collectDomainOps(func);
     if (domains.empty()) {
@@ -274,7 +266,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     }
     moe::ScheduleAttr a = domains.front().schedule();
     bool pointPerWarp = isGpu && moe::gpuMapping(domains.front()) == moe::GpuMapping::WarpPerPoint;
-    result.kernels.push_back({plan.name, plan.output,
+    result.kernels.push_back({plan.name, plan.assign->target,
                               {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,
                               pointPerWarp});
   }

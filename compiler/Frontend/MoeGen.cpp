@@ -16,6 +16,7 @@
 
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/dsl/Eval.h"
+#include "moec/dsl/KernelPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -67,125 +68,25 @@ std::string where(const SourceLoc &l) {
   return l.file->path + ":" + std::to_string(l.line) + ":" + std::to_string(l.col) + ": ";
 }
 
-/// One statement on the way from the op body to an assignment.
-struct PathStep {
-  const Let *let = nullptr;
-  const IfStmt *ifStmt = nullptr;
-  bool thenBranch = true;
-  const ForStmt *forStmt = nullptr;
-};
-
-struct AssignPath {
-  std::vector<PathStep> steps;
-  const Assign *assign;
-  int index; // among all assignments of the op, in source order (stable kernel names)
-};
-
-class Planner {
-public:
-  explicit Planner(const std::function<std::optional<bool>(const Expr &)> &staticCondition)
-      : staticCondition(staticCondition) {}
-
-  /// Every assignment with its path; branches that present() rules out are skipped.
-  std::vector<AssignPath> collect(const std::vector<Stmt> &body) {
-    std::vector<PathStep> path;
-    walk(body, path);
-    return std::move(found);
-  }
-
-private:
-  void walk(const std::vector<Stmt> &stmts, std::vector<PathStep> &path) {
-    size_t mark = path.size();
-    for (const Stmt &s : stmts) {
-      if (s.let) {
-        path.push_back({&*s.let});
-      } else if (s.assign) {
-        found.push_back({path, &*s.assign, counter++});
-      } else if (s.forStmt) {
-        path.push_back({nullptr, nullptr, true, s.forStmt.get()});
-        walk(s.forStmt->body, path);
-        path.pop_back();
-      } else if (s.ifStmt) {
-        std::optional<bool> known = staticCondition(*s.ifStmt->cond);
-        for (bool branch : {true, false}) {
-          const std::vector<Stmt> &stmts = branch ? s.ifStmt->thenBody : s.ifStmt->elseBody;
-          if (known && *known != branch) {
-            counter += countAssigns(stmts);
-            continue;
-          }
-          path.push_back({nullptr, s.ifStmt.get(), branch});
-          walk(stmts, path);
-          path.pop_back();
-        }
-      }
-    }
-    path.resize(mark);
-  }
-
-  static int countAssigns(const std::vector<Stmt> &stmts) {
-    int n = 0;
-    for (const Stmt &s : stmts) {
-      n += s.assign.has_value();
-      if (s.forStmt)
-        n += countAssigns(s.forStmt->body);
-      if (s.ifStmt)
-        n += countAssigns(s.ifStmt->thenBody) + countAssigns(s.ifStmt->elseBody);
-    }
-    return n;
-  }
-
-  const std::function<std::optional<bool>(const Expr &)> &staticCondition;
-  std::vector<AssignPath> found;
-  int counter = 0;
-};
-
-int countAllAssigns(const std::vector<Stmt> &stmts) {
-  int n = 0;
-  for (const Stmt &s : stmts) {
-    n += s.assign.has_value();
-    if (s.forStmt)
-      n += countAllAssigns(s.forStmt->body);
-    if (s.ifStmt)
-      n += countAllAssigns(s.ifStmt->thenBody) + countAllAssigns(s.ifStmt->elseBody);
-  }
-  return n;
-}
-
 class KernelEmitter {
 public:
   KernelEmitter(OpBuilder &b, const OpDef &op, DType typeArg, const std::set<std::string> &present,
-                const std::map<std::string, int64_t> &statics)
-      : b(b), op(op), typeArg(typeArg), present(present) {
-    for (const TensorDecl &t : op.tensors)
-      if (t.optional)
-        known.present[t.name] = present.count(t.name) > 0;
-    for (const auto &[name, value] : statics) {
-      known.values[name] = value;
-      if (const AttrDecl *a = op.findAttr(name))
-        known.values[a->innerName()] = value;
-    }
-  }
+                const Bindings &known)
+      : b(b), op(op), typeArg(typeArg), present(present), known(known) {}
 
   /// The value of a condition over present() and static dims/attributes, when those decide it.
-  std::optional<bool> staticCondition(const Expr &e) const {
-    const Bindings &bindings = known;
-    try {
-      return evalBool(e, bindings);
-    } catch (const EvalError &) {
-      return std::nullopt;
-    }
-  }
+  std::optional<bool> staticCondition(const Expr &e) const { return decide(e, known); }
 
-  KernelPlan emit(ModuleOp module, const AssignPath &path, const std::string &name) {
+  void emit(ModuleOp module, const PlannedKernel &path) {
     const Assign &assign = *path.assign;
-    createFunction(module, name, assign.loc);
+    createFunction(module, path.name, assign.loc);
     needed = neededNames(path);
     scopes.emplace_back();
 
     // Outside any `for`: lets, and ifs that wrap what follows.
     size_t pos = 0;
-    for (; pos < path.steps.size() && !path.steps[pos].forStmt; ++pos) {
-      const PathStep &step = path.steps[pos];
+    for (; pos < path.path.size() && !path.path[pos].forStmt; ++pos) {
+      const PathStep &step = path.path[pos];
       if (step.let) {
         emitLet(*step.let);
         continue;
@@ -197,24 +98,22 @@ public:
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
     }
 
-    KernelPlan plan{name, assign.target, {}};
-    if (pos == path.steps.size())
-      emitCompute(assign, plan);
+    if (path.scatter)
+      emitScatter(path, pos);
     else
-      emitScatter(path, pos, plan);
-    return plan;
+      emitCompute(assign);
   }
 
 private:
   /// The names an assignment depends on, through the lets, conditions and bounds on its path, so lets
   /// it does not use are not emitted (they may read tensors or dims this specialization lacks).
-  std::set<std::string> neededNames(const AssignPath &path) const {
+  std::set<std::string> neededNames(const PlannedKernel &path) const {
     std::set<std::string> names;
     collectNames(*path.assign->value, names);
     for (const ExprPtr &index : path.assign->indexExprs)
       if (index)
         collectNames(*index, names);
-    for (auto step = path.steps.rbegin(); step != path.steps.rend(); ++step) {
+    for (auto step = path.path.rbegin(); step != path.path.rend(); ++step) {
       if (step->let && names.count(step->let->name))
         collectNames(*step->let->value, names);
       if (step->ifStmt && !staticCondition(*step->ifStmt->cond))
@@ -375,14 +274,12 @@ private:
     return storageType(b.getContext(), op.tensors[assign.tensorIndex].elem.resolve(typeArg));
   }
 
-  void emitCompute(const Assign &assign, KernelPlan &plan) {
+  void emitCompute(const Assign &assign) {
     const TensorDecl &t = op.tensors[assign.tensorIndex];
     Value out = view(assign.tensorIndex, assign.loc);
     SmallVector<Value> bounds;
-    for (const ShapeDim &d : t.shape) {
+    for (const ShapeDim &d : t.shape)
       bounds.push_back(emitExpr(*d.size));
-      plan.domain.push_back(d.size.get());
-    }
     auto compute = moe::ComputeOp::create(b, loc(assign.loc), out, bounds, moe::ScheduleAttr());
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&compute.getBody());
@@ -402,27 +299,25 @@ private:
     Value live;
   };
 
-  void emitScatter(const AssignPath &path, size_t firstFor, KernelPlan &plan) {
+  void emitScatter(const PlannedKernel &path, size_t firstFor) {
     const Assign &assign = *path.assign;
     const TensorDecl &t = op.tensors[assign.tensorIndex];
     Value out = view(assign.tensorIndex, assign.loc);
     // The domain: every for-variable, then the target dims the assignment names freshly.
     SmallVector<Value> bounds;
     SmallVector<std::pair<std::string, SourceLoc>> vars;
-    for (size_t i = firstFor; i < path.steps.size(); ++i) {
-      const ForStmt *f = path.steps[i].forStmt;
+    for (size_t i = firstFor; i < path.path.size(); ++i) {
+      const ForStmt *f = path.path[i].forStmt;
       if (!f)
         continue;
       for (size_t v = 0; v < f->vars.size(); ++v) {
         bounds.push_back(emitExpr(*f->bounds[v])); // outside the domain: see lookup()
-        plan.domain.push_back(f->bounds[v].get());
         vars.push_back({f->vars[v], f->varLocs[v]});
       }
     }
     for (size_t i = 0; i < assign.indices.size(); ++i)
       if (!assign.indexExprs[i]) {
         bounds.push_back(emitExpr(*t.shape[i].size));
-        plan.domain.push_back(t.shape[i].size.get());
         vars.push_back({assign.indices[i], assign.indexLocs[i]});
       }
 
@@ -442,10 +337,10 @@ private:
   }
 
   /// Lets and ifs inside the `for`s, then the value and the store's expression indices.
-  Point emitPoint(const AssignPath &path, size_t pos, Type elem) {
+  Point emitPoint(const PlannedKernel &path, size_t pos, Type elem) {
     const Assign &assign = *path.assign;
-    for (; pos < path.steps.size(); ++pos) {
-      const PathStep &step = path.steps[pos];
+    for (; pos < path.path.size(); ++pos) {
+      const PathStep &step = path.path[pos];
       if (step.let) {
         emitLet(*step.let);
         continue;
@@ -464,8 +359,8 @@ private:
 
   /// `if c { rest }` inside a `for`: an scf.if that yields (value, live, indices...) from the rest when c
   /// holds, and (zero, false, zeros) otherwise, so nothing the rest reads is read when c fails.
-  Point emitGuarded(const AssignPath &path, size_t pos, Type elem) {
-    const PathStep &step = path.steps[pos];
+  Point emitGuarded(const PlannedKernel &path, size_t pos, Type elem) {
+    const PathStep &step = path.path[pos];
     Location l = loc(step.ifStmt->loc);
     Value cond = emitCondition(*step.ifStmt->cond, step.thenBranch);
     size_t numIndices = 0;
@@ -725,7 +620,7 @@ private:
   const OpDef &op;
   DType typeArg;
   const std::set<std::string> &present;
-  Bindings known; // presence and static values, for deciding conditions here
+  const Bindings &known; // presence and static values, for deciding conditions here
   func::FuncOp func;
   Operation *anchor = nullptr;
   std::map<std::string, Value> symbols;
@@ -746,18 +641,25 @@ MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std
   (*result.module)->setAttr("moe.op", b.getStringAttr(op.name));
   (*result.module)->setAttr("moe.dtype", b.getStringAttr(dtypeName(typeArg)));
 
-  KernelEmitter probe(b, op, typeArg, present, statics);
-  std::function<std::optional<bool>(const Expr &)> decide = [&](const Expr &e) { return probe.staticCondition(e); };
-  std::vector<AssignPath> paths = Planner(decide).collect(op.body);
-  bool single = countAllAssigns(op.body) == 1;
-  for (const AssignPath &path : paths) {
-    const TensorDecl &target = op.tensors[path.assign->tensorIndex];
-    if (target.optional && !present.count(target.name))
-      continue; // an optional output this specialization does not produce
-    std::string name = single ? op.name : op.name + "__" + std::to_string(path.index) + "_" + path.assign->target;
-    result.kernels.push_back(KernelEmitter(b, op, typeArg, present, statics).emit(*result.module, path, name));
-  }
+  Bindings known = specializationBindings(op, present, statics);
+  result.kernels = planKernels(op, known);
+  for (const PlannedKernel &kernel : result.kernels)
+    KernelEmitter(b, op, typeArg, present, known).emit(*result.module, kernel);
   return result;
+}
+
+Bindings specializationBindings(const OpDef &op, const std::set<std::string> &present,
+                                const std::map<std::string, int64_t> &statics) {
+  Bindings known;
+  for (const TensorDecl &t : op.tensors)
+    if (t.optional)
+      known.present[t.name] = present.count(t.name) > 0;
+  for (const auto &[name, value] : statics) {
+    known.values[name] = value;
+    if (const AttrDecl *a = op.findAttr(name))
+      known.values[a->innerName()] = value;
+  }
+  return known;
 }
 
 } // namespace moec

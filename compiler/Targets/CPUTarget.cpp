@@ -3,11 +3,13 @@
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "moec/runtime/Half.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 
@@ -34,6 +36,11 @@ static llvm::orc::JITTargetMachineBuilder hostBuilder() {
   if (!builder)
     throw std::runtime_error("cannot detect the host CPU: " + errorText(builder.takeError()));
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  // With AVX512-BF16 or AVX-NE-CONVERT, LLVM carries bf16 values (phis, selects) as f32 and narrows them
+  // with vcvtneps2bf16, which flushes subnormals. Without them bf16 values stay 16-bit integers; the
+  // pipeline rounds explicitly (arith-expand), so no conversion instruction is needed at all.
+  builder->getFeatures().AddFeature("avx512bf16", false);
+  builder->getFeatures().AddFeature("avxneconvert", false);
   return std::move(*builder);
 }
 
@@ -65,6 +72,16 @@ static void addPackedWrapper(llvm::Module &module, llvm::Function &kernel) {
 }
 
 namespace {
+
+/// f32 -> bf16, round to nearest even, subnormals kept, NaN quiet: the libcall LLVM emits to narrow a bf16
+/// value it carried as f32. Older libgcc lacks it, and it must not flush subnormals.
+extern "C" __bf16 moecTruncSfBf2(float x) {
+  uint16_t bits = floatToBf16(x);
+  __bf16 out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
 class OrcExecutable : public CpuExecutable {
 public:
   explicit OrcExecutable(std::unique_ptr<llvm::orc::LLJIT> jit) : jit(std::move(jit)) {}
@@ -102,6 +119,12 @@ std::unique_ptr<CpuExecutable> jitCompile(std::unique_ptr<llvm::Module> module,
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(builder)).create();
   if (!jit)
     throw std::runtime_error("cannot create the JIT: " + errorText(jit.takeError()));
+  llvm::orc::JITDylib &main = (*jit)->getMainJITDylib();
+  llvm::orc::SymbolMap runtimeSymbols;
+  runtimeSymbols[(*jit)->mangleAndIntern("__truncsfbf2")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&moecTruncSfBf2), llvm::JITSymbolFlags::Exported};
+  if (auto error = main.define(llvm::orc::absoluteSymbols(std::move(runtimeSymbols))))
+    throw std::runtime_error("cannot define JIT runtime symbols: " + errorText(std::move(error)));
   if (auto error = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     throw std::runtime_error("JIT compilation failed: " + errorText(std::move(error)));
   return std::make_unique<OrcExecutable>(std::move(*jit));

@@ -321,7 +321,6 @@ private:
     Value laneStart = lanes > 1 ? split.lane : cst(0);
     Value bound = get(sum.getBound(), false);
     Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
-
     auto partials = [&](Value begin, Value end, int64_t step, int64_t termWidth, Value init) {
       auto loop = scf::ForOp::create(b, loc, begin, end, cst(step), ValueRange{init});
       OpBuilder::InsertionGuard guard(b);
@@ -334,10 +333,15 @@ private:
       term.flushUnrolls();
       return loop.getResult(0);
     };
-    Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
-    Value vectorPart = partials(arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd, lanes * w, w, zeros);
-    Value acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vectorPart);
-    acc = partials(arith::AddIOp::create(b, loc, mainEnd, laneStart), bound, lanes, 1, acc);
+    Value acc = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value tailBegin = laneStart;
+    if (w > 1) {
+      Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
+      Value vectorPart = partials(arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd, lanes * w, w, zeros);
+      acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vectorPart);
+      tailBegin = arith::AddIOp::create(b, loc, mainEnd, laneStart);
+    }
+    acc = partials(tailBegin, bound, lanes, 1, acc);
     for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
       auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
       Value other = gpu::ShuffleOp::create(b, loc, acc, i32(offset), i32(lanes), gpu::ShuffleMode::XOR).getShuffleResult();

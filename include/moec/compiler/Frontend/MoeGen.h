@@ -2,6 +2,7 @@
 #pragma once
 
 #include "moec/dsl/AST.h"
+#include "moec/dsl/KernelPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -14,18 +15,9 @@
 
 namespace moec {
 
-/// One kernel genMoe emitted: the function `name` computes (part of) tensor `output` over a domain whose
-/// extents are `domain` (DSL expressions over dims, attributes and top-level lets, pointing into the
-/// OpDef): rows = all extents but the last, multiplied; the last is the contiguous one.
-struct KernelPlan {
-  std::string name;
-  std::string output;
-  std::vector<const dsl::Expr *> domain;
-};
-
 struct MoeModule {
   mlir::OwningOpRef<mlir::ModuleOp> module;
-  std::vector<KernelPlan> kernels; // in statement order: the order they must run in
+  std::vector<dsl::PlannedKernel> kernels; // one function each, in the order they must run
 };
 
 /// A body that cannot be emitted for this specialization, e.g. it reads an optional tensor that is
@@ -50,5 +42,10 @@ public:
 /// `moe.param` ops, bound later by moe-specialize. The module carries `moe.op` and `moe.dtype`.
 MoeModule genMoe(mlir::MLIRContext &context, const dsl::OpDef &op, dsl::DType typeArg,
                  const std::set<std::string> &present = {}, const std::map<std::string, int64_t> &statics = {});
+
+/// What a specialization decides before any kernel runs: which optional tensors are present (`present`
+/// holds the given inputs and the outputs whose `when` holds) and the static values.
+dsl::Bindings specializationBindings(const dsl::OpDef &op, const std::set<std::string> &present,
+                                     const std::map<std::string, int64_t> &statics);
 
 } // namespace moec

@@ -1,0 +1,45 @@
+//===- KernelPlan.h - Which kernels an op specializes to ---------*- C++ -*-===//
+//
+// Every assignment of an op body is one kernel. Planning is pure AST work, shared by the compiler (which
+// emits each kernel) and the runtime (which launches kernels compiled ahead of time, without LLVM):
+// which assignments a specialization keeps, the statements on the way to each, its stable name, and the
+// extents of its domain.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/dsl/AST.h"
+#include "moec/dsl/Eval.h"
+
+#include <string>
+#include <vector>
+
+namespace moec::dsl {
+
+/// One statement on the way from the op body to an assignment: a let, a taken branch of an if, or a for.
+struct PathStep {
+  const Let *let = nullptr;
+  const IfStmt *ifStmt = nullptr;
+  bool thenBranch = true;
+  const ForStmt *forStmt = nullptr;
+};
+
+struct PlannedKernel {
+  std::string name;             // "<op>" for a one-assignment op, else "<op>__<n>_<output>"
+  const Assign *assign = nullptr;
+  std::vector<PathStep> path;   // lets, ifs and fors enclosing (and preceding) the assignment
+  /// Extents of the domain: every enclosing for-bound, then the target dims the assignment names freshly
+  /// (for a dense assignment: the target's shape). Rows = all but the last, multiplied.
+  std::vector<const Expr *> domain;
+  bool scatter = false; // inside a `for`: a moe.scatter, else a dense moe.compute
+};
+
+/// The kernels of `op` for a specialization, in the order they must run. `known` holds what is decided
+/// at specialization time: presence of optional tensors (inputs given, outputs whose `when` holds) and
+/// static dims/attrs. Branches whose condition `known` decides are kept or dropped here; assignments to
+/// absent optional outputs are dropped. Names are stable across specializations.
+std::vector<PlannedKernel> planKernels(const OpDef &op, const Bindings &known);
+
+/// Evaluates `cond` with `known`, or nothing when it depends on something else.
+std::optional<bool> decide(const Expr &cond, const Bindings &known);
+
+} // namespace moec::dsl

@@ -1,0 +1,150 @@
+//===- CudaDriver.h - The CUDA driver API, loaded at run time -----*- C++ -*-===//
+//
+// moec never links libcuda: the driver is opened with dlopen on first use, so every binary builds and runs
+// on machines without a GPU, and reports why CUDA is unavailable instead of failing to start. Only the
+// types come from cuda.h. A table of entry points can also be supplied directly (a fake driver in tests).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+namespace moec {
+
+/// The driver entry points moec uses, with cuda.h's signatures. cuda.h maps several names to versioned
+/// symbols (cuMemAlloc -> cuMemAlloc_v2), so decltype picks the signature of the symbol that is loaded.
+struct CudaDriverTable {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuDeviceGetName) deviceGetName = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) devicePrimaryCtxRelease = nullptr;
+  decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
+  decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
+  decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
+  decltype(&::cuModuleUnload) moduleUnload = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
+  decltype(&::cuMemAlloc) memAlloc = nullptr;
+  decltype(&::cuMemFree) memFree = nullptr;
+  decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
+  decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
+  decltype(&::cuEventCreate) eventCreate = nullptr;
+  decltype(&::cuEventRecord) eventRecord = nullptr;
+  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
+  decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
+  decltype(&::cuEventDestroy) eventDestroy = nullptr;
+  decltype(&::cuGetErrorName) getErrorName = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+};
+
+/// A failed driver call; what() reads "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".
+class CudaError : public std::runtime_error {
+public:
+  CudaError(CUresult result, const std::string &message) : std::runtime_error(message), code(result) {}
+  CUresult result() const { return code; }
+
+private:
+  CUresult code;
+};
+
+class CudaDriver {
+public:
+  /// The process-wide driver: libcuda.so.1, opened and initialized once (thread-safe) on first call.
+  static CudaDriver &instance();
+  /// A driver over the given entry points, all of which must be set; cuInit runs here as it does for
+  /// instance().
+  static std::unique_ptr<CudaDriver> fromTable(const CudaDriverTable &table);
+
+  CudaDriver(const CudaDriver &) = delete;
+  CudaDriver &operator=(const CudaDriver &) = delete;
+
+  /// True when the driver loaded, cuInit succeeded and there is at least one device.
+  bool available() const { return unavailable.empty(); }
+  /// Why available() is false; empty when it is true.
+  const std::string &unavailableReason() const { return unavailable; }
+  /// The entry points; throws std::runtime_error with unavailableReason() when the driver is unavailable.
+  const CudaDriverTable &api() const;
+
+  /// Throws CudaError unless r is CUDA_SUCCESS; `call` names the entry point (or the operation).
+  void check(CUresult r, const char *call) const;
+  /// "CUDA_ERROR_INVALID_VALUE (invalid argument)", or "CUresult 999" for a code the driver does not know.
+  std::string errorText(CUresult r) const;
+
+  std::string deviceName(int ordinal) const;
+  /// major * 10 + minor, e.g. 90 for an H100.
+  int computeCapability(int ordinal) const;
+  /// The PTX target of the device, e.g. "sm_90".
+  std::string archName(int ordinal) const;
+
+private:
+  CudaDriver(const CudaDriverTable &table, std::string loadError);
+  void initialize();
+  CUdevice device(int ordinal) const;
+
+  CudaDriverTable table;
+  std::string unavailable;
+};
+
+/// A module loaded from PTX text; unloaded on destruction. function() may be called from several threads.
+class CudaModule {
+public:
+  /// Throws CudaError with the JIT's error log when the PTX does not compile.
+  CudaModule(const CudaDriver &driver, const std::string &ptx);
+  ~CudaModule();
+  CudaModule(const CudaModule &) = delete;
+  CudaModule &operator=(const CudaModule &) = delete;
+
+  /// The kernel `name` (looked up once, then cached); the CudaError on failure names the kernel.
+  CUfunction function(const std::string &name);
+  CUmodule handle() const { return module; }
+  /// What the JIT reported on success (register and spill counts), possibly empty.
+  const std::string &infoLog() const { return info; }
+
+private:
+  const CudaDriver &driver;
+  CUmodule module = nullptr;
+  std::string info;
+  std::mutex mutex; // guards functions
+  std::unordered_map<std::string, CUfunction> functions;
+};
+
+struct CudaDim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// Launches f after checking the geometry against CUDA's limits (std::invalid_argument on a violation).
+/// A grid with x == 0 (an empty tensor) launches nothing.
+void launchCuda(const CudaDriver &driver, CUfunction f, CudaDim3 grid, CudaDim3 block, CUstream stream,
+                void **kernelParams);
+
+/// Retains the primary context of a device and makes it current on the calling thread; the destructor
+/// restores the previously current context and releases the primary one. Construct and destroy it on the
+/// same thread.
+class CudaContext {
+public:
+  explicit CudaContext(const CudaDriver &driver, int ordinal = 0);
+  ~CudaContext();
+  CudaContext(const CudaContext &) = delete;
+  CudaContext &operator=(const CudaContext &) = delete;
+
+  CUcontext handle() const { return context; }
+  CUdevice device() const { return dev; }
+
+private:
+  const CudaDriver &driver;
+  CUdevice dev = 0;
+  CUcontext context = nullptr;
+  CUcontext previous = nullptr;
+};
+
+} // namespace moec

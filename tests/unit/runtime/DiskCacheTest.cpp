@@ -1,0 +1,383 @@
+//===- DiskCacheTest.cpp - The on-disk kernel cache -----------------------===//
+#include "moec/runtime/DiskCache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace moec {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kKey = "moec 0.1|src=5f1c|op=moe_init_routing_v2_grad|dtype=bf16|H=7168|K=8|ptx sm_90";
+
+DiskCache::Entry sampleEntry(const std::string &keyText = kKey, char fill = 'k') {
+  std::string object("\x7f" "ELF\0\1\2\0", 8);
+  object += std::string(200000, fill); // big enough that a torn write would show
+  return {keyText,
+          {{"op.moe", "op moe_init_routing_v2_grad<T: bf16>\n"},
+           {"kernel.ll", "define void @kernel() {\n  ret void\n}\n"},
+           {"kernel.o", object}},
+          {{"arch", "sm_90"}, {"registers", 32}}};
+}
+
+void expectSameEntry(const DiskCache::Entry &actual, const DiskCache::Entry &expected) {
+  EXPECT_EQ(actual.keyText, expected.keyText);
+  EXPECT_EQ(actual.files, expected.files);
+  EXPECT_EQ(actual.meta, expected.meta);
+}
+
+std::string readText(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeText(const fs::path &path, const std::string &text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+/// The names in `dir`, sorted.
+std::vector<std::string> names(const fs::path &dir) {
+  std::vector<std::string> out;
+  for (const auto &e : fs::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class DiskCacheTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string pattern = "/tmp/moec-cache-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(root / "ro", fs::perms::owner_all, ec); // left read-only if a test failed early
+    fs::remove_all(root, ec);
+  }
+
+  /// A cache in `root/name` whose warnings go to `warnings`.
+  std::unique_ptr<DiskCache> open(const std::string &name) {
+    auto cache = std::make_unique<DiskCache>(root / name);
+    cache->setWarningHandler([this](const std::string &line) { warnings.push_back(line); });
+    return cache;
+  }
+
+  fs::path root;
+  std::vector<std::string> warnings;
+};
+
+TEST(DiskCacheHash, Is32HexDigitsOfXxh3_128) {
+  // XXH3-128 of "" in canonical (big-endian) form: pins the format of every key on disk.
+  EXPECT_EQ(contentHash(""), "99aa06d3014798d86001c324468d497f");
+  std::string h = cacheKeyHash(kKey);
+  EXPECT_EQ(h.size(), 32u);
+  EXPECT_EQ(h.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(h, cacheKeyHash(kKey));
+  EXPECT_NE(h, cacheKeyHash(kKey + " "));
+  EXPECT_EQ(contentHash(kKey), h);
+}
+
+TEST_F(DiskCacheTest, StoreThenLoadRoundTrips) {
+  auto cache = open("c");
+  ASSERT_TRUE(cache->enabled()) << cache->disabledReason();
+  std::string hash = cacheKeyHash(kKey);
+  EXPECT_FALSE(cache->load(hash, kKey));
+  DiskCache::Entry entry = sampleEntry();
+  cache->store(hash, entry);
+
+  auto hit = cache->load(hash, kKey);
+  ASSERT_TRUE(hit);
+  expectSameEntry(*hit, entry);
+  // A second object (another process, later) sees it too.
+  auto again = DiskCache(root / "c").load(hash, kKey);
+  ASSERT_TRUE(again);
+  expectSameEntry(*again, entry);
+
+  nlohmann::json meta = nlohmann::json::parse(readText(root / "c" / hash / "meta.json"));
+  EXPECT_EQ(meta["key"], kKey);
+  EXPECT_GT(meta["created"].get<int64_t>(), 0);
+  EXPECT_EQ(meta["files"]["kernel.o"]["size"], entry.files["kernel.o"].size());
+  EXPECT_EQ(meta["files"]["kernel.o"]["hash"], contentHash(entry.files["kernel.o"]));
+  EXPECT_EQ(meta["user"], entry.meta);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST_F(DiskCacheTest, DifferentKeyTextWithTheSameHashIsAMiss) {
+  auto cache = open("c");
+  std::string hash = cacheKeyHash(kKey);
+  cache->store(hash, sampleEntry());
+  EXPECT_FALSE(cache->load(hash, kKey + "|other"));
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_TRUE(cache->load(hash, kKey)) << "a collision must not remove the entry";
+}
+
+TEST_F(DiskCacheTest, StoreKeepsAnExistingEntry) {
+  auto cache = open("c");
+  std::string hash = cacheKeyHash(kKey);
+  cache->store(hash, sampleEntry(kKey, 'a'));
+  cache->store(hash, sampleEntry(kKey, 'b'));
+  auto hit = cache->load(hash, kKey);
+  ASSERT_TRUE(hit);
+  expectSameEntry(*hit, sampleEntry(kKey, 'a'));
+  EXPECT_EQ(names(root / "c"), std::vector<std::string>{hash});
+}
+
+TEST_F(DiskCacheTest, RejectsNamesThatLeaveTheEntry) {
+  auto cache = open("c");
+  DiskCache::Entry entry = sampleEntry();
+  EXPECT_THROW(cache->store("../x", entry), std::invalid_argument);
+  EXPECT_THROW(cache->store(".tmp-x", entry), std::invalid_argument);
+  EXPECT_THROW(cache->load("", kKey), std::invalid_argument);
+  for (const char *bad : {"a/b", "meta.json", ".hidden"}) {
+    DiskCache::Entry withBad = entry;
+    withBad.files[bad] = "x";
+    EXPECT_THROW(cache->store(cacheKeyHash(kKey), withBad), std::invalid_argument) << bad;
+  }
+  EXPECT_TRUE(names(root / "c").empty());
+}
+
+/// Sets environment variables for one scope, restoring the old values after.
+class EnvOverride {
+public:
+  void set(const char *name, const char *value) {
+    if (!saved.count(name)) {
+      const char *old = std::getenv(name);
+      saved[name] = old ? std::optional<std::string>(old) : std::nullopt;
+    }
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~EnvOverride() {
+    for (const auto &[name, value] : saved)
+      value ? ::setenv(name.c_str(), value->c_str(), 1) : ::unsetenv(name.c_str());
+  }
+
+private:
+  std::map<std::string, std::optional<std::string>> saved;
+};
+
+TEST(DiskCacheDefaultDir, HonoursMoecCacheDirThenXdgThenHome) {
+  EnvOverride env;
+  env.set("MOEC_CACHE_DIR", "/m/cache");
+  env.set("XDG_CACHE_HOME", "/x");
+  env.set("HOME", "/h");
+  EXPECT_EQ(defaultCacheDir(), fs::path("/m/cache"));
+  env.set("MOEC_CACHE_DIR", "");
+  EXPECT_EQ(defaultCacheDir(), fs::path("/x/moec"));
+  env.set("MOEC_CACHE_DIR", nullptr);
+  EXPECT_EQ(defaultCacheDir(), fs::path("/x/moec"));
+  env.set("XDG_CACHE_HOME", nullptr);
+  EXPECT_EQ(defaultCacheDir(), fs::path("/h/.cache/moec"));
+}
+
+struct Corruption {
+  const char *name;
+  std::function<void(const fs::path &entryDir)> apply;
+};
+
+const Corruption kCorruptions[] = {
+    {"truncated file", [](const fs::path &e) { fs::resize_file(e / "kernel.o", 1000); }},
+    {"flipped byte",
+     [](const fs::path &e) {
+       std::string text = readText(e / "kernel.o");
+       text[text.size() / 2] ^= 0x20;
+       writeText(e / "kernel.o", text);
+     }},
+    {"deleted file", [](const fs::path &e) { fs::remove(e / "op.moe"); }},
+    {"garbled meta.json", [](const fs::path &e) { writeText(e / "meta.json", "{\"format\": 1, \"key"); }},
+    {"meta.json of the wrong shape", [](const fs::path &e) { writeText(e / "meta.json", "[1, 2]"); }},
+    {"deleted meta.json", [](const fs::path &e) { fs::remove(e / "meta.json"); }},
+    {"a file instead of the entry",
+     [](const fs::path &e) {
+       fs::remove_all(e);
+       writeText(e, "x");
+     }},
+};
+
+TEST_F(DiskCacheTest, CorruptEntriesAreReportedOnceRemovedAndRebuilt) {
+  std::string hash = cacheKeyHash(kKey);
+  DiskCache::Entry entry = sampleEntry();
+  for (const Corruption &corruption : kCorruptions) {
+    SCOPED_TRACE(corruption.name);
+    warnings.clear();
+    auto cache = open(corruption.name);
+    fs::path entryDir = root / corruption.name / hash;
+    cache->store(hash, entry);
+    corruption.apply(entryDir);
+
+    EXPECT_FALSE(cache->load(hash, kKey));
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0].rfind("moec: warning: cache entry " + entryDir.string() + " is corrupt (", 0), 0u)
+        << warnings[0];
+    EXPECT_NE(warnings[0].find("); rebuilding"), std::string::npos) << warnings[0];
+    EXPECT_EQ(names(root / corruption.name), std::vector<std::string>{}) << "entry and temp dirs gone";
+    EXPECT_FALSE(cache->load(hash, kKey));
+
+    cache->store(hash, entry);
+    auto hit = cache->load(hash, kKey);
+    ASSERT_TRUE(hit);
+    expectSameEntry(*hit, entry);
+
+    // The same key corrupt again in this process: still a miss, but no second warning.
+    corruption.apply(entryDir);
+    EXPECT_FALSE(cache->load(hash, kKey));
+    EXPECT_EQ(warnings.size(), 1u);
+    EXPECT_FALSE(fs::exists(entryDir));
+  }
+}
+
+bool canCreateFileIn(const fs::path &dir) {
+  std::ofstream probe(dir / "probe");
+  bool ok = probe.is_open();
+  probe.close();
+  std::error_code ec;
+  fs::remove(dir / "probe", ec);
+  return ok;
+}
+
+TEST_F(DiskCacheTest, UnwritableDirectoryDisablesTheCache) {
+  fs::path parent = root / "ro";
+  fs::create_directory(parent);
+  fs::permissions(parent, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                              fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  fs::path dir = parent / "cache";
+  if (canCreateFileIn(parent)) {
+    // Root ignores permission bits: put the cache under a regular file, so mkdir fails (ENOTDIR).
+    fs::permissions(parent, fs::perms::owner_all);
+    writeText(parent / "file", "x");
+    dir = parent / "file" / "cache";
+  }
+  DiskCache cache(dir);
+  cache.setWarningHandler([this](const std::string &line) { warnings.push_back(line); });
+  EXPECT_FALSE(cache.enabled());
+  std::string prefix = "cache directory '" + dir.string() + "' is not writable: ";
+  EXPECT_EQ(cache.disabledReason().rfind(prefix, 0), 0u) << cache.disabledReason();
+  EXPECT_GT(cache.disabledReason().size(), prefix.size());
+
+  std::string hash = cacheKeyHash(kKey);
+  EXPECT_NO_THROW(cache.store(hash, sampleEntry()));
+  EXPECT_FALSE(cache.load(hash, kKey));
+  EXPECT_TRUE(cache.list().empty());
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_TRUE(warnings.empty());
+}
+
+/// One forked process: `threads` threads, each storing and loading `key` `rounds` times, all through
+/// one DiskCache. Returns the exit status: 0 if every load after a store hit with the full content.
+int hammer(const fs::path &dir, int startFd, int threads, int rounds) {
+  char go;
+  (void)!::read(startFd, &go, 1); // returns 0 once the parent closes the write end
+  DiskCache cache(dir);
+  std::atomic<bool> ok{cache.enabled()};
+  cache.setWarningHandler([&](const std::string &) { ok = false; });
+  DiskCache::Entry expected = sampleEntry();
+  std::string hash = cacheKeyHash(kKey);
+  auto complete = [&](const std::optional<DiskCache::Entry> &hit) {
+    return hit->keyText == expected.keyText && hit->files == expected.files && hit->meta == expected.meta;
+  };
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      try {
+        for (int round = 0; round < rounds; ++round) {
+          if (auto early = cache.load(hash, kKey); early && !complete(early))
+            ok = false;
+          cache.store(hash, expected);
+          auto hit = cache.load(hash, kKey);
+          if (!hit || !complete(hit))
+            ok = false;
+        }
+      } catch (...) {
+        ok = false;
+      }
+    });
+  for (std::thread &w : workers)
+    w.join();
+  return ok ? 0 : 1;
+}
+
+TEST_F(DiskCacheTest, ConcurrentProcessesAndThreadsPublishOneEntry) {
+  constexpr int kProcesses = 8, kThreads = 4, kRounds = 10;
+  fs::path dir = root / "shared";
+  int start[2];
+  ASSERT_EQ(::pipe(start), 0);
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(start[1]);
+      ::_exit(hammer(dir, start[0], kThreads, kRounds));
+    }
+    children.push_back(pid);
+  }
+  ::close(start[0]);
+  ::close(start[1]); // all children start at once
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid << " status " << status;
+  }
+  std::string hash = cacheKeyHash(kKey);
+  EXPECT_EQ(names(dir), std::vector<std::string>{hash}) << "one entry, no temp dirs left";
+  auto hit = DiskCache(dir).load(hash, kKey);
+  ASSERT_TRUE(hit);
+  expectSameEntry(*hit, sampleEntry());
+}
+
+TEST_F(DiskCacheTest, ListClearAndStats) {
+  auto cache = open("c");
+  EXPECT_TRUE(cache->list().empty());
+  EXPECT_EQ(cache->stats().entries, 0u);
+  std::vector<std::string> keys = {kKey + "|a", kKey + "|b", kKey + "|c"};
+  uint64_t artifactBytes = 0;
+  for (const std::string &key : keys) {
+    DiskCache::Entry entry = sampleEntry(key);
+    for (const auto &file : entry.files)
+      artifactBytes += file.second.size();
+    cache->store(cacheKeyHash(key), entry);
+  }
+
+  std::vector<DiskCache::EntryInfo> entries = cache->list();
+  ASSERT_EQ(entries.size(), 3u);
+  uint64_t listed = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const DiskCache::EntryInfo &info = entries[i];
+    if (i > 0)
+      EXPECT_LT(entries[i - 1].keyHash, info.keyHash) << "sorted by key hash";
+    EXPECT_EQ(info.keyHash, cacheKeyHash(info.keyText));
+    EXPECT_NE(std::find(keys.begin(), keys.end(), info.keyText), keys.end());
+    EXPECT_EQ(info.files, (std::vector<std::string>{"kernel.ll", "kernel.o", "op.moe"}));
+    EXPECT_LE(std::chrono::system_clock::now() - info.created, std::chrono::minutes(1));
+    listed += info.bytes;
+  }
+  DiskCache::Stats stats = cache->stats();
+  EXPECT_EQ(stats.entries, 3u);
+  EXPECT_EQ(stats.bytes, listed);
+  EXPECT_GT(stats.bytes, artifactBytes) << "meta.json counts too";
+
+  // Temp dirs: one left by a crashed store long ago, one of a store in progress.
+  fs::path stale = root / "c" / ".tmp-dead-1-1-0", fresh = root / "c" / ".tmp-live-2-2-0";
+  fs::create_directory(stale);
+  fs::create_directory(fresh);
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  EXPECT_EQ(cache->clear(), 3u);
+  EXPECT_EQ(names(root / "c"), std::vector<std::string>{".tmp-live-2-2-0"});
+  EXPECT_TRUE(cache->list().empty());
+  EXPECT_EQ(cache->stats().bytes, 0u);
+  EXPECT_FALSE(cache->load(cacheKeyHash(keys[0]), keys[0]));
+  EXPECT_TRUE(warnings.empty());
+}
+
+} // namespace
+} // namespace moec
