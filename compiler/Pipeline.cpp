@@ -12,7 +12,7 @@
 //     │ reconcile-unrealized-casts
 //     ▼
 //   LLVM dialect ── translate ── LLVM IR ── LLVM O2                                  [llvm]
-//     │ cpu: ORC JIT                             ptx: NVPTX backend                   [asm] [ptx]
+//     │ cpu: object file, ORC JIT                ptx: NVPTX backend                   [asm] [ptx]
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Pipeline.h"
 
@@ -343,7 +343,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     std::vector<std::string> names;
     for (const KernelInfo &k : result.kernels)
       names.push_back(k.name);
-    result.cpu = jitCompile(std::move(llvmModule), std::move(llvmContext), names);
+    result.cpuObject = emitHostObject(*llvmModule, tm, names);
+    result.cpu = loadHostObject(result.cpuObject);
   }
   result.times.codegen = msSince(start);
   return result;

@@ -5,11 +5,6 @@
 
 namespace moec {
 
-std::string Schedule::str() const {
-  return "r" + std::to_string(rowsPerBlock) + ".t" + std::to_string(threads) + ".v" + std::to_string(vector) +
-         ".u" + std::to_string(unroll);
-}
-
 static int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 Schedule chooseSchedule(Schedule s, TargetKind target, int64_t inner, int64_t elemBytes, bool vectorizable) {

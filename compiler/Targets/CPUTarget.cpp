@@ -100,23 +100,24 @@ private:
 };
 } // namespace
 
-std::unique_ptr<CpuExecutable> jitCompile(std::unique_ptr<llvm::Module> module,
-                                          std::unique_ptr<llvm::LLVMContext> context,
-                                          const std::vector<std::string> &kernelNames) {
+std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const std::vector<std::string> &kernelNames) {
   for (const std::string &name : kernelNames) {
-    llvm::Function *kernel = module->getFunction(name);
+    llvm::Function *kernel = module.getFunction(name);
     if (!kernel)
       throw std::runtime_error("kernel '" + name + "' missing from the LLVM module");
-    addPackedWrapper(*module, *kernel);
+    addPackedWrapper(module, *kernel);
   }
-  llvm::orc::JITTargetMachineBuilder builder = hostBuilder();
-  auto tm = builder.createTargetMachine();
-  if (!tm)
-    throw std::runtime_error("cannot create the host target machine: " + errorText(tm.takeError()));
-  module->setDataLayout((*tm)->createDataLayout());
-  module->setTargetTriple((*tm)->getTargetTriple());
+  llvm::SmallString<0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw std::runtime_error("the host backend cannot emit an object file");
+  pm.run(module);
+  return std::string(object.str());
+}
 
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(builder)).create();
+std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object) {
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(hostBuilder()).create();
   if (!jit)
     throw std::runtime_error("cannot create the JIT: " + errorText(jit.takeError()));
   llvm::orc::JITDylib &main = (*jit)->getMainJITDylib();
@@ -125,8 +126,9 @@ std::unique_ptr<CpuExecutable> jitCompile(std::unique_ptr<llvm::Module> module,
       llvm::orc::ExecutorAddr::fromPtr(&moecTruncSfBf2), llvm::JITSymbolFlags::Exported};
   if (auto error = main.define(llvm::orc::absoluteSymbols(std::move(runtimeSymbols))))
     throw std::runtime_error("cannot define JIT runtime symbols: " + errorText(std::move(error)));
-  if (auto error = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
-    throw std::runtime_error("JIT compilation failed: " + errorText(std::move(error)));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, "moec-kernels.o");
+  if (auto error = (*jit)->addObjectFile(std::move(buffer)))
+    throw std::runtime_error("cannot load the kernel object: " + errorText(std::move(error)));
   return std::make_unique<OrcExecutable>(std::move(*jit));
 }
 

@@ -64,7 +64,8 @@ struct CompiledOp {
   std::vector<KernelInfo> kernels; // in the order they must run
   std::map<Stage, std::string> dumps; // the text of each stage asked for
   std::string ptx;                    // GPU targets
-  std::unique_ptr<CpuExecutable> cpu; // CPU target
+  std::string cpuObject;              // CPU target: the host object file...
+  std::unique_ptr<CpuExecutable> cpu; // ...linked into this process
   StageTimes times;
 };
 

@@ -20,7 +20,10 @@ struct Schedule {
     return rowsPerBlock == o.rowsPerBlock && threads == o.threads && vector == o.vector && unroll == o.unroll;
   }
   /// "r1.t256.v8.u8": stable text for cache keys and kernel names.
-  std::string str() const;
+  std::string str() const {
+    return "r" + std::to_string(rowsPerBlock) + ".t" + std::to_string(threads) + ".v" + std::to_string(vector) +
+           ".u" + std::to_string(unroll);
+  }
 };
 
 enum class TargetKind { CPU, GPU };

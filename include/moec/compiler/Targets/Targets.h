@@ -51,10 +51,13 @@ public:
 /// created once per thread.
 llvm::TargetMachine &hostTargetMachine();
 
-/// Adds `<name>_packed(void **args)` for each kernel and JIT-compiles the (optimized) module.
-std::unique_ptr<CpuExecutable> jitCompile(std::unique_ptr<llvm::Module> module,
-                                          std::unique_ptr<llvm::LLVMContext> context,
-                                          const std::vector<std::string> &kernelNames);
+/// Adds `<name>_packed(void **args)` for each kernel to an optimized module and compiles it to a host
+/// object file (what the disk cache keeps for a warm start).
+std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const std::vector<std::string> &kernelNames);
+
+/// Links a host object file from emitHostObject into this process (ORC JIT) without LLVM's optimizer
+/// or MLIR.
+std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object);
 
 /// Host assembly of an optimized `module` (for `--emit asm`); does not change the module.
 std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm);
