@@ -141,12 +141,10 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
   return statics;
 }
 
-namespace {
 
-/// The optional inputs given plus the optional outputs whose `when` holds for them and the statics.
-std::set<std::string> withOptionalOutputs(const dsl::OpDef &op, const std::set<std::string> &inputs,
-                                          const std::map<std::string, int64_t> &statics) {
-  dsl::Bindings b = specializationBindings(op, inputs, statics);
+std::set<std::string> resolvePresence(const dsl::OpDef &op, const std::set<std::string> &inputs,
+                                      const std::map<std::string, int64_t> &statics) {
+  dsl::Bindings b = dsl::specializationBindings(op, inputs, statics);
   std::set<std::string> present = inputs;
   for (const dsl::TensorDecl &t : op.tensors) {
     if (!t.optional || !t.isOutput)
@@ -160,6 +158,8 @@ std::set<std::string> withOptionalOutputs(const dsl::OpDef &op, const std::set<s
   }
   return present;
 }
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point start) {
@@ -225,7 +225,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     }
   }
   std::map<std::string, int64_t> statics = resolveStatics(op, spec);
-  std::set<std::string> present = withOptionalOutputs(op, spec.present, statics);
+  std::set<std::string> present = resolvePresence(op, spec.present, statics);
   auto wants = [&](Stage s) { return options.dump.count(s) > 0; };
   if (wants(Stage::Ast))
     result.dumps[Stage::Ast] = dsl::printAst(op);

@@ -326,8 +326,7 @@ BoundCall bindCall(const OpDef &op, DType dtype, const std::map<std::string, int
     if (!holds)
       fail(op, r.message + " (" + printExpr(*r.cond) + ")");
   }
-  checkRanges(op, inputs, call.bindings);
-  checkUnique(op, inputs);
+  checkIndexData(op, inputs, call.bindings);
   for (const TensorDecl &t : op.tensors) {
     if (!t.isOutput)
       continue;
@@ -345,6 +344,11 @@ BoundCall bindCall(const OpDef &op, DType dtype, const std::map<std::string, int
   }
   bindHostLets(op.body, call.bindings);
   return call;
+}
+
+void checkIndexData(const OpDef &op, const std::map<std::string, TensorView> &inputs, const Bindings &bindings) {
+  checkRanges(op, inputs, bindings);
+  checkUnique(op, inputs);
 }
 
 void checkOutputs(const OpDef &op, DType dtype, const BoundCall &call,

@@ -648,18 +648,4 @@ MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std
   return result;
 }
 
-Bindings specializationBindings(const OpDef &op, const std::set<std::string> &present,
-                                const std::map<std::string, int64_t> &statics) {
-  Bindings known;
-  for (const TensorDecl &t : op.tensors)
-    if (t.optional)
-      known.present[t.name] = present.count(t.name) > 0;
-  for (const auto &[name, value] : statics) {
-    known.values[name] = value;
-    if (const AttrDecl *a = op.findAttr(name))
-      known.values[a->innerName()] = value;
-  }
-  return known;
-}
-
 } // namespace moec

@@ -132,6 +132,11 @@ std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object) {
   return std::make_unique<OrcExecutable>(std::move(*jit));
 }
 
+std::string hostToolchain() {
+  llvm::TargetMachine &tm = hostTargetMachine();
+  return tm.getTargetTriple().str() + " " + tm.getTargetCPU().str() + " " + tm.getTargetFeatureString().str();
+}
+
 std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
   llvm::SmallString<0> text;

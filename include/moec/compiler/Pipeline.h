@@ -85,6 +85,10 @@ public:
 /// static values hold. Returns the complete static bindings by public name.
 std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec);
 
+/// The optional inputs given plus the optional outputs whose `when` holds for them and the statics.
+std::set<std::string> resolvePresence(const dsl::OpDef &op, const std::set<std::string> &inputs,
+                                      const std::map<std::string, int64_t> &statics);
+
 /// Compiles every kernel of `op` for `spec`. Throws CompileError.
 CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const CompileOptions &options = {});
 

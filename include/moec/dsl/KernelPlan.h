@@ -10,6 +10,8 @@
 #include "moec/dsl/AST.h"
 #include "moec/dsl/Eval.h"
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,12 @@ struct PlannedKernel {
 /// static dims/attrs. Branches whose condition `known` decides are kept or dropped here; assignments to
 /// absent optional outputs are dropped. Names are stable across specializations.
 std::vector<PlannedKernel> planKernels(const OpDef &op, const Bindings &known);
+
+/// What a specialization decides before any kernel runs: which optional tensors are present (`present`
+/// holds the given inputs and the outputs whose `when` holds) and the static dims/attrs (by public name;
+/// attributes are also bound under their alias).
+Bindings specializationBindings(const OpDef &op, const std::set<std::string> &present,
+                                const std::map<std::string, int64_t> &statics);
 
 /// Evaluates `cond` with `known`, or nothing when it depends on something else.
 std::optional<bool> decide(const Expr &cond, const Bindings &known);

@@ -46,6 +46,11 @@ struct BoundCall {
 BoundCall bindCall(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
                    const std::map<std::string, TensorView> &inputs);
 
+/// The data checks of bindCall alone: `in [lo, hi)` ranges and `unique` values of host tensors. A call
+/// whose shapes and attributes were bound before needs only these.
+void checkIndexData(const dsl::OpDef &op, const std::map<std::string, TensorView> &inputs,
+                    const dsl::Bindings &bindings);
+
 /// Checks caller-provided outputs against the shapes and dtypes bindCall derived.
 void checkOutputs(const dsl::OpDef &op, DType dtype, const BoundCall &call,
                   const std::map<std::string, TensorView> &outputs);

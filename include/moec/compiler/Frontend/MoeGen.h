@@ -43,9 +43,4 @@ public:
 MoeModule genMoe(mlir::MLIRContext &context, const dsl::OpDef &op, dsl::DType typeArg,
                  const std::set<std::string> &present = {}, const std::map<std::string, int64_t> &statics = {});
 
-/// What a specialization decides before any kernel runs: which optional tensors are present (`present`
-/// holds the given inputs and the outputs whose `when` holds) and the static values.
-dsl::Bindings specializationBindings(const dsl::OpDef &op, const std::set<std::string> &present,
-                                     const std::map<std::string, int64_t> &statics);
-
 } // namespace moec

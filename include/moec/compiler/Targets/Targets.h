@@ -59,6 +59,9 @@ std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const 
 /// or MLIR.
 std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object);
 
+/// What host code depends on besides the IR: triple, CPU and features ("x86_64-... znver4 +avx2,...").
+std::string hostToolchain();
+
 /// Host assembly of an optimized `module` (for `--emit asm`); does not change the module.
 std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm);
 

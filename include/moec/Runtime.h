@@ -1,0 +1,101 @@
+//===- Runtime.h - moec's C++ API: compile on first use, cache, launch -*- C++ -*-===//
+//
+//   moec::Runtime rt;                       // CUDA if a device is found, else the CPU
+//   auto k = rt.get("moe_init_routing_v2_grad",
+//                   {.dtype = moec::bf16, .dims = {{"H", 7168}}, .attrs = {{"top_k", 8}}});
+//   k.launch({grad_expanded_x, expanded_row_idx}, {grad_x}, stream);
+//
+// get() looks the specialization up in memory, then on disk (a new process: no MLIR pipeline runs), and
+// compiles it only when neither has it; two threads asking for the same new specialization compile it
+// once. Runtime dims (token counts) are not part of the key: a new batch size reuses the kernel.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/compiler/Pipeline.h"
+#include "moec/runtime/Kernel.h"
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace moec {
+
+inline constexpr DType f16 = DType::F16, bf16 = DType::BF16, f32 = DType::F32, i32 = DType::I32, i8 = DType::I8;
+
+class DiskCache;
+
+/// What to specialize an op for.
+struct KernelRequest {
+  DType dtype = DType::F32;
+  std::map<std::string, int64_t> dims;  // static dims (others come from the tensors at launch)
+  std::map<std::string, int64_t> attrs; // static and runtime attributes, by public name or alias
+  std::set<std::string> with;           // optional inputs the launches will pass
+  Schedule schedule;                    // 0 fields: the compiler's choice
+};
+
+class Runtime {
+public:
+  struct Options {
+    std::optional<Target> target;                // default: CUDA (the device's arch) if found, else CPU
+    std::optional<std::filesystem::path> cacheDir; // default: $MOEC_CACHE_DIR, $XDG_CACHE_HOME/moec, ~/.cache/moec
+    std::optional<bool> alwaysCompile;           // default: $MOEC_ALWAYS_COMPILE=1
+    std::optional<std::filesystem::path> dumpDir; // default: $MOEC_DUMP_DIR: every stage of every compile
+    const CudaDriver *driver = nullptr;          // default: the system's libcuda.so.1
+    std::function<void(const std::string &)> warn; // default: one line on stderr
+  };
+
+  Runtime();
+  explicit Runtime(Options options);
+  ~Runtime();
+
+  /// The kernel for `op` (a built-in op name or a .moe path) specialized per `request`. Throws
+  /// CompileError or dsl::DslError; what a launch then gets wrong throws ArgumentError.
+  Kernel get(const std::string &op, const KernelRequest &request);
+
+  const Target &target() const { return targetSpec; }
+
+  struct Stats {
+    uint64_t memoryHits = 0, diskHits = 0, compiles = 0;
+  };
+  Stats stats() const { return {memoryHits.load(), diskHits.load(), compiles.load()}; }
+
+  /// The text the disk cache hashes for a specialization: compiler build, LLVM version, op source hash,
+  /// dtype, static values, optional tensors, target and its toolchain, schedule. Exposed for tests.
+  std::string cacheKey(const dsl::OpDef &op, const std::string &source, const Specialization &spec) const;
+
+private:
+  struct OpSource {
+    std::shared_ptr<const dsl::OpDef> op;
+    std::string source;
+  };
+  const OpSource &source(const std::string &name);
+  Kernel getSlow(const std::string &name, const KernelRequest &request);
+  std::shared_ptr<const LoadedOp> load(const OpSource &source, const Specialization &spec, const std::string &key);
+  std::shared_ptr<const LoadedOp> fromDisk(const OpSource &source, const Specialization &spec, const std::string &key);
+  std::shared_ptr<const LoadedOp> compileAndStore(const OpSource &source, const Specialization &spec,
+                                                  const std::string &key);
+  std::shared_ptr<LoadedOp> makeLoaded(const OpSource &source, const Specialization &spec,
+                                       std::vector<KernelMeta> kernels, const std::string &code,
+                                       std::unique_ptr<CpuExecutable> cpu);
+
+  Options options;
+  Target targetSpec;
+  std::unique_ptr<DiskCache> disk;
+  std::shared_ptr<void> cudaContext; // the primary context, retained while the runtime lives
+
+  std::mutex mutex; // guards the maps below
+  std::unordered_map<std::string, OpSource> sources;
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<const LoadedOp>>> loaded; // by cache key
+  std::unordered_map<std::string, Kernel> requests; // by request text: the fast path of get()
+  std::atomic<uint64_t> memoryHits{0}, diskHits{0}, compiles{0};
+};
+
+} // namespace moec

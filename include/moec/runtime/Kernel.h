@@ -1,0 +1,102 @@
+//===- Kernel.h - A compiled specialization, ready to launch ------*- C++ -*-===//
+//
+// LLVM-free: a deployment (or a GPU machine without LLVM) launches kernels compiled elsewhere through
+// this. Every launch binds the call against the op's signature (dims from shapes, requires, ranges,
+// unique indices), checks it fits the specialization, then runs each kernel in order: on the CPU thread
+// pool through function pointers, or on a CUDA stream through the driver API.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/compiler/Schedule.h"
+#include "moec/dsl/AST.h"
+#include "moec/dsl/KernelPlan.h"
+#include "moec/runtime/Binding.h"
+#include "moec/runtime/CpuLauncher.h"
+#include "moec/runtime/Tensor.h"
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace moec {
+
+class CudaDriver;
+class CudaModule;
+
+/// One kernel of a specialization, as the compiler described it.
+struct KernelMeta {
+  std::string name;
+  std::string output;
+  Schedule schedule;
+  bool pointPerWarp = false; // GPU: the grid covers domain points, not rows (see KernelInfo)
+};
+
+/// A specialization with its code. Exactly one of the CPU or CUDA parts is set.
+struct LoadedOp {
+  std::shared_ptr<const dsl::OpDef> op;
+  DType dtype = DType::F32;
+  std::map<std::string, int64_t> statics; // static dims and attributes, by public name
+  std::set<std::string> present;          // optional tensors the kernels take (inputs and outputs)
+  std::vector<KernelMeta> kernels;        // in launch order
+  std::vector<dsl::PlannedKernel> plans;  // the same kernels' domains, from planKernels()
+
+  // CPU: packed entry points, kept alive by cpuOwner (the JIT).
+  std::vector<PackedKernelFn> cpu;
+  std::shared_ptr<void> cpuOwner;
+  // CUDA: the module and its functions.
+  const CudaDriver *driver = nullptr;
+  std::shared_ptr<CudaModule> cuda;
+  std::vector<void *> functions; // CUfunction, per kernel
+
+  bool onGpu() const { return cuda != nullptr; }
+  /// Plans the kernels' domains from the op; call once the fields above are set.
+  void plan();
+
+  /// Calls already checked, by their shape signature (dtypes, devices, shapes, attributes): a repeat
+  /// skips the signature checks and only checks index data.
+  struct CheckedCall {
+    BoundCall call;
+    std::vector<int64_t> scalars; // the kernels' runtime dims and attributes
+    std::vector<int64_t> units;   // per kernel: rows (CPU, GPU rows) or points (GPU, point per warp)
+  };
+  mutable std::mutex checkedMutex;
+  mutable std::unordered_map<std::string, std::shared_ptr<const CheckedCall>> checked;
+};
+
+/// A handle to a loaded specialization plus the runtime attribute values it was requested with.
+/// Copying is cheap; launch() may be called from several threads at once.
+class Kernel {
+public:
+  Kernel() = default;
+  Kernel(std::shared_ptr<const LoadedOp> loaded, std::map<std::string, int64_t> attrs)
+      : loaded(std::move(loaded)), attrs(std::move(attrs)) {}
+
+  explicit operator bool() const { return loaded != nullptr; }
+  const LoadedOp &specialization() const { return *loaded; }
+
+  /// Tensors in declaration order: `inputs` are the op's inputs (an absent optional input is an empty
+  /// view: data == nullptr and no shape), `outputs` its outputs (likewise for an optional output the call
+  /// does not produce). Asynchronous on `stream` (a CUstream) for CUDA kernels; CPU kernels run on the
+  /// thread pool and return when done. `attrs` overrides runtime attributes for this launch.
+  void launch(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs,
+              void *stream = nullptr, const std::map<std::string, int64_t> &attrs = {}) const;
+
+  /// The same with tensors by name.
+  void launch(const std::map<std::string, TensorView> &tensors, void *stream = nullptr,
+              const std::map<std::string, int64_t> &attrs = {}) const;
+
+  /// Binds and checks a call without launching it: what launch() does first. Throws ArgumentError.
+  std::shared_ptr<const LoadedOp::CheckedCall> check(const std::map<std::string, TensorView> &inputs,
+                                                     const std::map<std::string, TensorView> &outputs,
+                                                     const std::map<std::string, int64_t> &attrs = {}) const;
+
+private:
+  std::shared_ptr<const LoadedOp> loaded;
+  std::map<std::string, int64_t> attrs;
+};
+
+} // namespace moec

@@ -1,0 +1,198 @@
+//===- Kernel.cpp - Checking and launching a loaded specialization --------===//
+#include "moec/runtime/Kernel.h"
+
+#include "moec/runtime/CudaDriver.h"
+
+#include <cstdint>
+
+namespace moec {
+
+using namespace dsl;
+
+void LoadedOp::plan() { plans = planKernels(*op, specializationBindings(*op, present, statics)); }
+
+namespace {
+
+[[noreturn]] void fail(const LoadedOp &l, const std::string &message) {
+  throw ArgumentError(l.op->name + ": " + message);
+}
+
+/// The call must fit what the kernels were compiled for: the static dims its shapes imply, and which
+/// optional tensors it passes.
+void checkSpecialization(const LoadedOp &l, const BoundCall &call) {
+  for (const DimDecl &d : l.op->dims) {
+    auto compiled = l.statics.find(d.name);
+    auto bound = call.dims.find(d.name);
+    if (d.isStatic && compiled != l.statics.end() && bound != call.dims.end() && bound->second != compiled->second)
+      fail(l, "dim " + d.name + ": the kernel was compiled for " + d.name + " = " + std::to_string(compiled->second) +
+                  ", the tensors give " + std::to_string(bound->second) + "; request a kernel for it");
+  }
+  for (const TensorDecl &t : l.op->tensors) {
+    if (!t.optional)
+      continue;
+    bool compiled = l.present.count(t.name) > 0, given = call.present.count(t.name) > 0;
+    if (compiled != given)
+      fail(l, "optional tensor '" + t.name + "' is " + (given ? "given" : "missing") + " but the kernel was compiled " +
+                  (compiled ? "with" : "without") + " it");
+  }
+}
+
+void checkDevices(const LoadedOp &l, const std::map<std::string, TensorView> &tensors) {
+  Device expected = l.onGpu() ? Device::Cuda : Device::Host;
+  for (const auto &[name, view] : tensors)
+    if (view.device != expected)
+      fail(l, "tensor '" + name + "' is in " + (view.device == Device::Host ? "host" : "CUDA") +
+                  " memory but the kernel runs on the " + (l.onGpu() ? "GPU" : "CPU"));
+}
+
+/// GPU kernels use 16-byte vector accesses (the schedule promises them for aligned rows).
+void checkAlignment(const LoadedOp &l, const std::map<std::string, TensorView> &tensors) {
+  for (const auto &[name, view] : tensors)
+    if (reinterpret_cast<uintptr_t>(view.data) % 16 != 0)
+      fail(l, "tensor '" + name + "' must be 16-byte aligned on the GPU");
+}
+
+std::map<std::string, TensorView> byName(const LoadedOp &l, const std::vector<TensorView> &views, bool outputs) {
+  std::map<std::string, TensorView> named;
+  size_t i = 0;
+  for (const TensorDecl &t : l.op->tensors) {
+    if (t.isOutput != outputs)
+      continue;
+    if (i >= views.size())
+      fail(l, std::string("expected ") + (outputs ? "outputs" : "inputs") + " for every declared tensor in order; '" +
+                  t.name + "' is missing");
+    const TensorView &v = views[i++];
+    if (v.data || !v.shape.empty() || !t.optional)
+      named[t.name] = v;
+  }
+  if (i != views.size())
+    fail(l, "got " + std::to_string(views.size()) + (outputs ? " outputs" : " inputs") + ", the op declares " +
+                std::to_string(i));
+  return named;
+}
+
+} // namespace
+
+/// What a call's checks depend on besides index data: every tensor's dtype, device, contiguity and shape
+/// (absent ones marked) and the attributes.
+static std::string signature(const LoadedOp &l, const std::map<std::string, TensorView> &inputs,
+                             const std::map<std::string, TensorView> &outputs,
+                             const std::map<std::string, int64_t> &attrs) {
+  std::string sig;
+  auto add = [&](int64_t v) { sig.append(reinterpret_cast<const char *>(&v), sizeof v); };
+  for (const TensorDecl &t : l.op->tensors) {
+    const auto &views = t.isOutput ? outputs : inputs;
+    auto it = views.find(t.name);
+    if (it == views.end()) {
+      add(-1);
+      continue;
+    }
+    const TensorView &v = it->second;
+    add(static_cast<int64_t>(v.dtype) << 8 | static_cast<int64_t>(v.device) << 4 | v.isContiguous());
+    add(static_cast<int64_t>(v.shape.size()));
+    for (int64_t d : v.shape)
+      add(d);
+  }
+  if (inputs.size() + outputs.size() > l.op->tensors.size())
+    add(-2); // unknown names: the full check reports them
+  for (const auto &[name, value] : attrs) {
+    sig += name;
+    add(value);
+  }
+  return sig;
+}
+
+std::shared_ptr<const LoadedOp::CheckedCall> Kernel::check(const std::map<std::string, TensorView> &inputs,
+                                                           const std::map<std::string, TensorView> &outputs,
+                                                           const std::map<std::string, int64_t> &overrides) const {
+  const LoadedOp &l = *loaded;
+  const std::map<std::string, int64_t> *callAttrs = &attrs;
+  std::map<std::string, int64_t> merged;
+  if (!overrides.empty()) {
+    merged = attrs;
+    for (const auto &[name, value] : overrides)
+      merged[name] = value;
+    callAttrs = &merged;
+  }
+  std::string sig = signature(l, inputs, outputs, *callAttrs);
+  {
+    std::lock_guard<std::mutex> lock(l.checkedMutex);
+    auto it = l.checked.find(sig);
+    if (it != l.checked.end()) {
+      checkIndexData(*l.op, inputs, it->second->call.bindings);
+      return it->second;
+    }
+  }
+  std::map<std::string, int64_t> all = *callAttrs;
+  for (const auto &[name, value] : l.statics)
+    if (l.op->findAttr(name))
+      all[name] = value;
+  auto checked = std::make_shared<LoadedOp::CheckedCall>();
+  checked->call = bindCall(*l.op, l.dtype, all, inputs);
+  checkSpecialization(l, checked->call);
+  checkOutputs(*l.op, l.dtype, checked->call, outputs);
+  checkDevices(l, inputs);
+  checkDevices(l, outputs);
+  checked->scalars = checked->call.kernelScalars(*l.op);
+  for (size_t k = 0; k < l.kernels.size(); ++k) {
+    int64_t units = checked->call.rows(l.plans[k].domain);
+    if (l.onGpu() && l.kernels[k].pointPerWarp && !l.plans[k].domain.empty())
+      units *= evalInt(*l.plans[k].domain.back(), checked->call.bindings);
+    checked->units.push_back(units);
+  }
+  // Alignment depends on the pointers, not the signature: GPU calls re-check it below on every launch.
+  std::lock_guard<std::mutex> lock(l.checkedMutex);
+  if (l.checked.size() < 1024) // bounded: shapes vary with batch size
+    l.checked.emplace(std::move(sig), checked);
+  return checked;
+}
+
+void Kernel::launch(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs, void *stream,
+                    const std::map<std::string, int64_t> &overrides) const {
+  std::map<std::string, TensorView> tensors = byName(*loaded, inputs, false);
+  for (auto &[name, view] : byName(*loaded, outputs, true))
+    tensors[name] = view;
+  launch(tensors, stream, overrides);
+}
+
+void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stream,
+                    const std::map<std::string, int64_t> &overrides) const {
+  const LoadedOp &l = *loaded;
+  std::map<std::string, TensorView> inputs, outputs;
+  for (const auto &[name, view] : tensors) {
+    const TensorDecl *t = l.op->findTensor(name);
+    if (!t)
+      fail(l, "unknown tensor '" + name + "'");
+    (t->isOutput ? outputs : inputs)[name] = view;
+  }
+  std::shared_ptr<const LoadedOp::CheckedCall> checked = check(inputs, outputs, overrides);
+
+  std::vector<void *> pointers;
+  pointers.reserve(l.op->tensors.size());
+  for (const TensorDecl &t : l.op->tensors) {
+    auto it = tensors.find(t.name);
+    pointers.push_back(it == tensors.end() ? nullptr : it->second.data);
+  }
+  if (l.onGpu())
+    checkAlignment(l, tensors);
+  std::vector<int64_t> scalars = checked->scalars;
+  for (size_t k = 0; k < l.kernels.size(); ++k) {
+    if (!l.onGpu()) {
+      launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared());
+      continue;
+    }
+    const KernelMeta &meta = l.kernels[k];
+    int64_t perBlock = meta.schedule.rowsPerBlock;
+    CudaDim3 grid{static_cast<unsigned>((checked->units[k] + perBlock - 1) / perBlock), 1, 1};
+    CudaDim3 block{static_cast<unsigned>(meta.schedule.threads), static_cast<unsigned>(perBlock), 1};
+    std::vector<void *> params;
+    for (void *&p : pointers)
+      params.push_back(&p);
+    for (int64_t &s : scalars)
+      params.push_back(&s);
+    launchCuda(*l.driver, static_cast<CUfunction>(l.functions[k]), grid, block, static_cast<CUstream>(stream),
+               params.data());
+  }
+}
+
+} // namespace moec

@@ -1,0 +1,299 @@
+//===- Runtime.cpp - Compile on first use, cache in memory and on disk ----===//
+//
+// get():
+//   1. parse the op once per runtime (built-in name or .moe path);
+//   2. build the specialization and its cache key (what changes the code, nothing else);
+//   3. memory: a map from key to a shared future, so concurrent first requests compile once;
+//   4. disk: an entry with the PTX or host object file plus metadata loads without running MLIR;
+//   5. otherwise compile, store every stage on disk, and keep the result in memory.
+//===----------------------------------------------------------------------===//
+#include "moec/Runtime.h"
+
+#include "moec/compiler/Pipeline.h"
+#include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/DiskCache.h"
+
+#include "llvm/Config/llvm-config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+namespace moec {
+
+namespace {
+
+bool envFlag(const char *name) {
+  const char *v = std::getenv(name);
+  return v && std::string(v) != "" && std::string(v) != "0";
+}
+
+std::optional<std::filesystem::path> envPath(const char *name) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return std::nullopt;
+  return std::filesystem::path(v);
+}
+
+std::string joined(const std::map<std::string, int64_t> &values) {
+  std::string s;
+  for (const auto &[k, v] : values)
+    s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return s;
+}
+
+std::string joined(const std::set<std::string> &values) {
+  std::string s;
+  for (const std::string &v : values)
+    s += (s.empty() ? "" : ",") + v;
+  return s;
+}
+
+nlohmann::json toJson(const KernelMeta &k) {
+  return {{"name", k.name},
+          {"output", k.output},
+          {"schedule", {k.schedule.rowsPerBlock, k.schedule.threads, k.schedule.vector, k.schedule.unroll}},
+          {"pointPerWarp", k.pointPerWarp}};
+}
+
+KernelMeta fromJson(const nlohmann::json &j) {
+  const auto &s = j.at("schedule");
+  return {j.at("name"), j.at("output"), {s.at(0), s.at(1), s.at(2), s.at(3)}, j.at("pointPerWarp")};
+}
+
+const char *codeFile(const Target &t) { return t.kind == TargetKind::GPU ? "kernel.ptx" : "kernel.o"; }
+
+} // namespace
+
+Runtime::Runtime() : Runtime(Options{}) {}
+
+Runtime::Runtime(Options o) : options(std::move(o)) {
+  if (!options.warn)
+    options.warn = [](const std::string &message) { std::cerr << "moec: warning: " << message << "\n"; };
+  if (!options.alwaysCompile)
+    options.alwaysCompile = envFlag("MOEC_ALWAYS_COMPILE");
+  if (!options.dumpDir)
+    options.dumpDir = envPath("MOEC_DUMP_DIR");
+  if (!options.driver)
+    options.driver = &CudaDriver::instance();
+
+  if (options.target) {
+    targetSpec = *options.target;
+  } else if (options.driver->available()) {
+    targetSpec = Target::ptx(options.driver->archName(0));
+  } else {
+    targetSpec = Target::cpu();
+  }
+  if (targetSpec.kind == TargetKind::GPU) {
+    if (!options.driver->available())
+      throw CompileError("target " + targetSpec.str() + " needs a GPU: " + options.driver->unavailableReason());
+    cudaContext = std::make_shared<CudaContext>(*options.driver, 0);
+  }
+
+  disk = std::make_unique<DiskCache>(options.cacheDir.value_or(defaultCacheDir()));
+  disk->setWarningHandler([warn = options.warn](const std::string &line) {
+    warn(line.rfind("moec: warning: ", 0) == 0 ? line.substr(15) : line);
+  });
+  if (!disk->enabled())
+    options.warn(disk->disabledReason() + "; caching kernels in memory only");
+}
+
+Runtime::~Runtime() = default;
+
+const Runtime::OpSource &Runtime::source(const std::string &name) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = sources.find(name);
+  if (it != sources.end())
+    return it->second;
+  OpSource s;
+  if (const BuiltinOp *builtin = findBuiltinOp(name)) {
+    s.source = builtin->source;
+  } else {
+    std::ifstream in(name, std::ios::binary);
+    s.source.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  s.op = loadOp(name);
+  return sources.emplace(name, std::move(s)).first->second;
+}
+
+std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, const Specialization &spec) const {
+  std::map<std::string, int64_t> statics = resolveStatics(op, spec);
+  std::string toolchain = spec.target.kind == TargetKind::GPU ? "nvptx " + spec.target.arch : hostToolchain();
+  return "moec kernel cache 1\ncompiler " MOEC_BUILD_ID "\nllvm " LLVM_VERSION_STRING "\nop " + op.name + " " +
+         contentHash(source) + "\ndtype " + dsl::dtypeName(spec.dtype) + "\nstatics " + joined(statics) +
+         "\npresent " + joined(spec.present) + "\ntarget " + spec.target.str() + "\ntoolchain " + toolchain +
+         "\nschedule " + spec.schedule.str() + "\n";
+}
+
+/// The request as text: what the fast path of get() looks up before building the full cache key.
+static std::string requestKey(const std::string &name, const KernelRequest &r) {
+  std::string key = name;
+  key += '|';
+  key += dsl::dtypeName(r.dtype);
+  for (const auto *values : {&r.dims, &r.attrs}) {
+    key += '|';
+    for (const auto &[k, v] : *values) {
+      key += k;
+      key += '=';
+      key += std::to_string(v);
+      key += ',';
+    }
+  }
+  key += '|';
+  for (const std::string &w : r.with) {
+    key += w;
+    key += ',';
+  }
+  key += '|';
+  key += r.schedule.str();
+  return key;
+}
+
+Kernel Runtime::get(const std::string &name, const KernelRequest &request) {
+  std::string fast = requestKey(name, request);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = requests.find(fast);
+    if (it != requests.end()) {
+      ++memoryHits;
+      return it->second;
+    }
+  }
+  Kernel kernel = getSlow(name, request);
+  std::lock_guard<std::mutex> lock(mutex);
+  requests.emplace(std::move(fast), kernel);
+  return kernel;
+}
+
+Kernel Runtime::getSlow(const std::string &name, const KernelRequest &request) {
+  const OpSource &src = source(name);
+  const dsl::OpDef &op = *src.op;
+  Specialization spec{request.dtype, request.dims, targetSpec, request.schedule, request.with};
+  std::map<std::string, int64_t> runtimeAttrs;
+  for (const auto &[attrName, value] : request.attrs) {
+    const dsl::AttrDecl *a = op.findAttr(attrName);
+    if (!a)
+      throw CompileError(op.name + ": unknown attribute '" + attrName + "'");
+    (a->isStatic ? spec.statics[a->name] : runtimeAttrs[a->name]) = value;
+  }
+  std::string key = cacheKey(op, src.source, spec);
+
+  std::shared_future<std::shared_ptr<const LoadedOp>> future;
+  std::promise<std::shared_ptr<const LoadedOp>> promise;
+  bool owner = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = loaded.find(key);
+    if (it != loaded.end()) {
+      future = it->second;
+      ++memoryHits;
+    } else {
+      future = promise.get_future().share();
+      loaded.emplace(key, future);
+      owner = true;
+    }
+  }
+  if (owner) {
+    try {
+      promise.set_value(load(src, spec, key));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      std::lock_guard<std::mutex> lock(mutex);
+      loaded.erase(key); // a later request tries again
+    }
+  }
+  return Kernel(future.get(), std::move(runtimeAttrs));
+}
+
+std::shared_ptr<const LoadedOp> Runtime::load(const OpSource &src, const Specialization &spec,
+                                              const std::string &key) {
+  if (!*options.alwaysCompile && disk->enabled())
+    if (auto hit = fromDisk(src, spec, key)) {
+      ++diskHits;
+      return hit;
+    }
+  ++compiles;
+  return compileAndStore(src, spec, key);
+}
+
+std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Specialization &spec,
+                                                  const std::string &key) {
+  std::optional<DiskCache::Entry> entry = disk->load(cacheKeyHash(key), key);
+  if (!entry)
+    return nullptr;
+  auto code = entry->files.find(codeFile(spec.target));
+  if (code == entry->files.end())
+    return nullptr;
+  std::vector<KernelMeta> kernels;
+  for (const nlohmann::json &k : entry->meta.at("kernels"))
+    kernels.push_back(fromJson(k));
+  std::unique_ptr<CpuExecutable> cpu;
+  if (spec.target.kind == TargetKind::CPU)
+    cpu = loadHostObject(code->second);
+  return makeLoaded(src, spec, std::move(kernels), code->second, std::move(cpu));
+}
+
+std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const Specialization &spec,
+                                                         const std::string &key) {
+  Stage code = spec.target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
+  CompiledOp compiled = compile(*src.op, spec, {{Stage::Moe, Stage::Loops, Stage::LLVM, code}});
+  std::vector<KernelMeta> kernels;
+  for (const KernelInfo &k : compiled.kernels)
+    kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp});
+
+  DiskCache::Entry entry;
+  entry.keyText = key;
+  entry.files = {{"op.moe", src.source},
+                 {"moe.mlir", compiled.dumps[Stage::Moe]},
+                 {"loops.mlir", compiled.dumps[Stage::Loops]},
+                 {"kernel.ll", compiled.dumps[Stage::LLVM]}};
+  std::string artifact = spec.target.kind == TargetKind::GPU ? compiled.ptx : compiled.cpuObject;
+  entry.files[codeFile(spec.target)] = artifact;
+  if (spec.target.kind == TargetKind::CPU)
+    entry.files["kernel.s"] = compiled.dumps[Stage::Asm];
+  entry.meta["kernels"] = nlohmann::json::array();
+  for (const KernelMeta &k : kernels)
+    entry.meta["kernels"].push_back(toJson(k));
+  std::string hash = cacheKeyHash(key);
+  if (disk->enabled())
+    disk->store(hash, entry);
+  if (options.dumpDir)
+    for (const auto &[file, text] : entry.files)
+      if (file != "kernel.o") {
+        std::filesystem::create_directories(*options.dumpDir);
+        std::ofstream(*options.dumpDir / (src.op->name + "-" + hash.substr(0, 8) + "." + file)) << text;
+      }
+  return makeLoaded(src, spec, std::move(kernels), artifact, std::move(compiled.cpu));
+}
+
+std::shared_ptr<LoadedOp> Runtime::makeLoaded(const OpSource &src, const Specialization &spec,
+                                              std::vector<KernelMeta> kernels, const std::string &code,
+                                              std::unique_ptr<CpuExecutable> cpu) {
+  auto l = std::make_shared<LoadedOp>();
+  l->op = src.op;
+  l->dtype = spec.dtype;
+  l->statics = resolveStatics(*src.op, spec);
+  l->present = resolvePresence(*src.op, spec.present, l->statics);
+  l->kernels = std::move(kernels);
+  if (spec.target.kind == TargetKind::CPU) {
+    for (const KernelMeta &k : l->kernels) {
+      PackedKernelFn fn = cpu->lookup(k.name);
+      if (!fn)
+        throw CompileError(src.op->name + ": kernel '" + k.name + "' is missing from its object file");
+      l->cpu.push_back(fn);
+    }
+    l->cpuOwner = std::shared_ptr<CpuExecutable>(std::move(cpu));
+  } else {
+    l->driver = options.driver;
+    l->cuda = std::make_shared<CudaModule>(*options.driver, code);
+    for (const KernelMeta &k : l->kernels)
+      l->functions.push_back(l->cuda->function(k.name));
+  }
+  l->plan();
+  return l;
+}
+
+} // namespace moec

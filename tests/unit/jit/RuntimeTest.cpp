@@ -1,0 +1,321 @@
+//===- RuntimeTest.cpp - The C++ API: caches, keys, warm starts, launches ----===//
+#include "moec/Runtime.h"
+
+#include "moec/dsl/Parser.h"
+#include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/Half.h"
+#include "moec/runtime/HostTensor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace moec;
+
+namespace {
+
+fs::path freshDir(const std::string &tag) {
+  fs::path dir = fs::temp_directory_path() / ("moec-rt-" + tag + "-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(std::random_device{}()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+/// A runtime on the CPU with its own cache directory, collecting warnings.
+struct TestRuntime {
+  std::vector<std::string> warnings;
+  Runtime rt;
+  explicit TestRuntime(const fs::path &dir, bool alwaysCompile = false)
+      : rt([&] {
+          Runtime::Options o;
+          o.target = Target::cpu();
+          o.cacheDir = dir;
+          o.alwaysCompile = alwaysCompile;
+          o.warn = [this](const std::string &w) { warnings.push_back(w); };
+          return o;
+        }()) {}
+};
+
+/// B2, dropless, f32: N tokens, K experts each, H wide; returns grad_x from the kernel and from a plain
+/// reference.
+struct B2Case {
+  int64_t N, K, H;
+  HostTensor grad, idx, out;
+  std::vector<float> expected;
+
+  B2Case(int64_t n, int64_t k, int64_t h)
+      : N(n), K(k), H(h), grad(DType::F32, {n * k, h}), idx(DType::I32, {n * k}), out(DType::F32, {n, h}),
+        expected(n * h, 0.0f) {
+    std::mt19937 rng(n * 131 + k * 7 + h);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    auto *g = static_cast<float *>(grad.raw());
+    for (int64_t i = 0; i < grad.elements(); ++i)
+      g[i] = dist(rng);
+    std::vector<int32_t> perm(n * k);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::memcpy(idx.raw(), perm.data(), perm.size() * 4);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < k; ++j)
+        for (int64_t c = 0; c < h; ++c)
+          expected[t * h + c] += g[perm[t * k + j] * h + c];
+  }
+
+  void run(const Kernel &kernel) { kernel.launch({grad.view(), idx.view()}, {out.view()}); }
+  bool matches() const { return std::memcmp(out.raw(), expected.data(), expected.size() * 4) == 0; }
+};
+
+KernelRequest b2Request(int64_t H, int64_t K) { return {DType::F32, {{"H", H}}, {{"top_k", K}}, {}, {}}; }
+
+} // namespace
+
+TEST(Runtime, HitAfterMissAndCorrectResults) {
+  TestRuntime t(freshDir("hit"));
+  Kernel first = t.rt.get("moe_init_routing_v2_grad", b2Request(7, 3));
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+  Kernel second = t.rt.get("moe_init_routing_v2_grad", b2Request(7, 3));
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+  EXPECT_EQ(t.rt.stats().memoryHits, 1u);
+  EXPECT_EQ(&first.specialization(), &second.specialization());
+  for (int64_t n : {1, 5, 40}) { // a new token count reuses the kernel
+    B2Case c(n, 3, 7);
+    c.run(second);
+    EXPECT_TRUE(c.matches()) << "N=" << n;
+  }
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+  EXPECT_TRUE(t.warnings.empty());
+}
+
+TEST(Runtime, KeyChangesWithWhatChangesTheCode) {
+  TestRuntime t(freshDir("key"));
+  const BuiltinOp &b = *findBuiltinOp("moe_init_routing_v2_grad");
+  auto op = dsl::loadOpText(b.path, b.source);
+  Specialization base{DType::BF16, {{"H", 7168}, {"top_k", 8}}, Target::cpu(), {}, {}};
+  std::string key = t.rt.cacheKey(*op, b.source, base);
+  EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, base));
+
+  auto differs = [&](Specialization s, std::string source, const char *what) {
+    EXPECT_NE(key, t.rt.cacheKey(*op, source, s)) << what;
+  };
+  Specialization s = base;
+  s.dtype = DType::F16;
+  differs(s, b.source, "dtype");
+  s = base;
+  s.statics["H"] = 4096;
+  differs(s, b.source, "static dim");
+  s = base;
+  s.statics["drop_pad_mode"] = 1;
+  differs(s, b.source, "static attribute");
+  s = base;
+  s.target = Target::ptx("sm_90");
+  differs(s, b.source, "target");
+  Specialization sm80 = s;
+  sm80.target = Target::ptx("sm_80");
+  EXPECT_NE(t.rt.cacheKey(*op, b.source, s), t.rt.cacheKey(*op, b.source, sm80)) << "arch";
+  s = base;
+  s.schedule.vector = 4;
+  differs(s, b.source, "schedule");
+  differs(base, std::string(b.source) + "\n# edited\n", "DSL source");
+  // A default written out is the same specialization.
+  s = base;
+  s.statics["drop_pad_mode"] = 0;
+  EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, s));
+}
+
+TEST(Runtime, RuntimeAttributesAndDimsAreNotInTheKey) {
+  TestRuntime t(freshDir("rtattr"));
+  KernelRequest a = b2Request(7, 3), b = b2Request(7, 3);
+  a.attrs["active_num"] = 0;
+  b.attrs["active_num"] = 5;
+  t.rt.get("moe_init_routing_v2_grad", a);
+  t.rt.get("moe_init_routing_v2_grad", b);
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+}
+
+TEST(Runtime, WarmStartLoadsFromDiskWithoutCompiling) {
+  fs::path dir = freshDir("warm");
+  {
+    TestRuntime cold(dir);
+    cold.rt.get("moe_init_routing_v2_grad", b2Request(9, 2));
+    EXPECT_EQ(cold.rt.stats().compiles, 1u);
+  }
+  TestRuntime warm(dir);
+  Kernel k = warm.rt.get("moe_init_routing_v2_grad", b2Request(9, 2));
+  EXPECT_EQ(warm.rt.stats().compiles, 0u);
+  EXPECT_EQ(warm.rt.stats().diskHits, 1u);
+  B2Case c(11, 2, 9);
+  c.run(k);
+  EXPECT_TRUE(c.matches());
+  // Every stage is kept in the entry.
+  size_t entries = 0;
+  for (const auto &e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind(".", 0) == 0)
+      continue;
+    ++entries;
+    for (const char *f : {"op.moe", "moe.mlir", "loops.mlir", "kernel.ll", "kernel.o", "kernel.s", "meta.json"})
+      EXPECT_TRUE(fs::exists(e.path() / f)) << f;
+  }
+  EXPECT_EQ(entries, 1u);
+}
+
+TEST(Runtime, CorruptEntryIsReportedOnceAndRebuilt) {
+  fs::path dir = freshDir("corrupt");
+  { TestRuntime(dir).rt.get("moe_init_routing_v2_grad", b2Request(5, 2)); }
+  for (const auto &e : fs::directory_iterator(dir)) {
+    fs::path object = e.path() / "kernel.o";
+    if (!fs::exists(object))
+      continue;
+    std::fstream f(object, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  TestRuntime t(dir);
+  Kernel k = t.rt.get("moe_init_routing_v2_grad", b2Request(5, 2));
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("corrupt"), std::string::npos) << t.warnings[0];
+  B2Case c(3, 2, 5);
+  c.run(k);
+  EXPECT_TRUE(c.matches());
+  TestRuntime again(dir); // the rebuilt entry is good
+  again.rt.get("moe_init_routing_v2_grad", b2Request(5, 2));
+  EXPECT_EQ(again.rt.stats().diskHits, 1u);
+  EXPECT_TRUE(again.warnings.empty());
+}
+
+TEST(Runtime, UnwritableCacheDirFallsBackToMemory) {
+  fs::path base = freshDir("ro");
+  fs::create_directories(base);
+  std::ofstream(base / "file") << "x"; // a path under a regular file cannot be created, even by root
+  TestRuntime t(base / "file" / "cache");
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("in memory only"), std::string::npos) << t.warnings[0];
+  Kernel k = t.rt.get("moe_init_routing_v2_grad", b2Request(3, 1));
+  t.rt.get("moe_init_routing_v2_grad", b2Request(3, 1));
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+  B2Case c(4, 1, 3);
+  c.run(k);
+  EXPECT_TRUE(c.matches());
+}
+
+TEST(Runtime, AlwaysCompileBypassesTheDiskCache) {
+  fs::path dir = freshDir("always");
+  { TestRuntime(dir).rt.get("moe_init_routing_v2_grad", b2Request(4, 2)); }
+  TestRuntime t(dir, /*alwaysCompile=*/true);
+  t.rt.get("moe_init_routing_v2_grad", b2Request(4, 2));
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+  EXPECT_EQ(t.rt.stats().diskHits, 0u);
+}
+
+TEST(Runtime, ConcurrentFirstRequestsCompileOnce) {
+  TestRuntime t(freshDir("threads"));
+  std::vector<std::thread> threads;
+  std::vector<Kernel> kernels(8);
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] { kernels[i] = t.rt.get("moe_init_routing_v2_grad", b2Request(6, 4)); });
+  for (std::thread &th : threads)
+    th.join();
+  EXPECT_EQ(t.rt.stats().compiles, 1u);
+  EXPECT_EQ(t.rt.stats().memoryHits, 7u);
+  for (const Kernel &k : kernels)
+    EXPECT_EQ(&k.specialization(), &kernels[0].specialization());
+}
+
+/// Child of MultipleProcessesShareOneEntry: 4 threads get and run the same new kernel; at most one
+/// compile in this process, and every run right.
+TEST(RuntimeHammer, Child) {
+  const char *dir = std::getenv("MOEC_HAMMER_DIR");
+  if (!dir)
+    GTEST_SKIP() << "runs as a child of Runtime.MultipleProcessesShareOneEntry";
+  TestRuntime t(dir);
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      B2Case c(13, 3, 33);
+      c.run(t.rt.get("moe_init_routing_v2_grad", b2Request(33, 3)));
+      good += c.matches();
+    });
+  for (std::thread &th : threads)
+    th.join();
+  EXPECT_EQ(good.load(), 4);
+  EXPECT_LE(t.rt.stats().compiles, 1u);
+  EXPECT_TRUE(t.warnings.empty());
+}
+
+TEST(Runtime, MultipleProcessesShareOneEntry) {
+  fs::path dir = freshDir("procs");
+  std::vector<pid_t> children;
+  for (int i = 0; i < 8; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) { // a fresh image: no threads or locks inherited from this test process
+      ::setenv("MOEC_HAMMER_DIR", dir.c_str(), 1);
+      ::execl("/proc/self/exe", "moec_jit_tests", "--gtest_filter=RuntimeHammer.Child", "--gtest_brief=1",
+              static_cast<char *>(nullptr));
+      ::_exit(127);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid << " status " << status;
+  }
+  size_t entries = 0;
+  for (const auto &e : fs::directory_iterator(dir))
+    entries += e.path().filename().string().rfind(".", 0) != 0;
+  EXPECT_EQ(entries, 1u);
+}
+
+TEST(Runtime, LaunchErrorsNameTheProblem) {
+  TestRuntime t(freshDir("errors"));
+  Kernel k = t.rt.get("moe_init_routing_v2_grad", b2Request(8, 2));
+  B2Case wide(3, 2, 16); // H = 16, the kernel was compiled for 8
+  try {
+    wide.run(k);
+    FAIL() << "expected an ArgumentError";
+  } catch (const ArgumentError &e) {
+    EXPECT_NE(std::string(e.what()).find("compiled for H = 8"), std::string::npos) << e.what();
+  }
+  B2Case ok(3, 2, 8);
+  TensorView onDevice = ok.out.view();
+  onDevice.device = Device::Cuda;
+  try {
+    k.launch({ok.grad.view(), ok.idx.view()}, {onDevice});
+    FAIL() << "expected an ArgumentError";
+  } catch (const ArgumentError &e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'grad_x' is in CUDA memory but the kernel runs on the CPU"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(k.launch({ok.grad.view()}, {ok.out.view()}), ArgumentError);
+}
+
+TEST(Runtime, NoGpuIsReportedPlainly) {
+  if (CudaDriver::instance().available())
+    GTEST_SKIP() << "a CUDA driver is present on this machine";
+  Runtime::Options o;
+  o.cacheDir = freshDir("nogpu");
+  o.target = Target::ptx("sm_90");
+  try {
+    Runtime rt(o);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError &e) {
+    EXPECT_NE(std::string(e.what()).find("needs a GPU: no CUDA driver"), std::string::npos) << e.what();
+  }
+  Runtime::Options cpu;
+  cpu.cacheDir = freshDir("nogpu-default");
+  EXPECT_EQ(Runtime(cpu).target().kind, TargetKind::CPU); // the default falls back to the CPU
+}
