@@ -28,18 +28,7 @@
 
 namespace moec {
 
-inline constexpr DType f16 = DType::F16, bf16 = DType::BF16, f32 = DType::F32, i32 = DType::I32, i8 = DType::I8;
-
 class DiskCache;
-
-/// What to specialize an op for.
-struct KernelRequest {
-  DType dtype = DType::F32;
-  std::map<std::string, int64_t> dims;  // static dims (others come from the tensors at launch)
-  std::map<std::string, int64_t> attrs; // static and runtime attributes, by public name or alias
-  std::set<std::string> with;           // optional inputs the launches will pass
-  Schedule schedule;                    // 0 fields: the compiler's choice
-};
 
 class Runtime {
 public:

@@ -11,6 +11,7 @@
 
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DiskCache.h"
 
@@ -171,14 +172,9 @@ Kernel Runtime::get(const std::string &name, const KernelRequest &request) {
 Kernel Runtime::getSlow(const std::string &name, const KernelRequest &request) {
   const OpSource &src = source(name);
   const dsl::OpDef &op = *src.op;
-  Specialization spec{request.dtype, request.dims, targetSpec, request.schedule, request.with};
+  Specialization spec{request.dtype, {}, targetSpec, request.schedule, request.with};
   std::map<std::string, int64_t> runtimeAttrs;
-  for (const auto &[attrName, value] : request.attrs) {
-    const dsl::AttrDecl *a = op.findAttr(attrName);
-    if (!a)
-      throw CompileError(op.name + ": unknown attribute '" + attrName + "'");
-    (a->isStatic ? spec.statics[a->name] : runtimeAttrs[a->name]) = value;
-  }
+  splitRequest(op, request, spec.statics, runtimeAttrs);
   std::string key = cacheKey(op, src.source, spec);
 
   std::shared_future<std::shared_ptr<const LoadedOp>> future;

@@ -9,5 +9,7 @@ void registerListCommand(CLI::App &app);
 void registerEmitCommand(CLI::App &app);
 void registerEmitAllCommand(CLI::App &app);
 void registerRunCommand(CLI::App &app);
+void registerCacheCommand(CLI::App &app);
+void registerBundleCommand(CLI::App &app);
 
 } // namespace moec::cli

@@ -5,6 +5,8 @@
 //                [--emit ast|moe|loops|llvm|ptx|asm] [-o FILE] [--dump-dir DIR]
 //   moec emit-all --examples ops/examples.json --out-dir out
 //   moec run OP --target cpu --dtype T [--attr N=V]... --in NAME=FILE.npy... --out-dir DIR
+//   moec cache list|clear|stats [--dir DIR]
+//   moec bundle --ops A,B --dtypes bf16 --shapes 'H=7168,top_k=8;...' [--with T] --arch sm_90 -o DIR
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
 
@@ -17,6 +19,8 @@ int main(int argc, char **argv) {
   moec::cli::registerEmitCommand(app);
   moec::cli::registerEmitAllCommand(app);
   moec::cli::registerRunCommand(app);
+  moec::cli::registerCacheCommand(app);
+  moec::cli::registerBundleCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -27,6 +27,17 @@ namespace moec {
 class CudaDriver;
 class CudaModule;
 
+inline constexpr DType f16 = DType::F16, bf16 = DType::BF16, f32 = DType::F32, i32 = DType::I32, i8 = DType::I8;
+
+/// What to specialize an op for (Runtime::get, Bundle::get).
+struct KernelRequest {
+  DType dtype = DType::F32;
+  std::map<std::string, int64_t> dims;  // static dims (others come from the tensors at launch)
+  std::map<std::string, int64_t> attrs; // static and runtime attributes, by public name or alias
+  std::set<std::string> with;           // optional inputs the launches will pass
+  Schedule schedule;                    // 0 fields: the compiler's choice
+};
+
 /// One kernel of a specialization, as the compiler described it.
 struct KernelMeta {
   std::string name;
