@@ -131,6 +131,31 @@ Bundle::Bundle(std::filesystem::path dir, const CudaDriver &driver) : dir(std::m
 
 Bundle::~Bundle() = default;
 
+Kernel Bundle::get(size_t index, const std::map<std::string, int64_t> &runtimeAttrs) {
+  const Entry &e = list.at(index);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(index);
+  if (it == loaded.end()) {
+    if (!driver.available())
+      throw ArgumentError("bundle kernels run on a GPU: " + driver.unavailableReason());
+    if (!context)
+      context = std::make_unique<CudaContext>(driver, 0);
+    auto l = std::make_shared<LoadedOp>();
+    l->op = ops.at(e.op);
+    l->dtype = e.dtype;
+    l->statics = e.statics;
+    l->present = e.present;
+    l->kernels = e.kernels;
+    l->driver = &driver;
+    l->cuda = std::make_shared<CudaModule>(driver, readFile(dir / e.codeFile));
+    for (const KernelMeta &k : e.kernels)
+      l->functions.push_back(l->cuda->function(k.name));
+    l->plan();
+    it = loaded.emplace(index, std::move(l)).first;
+  }
+  return Kernel(it->second, runtimeAttrs);
+}
+
 Kernel Bundle::get(const std::string &opName, const KernelRequest &request) {
   auto op = ops.find(opName);
   if (op == ops.end())
@@ -152,27 +177,7 @@ Kernel Bundle::get(const std::string &opName, const KernelRequest &request) {
       available += "\n  " + describe(e);
       continue;
     }
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = loaded.find(i);
-    if (it == loaded.end()) {
-      if (!driver.available())
-        throw ArgumentError("bundle kernels run on a GPU: " + driver.unavailableReason());
-      if (!context)
-        context = std::make_unique<CudaContext>(driver, 0);
-      auto l = std::make_shared<LoadedOp>();
-      l->op = op->second;
-      l->dtype = e.dtype;
-      l->statics = e.statics;
-      l->present = e.present;
-      l->kernels = e.kernels;
-      l->driver = &driver;
-      l->cuda = std::make_shared<CudaModule>(driver, readFile(dir / e.codeFile));
-      for (const KernelMeta &k : e.kernels)
-        l->functions.push_back(l->cuda->function(k.name));
-      l->plan();
-      it = loaded.emplace(i, std::move(l)).first;
-    }
-    return Kernel(it->second, runtimeAttrs);
+    return get(i, runtimeAttrs);
   }
   throw ArgumentError(opName + ": the bundle has no " + dsl::dtypeName(request.dtype) +
                       " specialization for these static values and optional tensors; it has:" +

@@ -55,6 +55,7 @@ void loadTable(SymbolLoader &load, CudaDriverTable &t) {
   load(t.memFree, "cuMemFree_v2");
   load(t.memcpyHtoD, "cuMemcpyHtoD_v2");
   load(t.memcpyDtoH, "cuMemcpyDtoH_v2");
+  load(t.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
   load(t.eventCreate, "cuEventCreate");
   load(t.eventRecord, "cuEventRecord");
   load(t.eventSynchronize, "cuEventSynchronize");

@@ -44,6 +44,9 @@ public:
   /// does, or when the driver has no device.
   Kernel get(const std::string &op, const KernelRequest &request);
 
+  /// The kernel of entries()[index], with no runtime attributes set (pass them at launch).
+  Kernel get(size_t index, const std::map<std::string, int64_t> &runtimeAttrs = {});
+
   /// Writes `entries` (with their PTX in `ptx`, by entry index) and the sources in `sources` (op name ->
   /// .moe text) as a bundle directory.
   static void write(const std::filesystem::path &dir, const std::vector<Entry> &entries,

@@ -38,6 +38,7 @@ struct CudaDriverTable {
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
+  decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
   decltype(&::cuEventCreate) eventCreate = nullptr;
   decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;

@@ -1,0 +1,224 @@
+//===- Cases.h - Inputs and plain C++ references for the GPU check -------*- C++ -*-===//
+//
+// For each op and mode: random inputs shaped the way the forward op would produce them, and an output
+// computed by a plain loop from the spec's pseudo-code (f32 accumulation in the spec's order, one
+// round-to-nearest-even at the end). LLVM-free and device-free: the GPU check uploads these, and a CPU
+// test checks them against the JIT's CPU kernels.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/runtime/Half.h"
+#include "moec/runtime/HostTensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace moec::gpucheck {
+
+/// A call: inputs and attributes for the launch, expected outputs, and how far a result may be off
+/// (0: bit-exact; else a bound relative to the output's magnitude). Builders skip the reference when
+/// `reference` is false (timing runs at production sizes).
+struct Case {
+  std::map<std::string, HostTensor> inputs, expected;
+  std::map<std::string, int64_t> attrs;
+  std::map<std::string, double> tolerance;
+  double bytesMoved = 0; // minimum traffic, for the bandwidth figure
+};
+
+inline float load(const HostTensor &t, int64_t i) {
+  const auto *p = static_cast<const uint8_t *>(t.raw());
+  switch (t.type()) {
+  case DType::F32: { float f; std::memcpy(&f, p + 4 * i, 4); return f; }
+  case DType::BF16: { uint16_t b; std::memcpy(&b, p + 2 * i, 2); return bf16ToFloat(b); }
+  case DType::F16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); return f16ToFloat(h); }
+  default: return 0;
+  }
+}
+
+inline void store(HostTensor &t, int64_t i, float v) {
+  auto *p = static_cast<uint8_t *>(t.raw());
+  switch (t.type()) {
+  case DType::F32: std::memcpy(p + 4 * i, &v, 4); break;
+  case DType::BF16: { uint16_t b = floatToBf16(v); std::memcpy(p + 2 * i, &b, 2); break; }
+  case DType::F16: { uint16_t h = floatToF16(v); std::memcpy(p + 2 * i, &h, 2); break; }
+  default: break;
+  }
+}
+
+inline int32_t *ints(HostTensor &t) { return static_cast<int32_t *>(t.raw()); }
+
+inline HostTensor randomFloats(DType dtype, std::vector<int64_t> shape, std::mt19937 &rng) {
+  HostTensor t(dtype, std::move(shape));
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < t.elements(); ++i)
+    store(t, i, dist(rng));
+  return t;
+}
+
+/// B2 (moe_init_routing_v2_grad): N tokens, K experts each, E experts (drop/pad capacity C = N*K/E
+/// rounded down to at least 1), dropless / active (half the rows) / drop-pad.
+inline Case initRoutingGrad(DType dtype, int64_t N, int64_t K, int64_t H, int dropPad, bool active, std::mt19937 &rng,
+                            bool reference = true) {
+  Case c;
+  int64_t E = 8, C = std::max<int64_t>(1, N * K / E), R = dropPad ? E * C : active ? N * K / 2 : N * K;
+  HostTensor idx(DType::I32, {N * K});
+  if (dropPad) {
+    std::vector<int64_t> rank(E, 0);
+    std::uniform_int_distribution<int64_t> expert(0, E - 1);
+    std::vector<int64_t> ofSlot(N * K);
+    for (auto &e : ofSlot)
+      e = expert(rng);
+    for (int64_t e = 0; e < E; ++e) // B1 order: expert-major, then slot order
+      for (int64_t j = 0; j < N * K; ++j)
+        if (ofSlot[j] == e)
+          ints(idx)[j] = rank[e] < C ? int32_t(e * C + rank[e]++) : -1;
+  } else {
+    std::iota(ints(idx), ints(idx) + N * K, 0);
+    std::shuffle(ints(idx), ints(idx) + N * K, rng);
+  }
+  HostTensor grad = dropPad ? randomFloats(dtype, {E, C, H}, rng) : randomFloats(dtype, {R, H}, rng);
+  HostTensor out(dtype, {N, H});
+  for (int64_t n = 0; n < N && reference; ++n)
+    for (int64_t h = 0; h < H; ++h) {
+      float acc = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        int64_t r = ints(idx)[n * K + k];
+        if ((dropPad && r >= 0) || (!dropPad && (!active || r < R)))
+          acc += load(grad, r * H + h);
+      }
+      store(out, n * H + h, acc);
+    }
+  c.attrs = {{"top_k", K}, {"drop_pad_mode", dropPad}, {"active_num", active ? R : 0}};
+  c.bytesMoved = double(grad.bytes() + idx.bytes() + out.bytes());
+  c.inputs.emplace("grad_expanded_x", std::move(grad));
+  c.inputs.emplace("expanded_row_idx", std::move(idx));
+  c.expected.emplace("grad_x", std::move(out));
+  return c;
+}
+
+/// A3 (moe_token_unpermute_with_routing_map_grad), non-pad: each token picks K of E experts; the
+/// permuted rows are a random permutation; with probs, the prob gradient is a dot product over H.
+inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool probs,
+                                std::mt19937 &rng, bool reference = true) {
+  Case c;
+  int64_t R = T * K;
+  HostTensor g = randomFloats(dtype, {T, H}, rng), outIndex(DType::I32, {R}), map(DType::Bool, {T, E});
+  std::iota(ints(outIndex), ints(outIndex) + R, 0);
+  std::shuffle(ints(outIndex), ints(outIndex) + R, rng);
+  std::vector<int64_t> experts(E);
+  std::vector<std::vector<int64_t>> chosen(T);
+  for (int64_t t = 0; t < T; ++t) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);
+    chosen[t].assign(experts.begin(), experts.begin() + K);
+    std::sort(chosen[t].begin(), chosen[t].end());
+    for (int64_t e : chosen[t])
+      static_cast<uint8_t *>(map.raw())[t * E + e] = 1;
+  }
+  HostTensor y = randomFloats(dtype, {R, H}, rng), p = randomFloats(dtype, {T, E}, rng);
+  HostTensor dy(dtype, {R, H}), dp(dtype, {T, E});
+  for (int64_t t = 0; t < T && reference; ++t)
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t row = ints(outIndex)[t * K + k], e = chosen[t][k];
+      double dot = 0;
+      for (int64_t h = 0; h < H; ++h) {
+        float gv = load(g, t * H + h);
+        store(dy, row * H + h, probs ? gv * load(p, t * E + e) : gv);
+        dot += double(load(y, row * H + h)) * gv;
+      }
+      if (probs)
+        store(dp, t * E + e, float(dot));
+    }
+  c.bytesMoved = double(g.bytes() + dy.bytes() + (probs ? y.bytes() : 0));
+  c.inputs.emplace("unpermuted_tokens_grad", std::move(g));
+  HostTensor tokenIds(DType::I32, {R});
+  std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes()); // non-pad: sortedIndices twice
+  c.inputs.emplace("out_index", std::move(outIndex));
+  c.inputs.emplace("permute_token_id", std::move(tokenIds));
+  c.expected.emplace("permuted_tokens_grad", std::move(dy));
+  if (probs) {
+    c.inputs.emplace("routing_map", std::move(map));
+    c.inputs.emplace("permuted_tokens", std::move(y));
+    c.inputs.emplace("probs", std::move(p));
+    c.expected.emplace("probs_grad", std::move(dp));
+    // The kernel sums the dot product in another order (lanes, vectors): f32 rounding of H terms.
+    c.tolerance["probs_grad"] = 1e-5 * std::sqrt(double(H)) + (dtype == DType::F32 ? 0 : 1e-2);
+  }
+  c.attrs = {{"drop_and_pad", 0}};
+  return c;
+}
+
+/// C2 (moe_unpermute): the layout of C1 (experts ascending, tokens ascending, rows padded to a
+/// multiple of 2 and never read), combined unweighted or weighted.
+inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool weighted, std::mt19937 &rng,
+                            bool reference = true) {
+  Case c;
+  HostTensor routemap(DType::I32, {T, K}), probsTopk(DType::F32, {T, K});
+  std::vector<int64_t> count(E, 0), experts(E);
+  std::uniform_real_distribution<float> prob(0, 1);
+  for (int64_t t = 0; t < T; ++t) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);
+    for (int64_t k = 0; k < K; ++k) {
+      int32_t e = k < E ? int32_t(experts[k]) : -1;
+      ints(routemap)[t * K + k] = e;
+      static_cast<float *>(probsTopk.raw())[t * K + k] = e >= 0 ? prob(rng) : 0;
+      count[std::max(e, 0)] += e >= 0;
+    }
+  }
+  std::vector<int64_t> offset(E + 1, 0);
+  for (int64_t e = 0; e < E; ++e)
+    offset[e + 1] = offset[e] + (count[e] + 1) / 2 * 2;
+  int64_t R = offset[E];
+  HostTensor rowmap(DType::I32, {T, E}), pu(DType::F32, {R}), yu = randomFloats(dtype, {R, H}, rng);
+  std::fill(ints(rowmap), ints(rowmap) + T * E, -1);
+  std::vector<int64_t> next(offset.begin(), offset.end() - 1);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t k = 0; k < K; ++k)
+      if (int32_t e = ints(routemap)[t * K + k]; e >= 0) {
+        ints(rowmap)[t * E + e] = int32_t(next[e]);
+        static_cast<float *>(pu.raw())[next[e]++] = static_cast<float *>(probsTopk.raw())[t * K + k];
+      }
+  HostTensor out(dtype, {T, H});
+  for (int64_t t = 0; t < T && reference; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      float acc = 0;
+      for (int64_t e = 0; e < E; ++e)
+        if (int32_t r = ints(rowmap)[t * E + e]; r >= 0)
+          acc = weighted ? std::fma(load(yu, r * H + h), static_cast<float *>(pu.raw())[r], acc)
+                         : acc + load(yu, r * H + h);
+      store(out, t * H + h, acc);
+    }
+  c.attrs = {{"using_weighted_combine", weighted}};
+  c.bytesMoved = double(T * K * H * dsl::dtypeBytes(dtype) + out.bytes());
+  c.inputs.emplace("hidden_states_unzipped", std::move(yu));
+  c.inputs.emplace("zipped_expertwise_rowmap", std::move(rowmap));
+  c.inputs.emplace("expert_routemap_topk", std::move(routemap));
+  c.inputs.emplace("token_prob_unzipped", std::move(pu));
+  c.expected.emplace("hidden_states", std::move(out));
+  c.expected.emplace("expert_prob_topk", std::move(probsTopk));
+  return c;
+}
+
+/// The worst |got - expected| / max(1, |expected|) over a tensor, or -1 for a NaN mismatch.
+inline double worstError(const HostTensor &got, const HostTensor &expected) {
+  if (got.type() == DType::I32 || got.type() == DType::I8 || got.type() == DType::Bool)
+    return std::memcmp(got.raw(), expected.raw(), got.bytes()) == 0 ? 0 : 1;
+  double worst = 0;
+  for (int64_t i = 0; i < got.elements(); ++i) {
+    double g = load(got, i), e = load(expected, i);
+    if (std::isnan(g) != std::isnan(e))
+      return -1;
+    if (!std::isnan(e))
+      worst = std::max(worst, std::abs(g - e) / std::max(1.0, std::abs(e)));
+  }
+  return worst;
+}
+
+} // namespace moec::gpucheck

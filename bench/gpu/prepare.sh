@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Run here (a machine with moec built): emits the bundle the GPU check loads and the headers the
+# runtime-only build needs, into paths the device tool carries:
+#   bench/gpu/bundle/   PTX + metadata for every op x dtype x mode at the production shapes of spec §8.1
+#   .gpu-deps/include/  fmt and nlohmann-json headers
+# Then, on the GPU machine: bash bench/gpu/run.sh (carry: .gpu-deps, bench/gpu/bundle).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+arch=${ARCH:-sm_90}
+moec=build/bin/moec
+out=bench/gpu/bundle
+rm -rf "$out"
+common=(--arch "$arch" -o "$out")
+# DeepSeek-V3 (H 7168, top-8 of 256), Qwen3-235B (H 4096, top-8 of 128), Mixtral (H 4096, top-2 of 8).
+shapes='H=7168,top_k=8,E=256,K=8;H=4096,top_k=8,E=128,K=8;H=4096,top_k=2,E=8,K=2'
+tmp=$(mktemp -d)
+for dtype in bf16 f16 f32; do
+  $moec bundle --ops moe_init_routing_v2_grad --dtypes $dtype --shapes "$shapes" --arch "$arch" -o "$tmp/b2-$dtype"
+  $moec bundle --ops moe_init_routing_v2_grad --dtypes $dtype --shapes "${shapes//top_k/drop_pad_mode=1,top_k}" \
+    --arch "$arch" -o "$tmp/b2p-$dtype"
+  $moec bundle --ops moe_token_unpermute_with_routing_map_grad --dtypes $dtype --shapes "$shapes" --arch "$arch" \
+    -o "$tmp/a3-$dtype"
+  $moec bundle --ops moe_token_unpermute_with_routing_map_grad --dtypes $dtype --shapes "$shapes" --arch "$arch" \
+    --with routing_map,permuted_tokens,probs -o "$tmp/a3p-$dtype"
+  $moec bundle --ops moe_unpermute --dtypes $dtype --shapes "$shapes" --arch "$arch" -o "$tmp/c2-$dtype"
+  $moec bundle --ops moe_unpermute --dtypes $dtype --shapes "${shapes//H=/using_weighted_combine=1,H=}" \
+    --arch "$arch" -o "$tmp/c2w-$dtype"
+done
+python3 - "$tmp" "$out" <<'PY'
+import json, os, shutil, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+merged = {"format": 1, "compiler": "moec", "ops": {}, "entries": []}
+for part in sorted(os.listdir(src)):
+    index = json.load(open(os.path.join(src, part, "bundle.json")))
+    for name in os.listdir(os.path.join(src, part)):
+        if name != "bundle.json":
+            shutil.copy(os.path.join(src, part, name), out)
+    merged["ops"].update(index["ops"])
+    merged["entries"] += index["entries"]
+json.dump(merged, open(os.path.join(out, "bundle.json"), "w"), indent=1)
+print(f"{len(merged['entries'])} specializations in {out}")
+PY
+rm -rf "$tmp"
+mkdir -p .gpu-deps/include
+cp -r /usr/include/fmt /usr/include/nlohmann .gpu-deps/include/
+du -sh "$out" .gpu-deps
