@@ -319,3 +319,20 @@ TEST(Runtime, NoGpuIsReportedPlainly) {
   cpu.cacheDir = freshDir("nogpu-default");
   EXPECT_EQ(Runtime(cpu).target().kind, TargetKind::CPU); // the default falls back to the CPU
 }
+
+TEST(Runtime, DumpDirGetsEveryStageOfEveryCompile) {
+  fs::path dump = freshDir("dump");
+  Runtime::Options o;
+  o.target = Target::cpu();
+  o.cacheDir = freshDir("dump-cache");
+  o.dumpDir = dump;
+  Runtime rt(o);
+  rt.get("moe_init_routing_v2_grad", b2Request(7, 3));
+  std::set<std::string> stages;
+  for (const auto &e : fs::directory_iterator(dump)) {
+    std::string name = e.path().filename().string();
+    stages.insert(name.substr(name.find('.') + 1));
+    EXPECT_EQ(name.rfind("moe_init_routing_v2_grad-", 0), 0u) << name;
+  }
+  EXPECT_EQ(stages, (std::set<std::string>{"op.moe", "moe.mlir", "loops.mlir", "kernel.ll", "kernel.s"}));
+}
