@@ -107,13 +107,7 @@ std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const 
       throw std::runtime_error("kernel '" + name + "' missing from the LLVM module");
     addPackedWrapper(module, *kernel);
   }
-  llvm::SmallString<0> object;
-  llvm::raw_svector_ostream os(object);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    throw std::runtime_error("the host backend cannot emit an object file");
-  pm.run(module);
-  return std::string(object.str());
+  return runBackend(module, tm, llvm::CodeGenFileType::ObjectFile);
 }
 
 std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object) {
@@ -138,14 +132,8 @@ std::string hostToolchain() {
 }
 
 std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm) {
-  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
-  llvm::SmallString<0> text;
-  llvm::raw_svector_ostream os(text);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    throw std::runtime_error("the host backend cannot emit assembly");
-  pm.run(*copy);
-  return std::string(text.str());
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module); // code generation changes the module
+  return runBackend(*copy, tm, llvm::CodeGenFileType::AssemblyFile);
 }
 
 } // namespace moec

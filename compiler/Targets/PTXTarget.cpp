@@ -65,13 +65,7 @@ llvm::TargetMachine &nvptxTargetMachine(const std::string &arch) {
 }
 
 std::string emitPtx(llvm::Module &module, llvm::TargetMachine &tm) {
-  llvm::SmallString<0> ptx;
-  llvm::raw_svector_ostream os(ptx);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    throw std::runtime_error("NVPTX backend cannot emit PTX");
-  pm.run(module);
-  return std::string(ptx.str());
+  return runBackend(module, tm, llvm::CodeGenFileType::AssemblyFile);
 }
 
 } // namespace moec

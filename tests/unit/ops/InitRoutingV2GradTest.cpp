@@ -26,9 +26,6 @@
 // Readable test parameters in gtest / ctest output.
 namespace moec {
 static void PrintTo(const Schedule &s, std::ostream *os) { *os << s.str(); }
-namespace dsl {
-static void PrintTo(DType t, std::ostream *os) { *os << dtypeName(t); }
-} // namespace dsl
 } // namespace moec
 
 namespace moec::test {
@@ -44,17 +41,6 @@ const dsl::OpDef &op() {
   return *def;
 }
 
-uint32_t testSeed() {
-  if (const char *s = std::getenv("MOEC_TEST_SEED"))
-    return static_cast<uint32_t>(std::strtoul(s, nullptr, 0));
-  return freshSeed();
-}
-
-#define SEEDED_RNG(rng)                                                                                    \
-  const uint32_t seed_ = testSeed();                                                                       \
-  SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with MOEC_TEST_SEED=" + std::to_string(seed_) + \
-               ")");                                                                                       \
-  std::mt19937 rng(seed_)
 
 enum class Mode { Dropless, Active, DropPad };
 
@@ -156,9 +142,6 @@ std::vector<int32_t> dropPadRowIdx(const std::vector<int32_t> &experts, int64_t 
   return rowIdx;
 }
 
-int64_t uniformInt(std::mt19937 &rng, int64_t lo, int64_t hi) { // inclusive
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
 
 Problem makeProblem(Mode mode, DType dtype, int64_t N, int64_t K, int64_t H, std::mt19937 &rng,
                     Values values = Values::Normal) {

@@ -27,12 +27,6 @@
 #include <numeric>
 #include <tuple>
 
-namespace moec {
-namespace dsl {
-static void PrintTo(DType t, std::ostream *os) { *os << dtypeName(t); }
-} // namespace dsl
-} // namespace moec
-
 namespace moec::test {
 namespace {
 
@@ -49,21 +43,7 @@ const dsl::OpDef &op() {
   return *def;
 }
 
-uint32_t testSeed() {
-  if (const char *s = std::getenv("MOEC_TEST_SEED"))
-    return static_cast<uint32_t>(std::strtoul(s, nullptr, 0));
-  return freshSeed();
-}
 
-#define SEEDED_RNG(rng)                                                                                    \
-  const uint32_t seed_ = testSeed();                                                                       \
-  SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with MOEC_TEST_SEED=" + std::to_string(seed_) + \
-               ")");                                                                                       \
-  std::mt19937 rng(seed_)
-
-int64_t uniformInt(std::mt19937 &rng, int64_t lo, int64_t hi) { // inclusive
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
 
 struct Flags {
   bool mix = true, weighted = false, quirk = false;

@@ -225,4 +225,27 @@ inline uint32_t freshSeed() {
   return rd();
 }
 
+/// MOEC_TEST_SEED replays a failure; otherwise every run draws fresh data.
+inline uint32_t testSeed() {
+  if (const char *s = std::getenv("MOEC_TEST_SEED"))
+    return static_cast<uint32_t>(std::strtoul(s, nullptr, 0));
+  return freshSeed();
+}
+
+inline int64_t uniformInt(std::mt19937 &rng, int64_t lo, int64_t hi) { // inclusive
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
 } // namespace moec::test
+
+namespace moec::dsl {
+/// Test names and failure messages show dtypes by name.
+inline void PrintTo(DType t, std::ostream *os) { *os << dtypeName(t); }
+} // namespace moec::dsl
+
+/// A generator seeded per test, with the seed in every failure message.
+#define SEEDED_RNG(rng)                                                                                    \
+  const uint32_t seed_ = ::moec::test::testSeed();                                                         \
+  SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with MOEC_TEST_SEED=" + std::to_string(seed_) + \
+               ")");                                                                                       \
+  std::mt19937 rng(seed_)

@@ -20,6 +20,9 @@ namespace moec {
 /// Runs LLVM's standard pipeline at `level` (0-3) with `tm`'s cost model.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int level);
 
+/// Runs `tm`'s code generator on an optimized module: assembly (PTX, host .s) or an object file.
+std::string runBackend(llvm::Module &module, llvm::TargetMachine &tm, llvm::CodeGenFileType type);
+
 //===----------------------------------------------------------------------===//
 // PTX
 //===----------------------------------------------------------------------===//
