@@ -14,6 +14,7 @@ config.test_exec_root = os.path.join(config.moec_binary_dir, "tests", "lit")
 config.environment["PATH"] = os.pathsep.join(
     [config.moec_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%moec_src", config.moec_source_dir))
+config.substitutions.append(("%moec_bin", config.moec_tools_dir))
 
 # PTX assembly checks need ptxas; without it they are reported UNSUPPORTED (lit prints the reason).
 if config.ptxas and os.path.exists(config.ptxas):

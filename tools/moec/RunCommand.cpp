@@ -3,7 +3,8 @@
 #include "Common.h"
 
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/CpuRun.h"
+#include "moec/Runtime.h"
+#include "moec/runtime/HostTensor.h"
 
 #include <fmt/core.h>
 
@@ -42,9 +43,28 @@ void runRun(const RunOptions &o) {
     views[name] = it->second.view();
   }
 
-  CpuRunResult result = runOnCpu(*op, dtype, parseAssignments(o.attrs, "--attr"), views, o.target.schedule);
+  // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.
+  std::map<std::string, int64_t> attrs = parseAssignments(o.attrs, "--attr");
+  BoundCall call = bindCall(*op, dtype, attrs, views);
+  KernelRequest request{dtype, {}, attrs, {}, o.target.schedule};
+  for (const dsl::DimDecl &d : op->dims)
+    if (d.isStatic && call.dims.count(d.name))
+      request.dims[d.name] = call.dims.at(d.name);
+  for (const std::string &name : call.present)
+    if (!op->findTensor(name)->isOutput)
+      request.with.insert(name);
+  Runtime::Options options;
+  options.target = Target::cpu();
+  Kernel kernel = Runtime(options).get(o.op, request);
+
+  std::map<std::string, HostTensor> outputs;
+  for (const auto &[name, shape] : call.outputShapes) {
+    auto [it, _] = outputs.emplace(name, HostTensor(op->findTensor(name)->elem.resolve(dtype), shape));
+    views[name] = it->second.view();
+  }
+  kernel.launch(views);
   std::filesystem::create_directories(o.outDir);
-  for (const auto &[name, tensor] : result.outputs) {
+  for (const auto &[name, tensor] : outputs) {
     std::string path = (std::filesystem::path(o.outDir) / (name + ".npy")).string();
     writeNpy(path, tensor.toNpy());
     fmt::print("{}: {} {} -> {}\n", name, dsl::dtypeName(tensor.type()), TensorView{nullptr, tensor.type(), tensor.dims()}.shapeString(), path);
@@ -55,7 +75,7 @@ void runRun(const RunOptions &o) {
 
 void registerRunCommand(CLI::App &app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App *cmd = app.add_subcommand("run", "Compile an op for the CPU and run it on .npy inputs");
+  CLI::App *cmd = app.add_subcommand("run", "Run an op on the CPU on .npy inputs (compiled, or from the cache)");
   cmd->add_option("op", o->op, "built-in op name or path to a .moe file")->required();
   o->target.add(*cmd);
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
