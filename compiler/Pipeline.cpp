@@ -326,6 +326,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   llvm::TargetMachine &tm = isGpu ? nvptxTargetMachine(spec.target.arch) : hostTargetMachine();
   llvmModule->setTargetTriple(tm.getTargetTriple());
   llvmModule->setDataLayout(tm.createDataLayout());
+  if (!isGpu)
+    moveBf16AsBits(*llvmModule);
   optimizeModule(*llvmModule, tm, 2);
   if (wants(Stage::LLVM))
     result.dumps[Stage::LLVM] = printIR(*llvmModule);

@@ -5,6 +5,7 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "moec/runtime/Half.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -99,6 +100,40 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
 };
 } // namespace
+
+/// The i16 type with the shape of a bf16 (vector) type.
+static llvm::Type *bitsType(llvm::Type *t) {
+  llvm::Type *i16 = llvm::Type::getInt16Ty(t->getContext());
+  if (auto *v = llvm::dyn_cast<llvm::VectorType>(t))
+    return llvm::VectorType::get(i16, v->getElementCount());
+  return i16;
+}
+
+static bool isBf16(llvm::Type *t) { return t->getScalarType()->isBFloatTy(); }
+
+void moveBf16AsBits(llvm::Module &module) {
+  llvm::SmallVector<llvm::Instruction *> accesses;
+  for (llvm::Function &f : module)
+    for (llvm::Instruction &i : llvm::instructions(f)) {
+      if (auto *load = llvm::dyn_cast<llvm::LoadInst>(&i); load && isBf16(load->getType()))
+        accesses.push_back(load);
+      if (auto *store = llvm::dyn_cast<llvm::StoreInst>(&i); store && isBf16(store->getValueOperand()->getType()))
+        accesses.push_back(store);
+    }
+  for (llvm::Instruction *i : accesses) {
+    llvm::IRBuilder<> b(i);
+    if (auto *load = llvm::dyn_cast<llvm::LoadInst>(i)) {
+      llvm::LoadInst *bits = b.CreateAlignedLoad(bitsType(load->getType()), load->getPointerOperand(), load->getAlign());
+      load->replaceAllUsesWith(b.CreateBitCast(bits, load->getType()));
+    } else {
+      auto *store = llvm::cast<llvm::StoreInst>(i);
+      llvm::Value *value = store->getValueOperand();
+      b.CreateAlignedStore(b.CreateBitCast(value, bitsType(value->getType())), store->getPointerOperand(),
+                           store->getAlign());
+    }
+    i->eraseFromParent();
+  }
+}
 
 std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const std::vector<std::string> &kernelNames) {
   for (const std::string &name : kernelNames) {

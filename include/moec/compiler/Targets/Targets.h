@@ -54,6 +54,11 @@ public:
 /// created once per thread.
 llvm::TargetMachine &hostTargetMachine();
 
+/// Loads and stores bf16 values as 16-bit integers. Without AVX512-BF16 (see hostTargetMachine) LLVM
+/// keeps bf16 in integer registers and would split a <8 x bfloat> access into 8 scalar ones; as bits,
+/// the accesses stay vectors and the pipeline's integer rounding (arith-expand) needs nothing else.
+void moveBf16AsBits(llvm::Module &module);
+
 /// Adds `<name>_packed(void **args)` for each kernel to an optimized module and compiles it to a host
 /// object file (what the disk cache keeps for a warm start).
 std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const std::vector<std::string> &kernelNames);
