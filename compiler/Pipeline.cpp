@@ -30,6 +30,7 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -295,7 +296,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     OpPassManager &kernels = llvmPasses.nest<gpu::GPUModuleOp>();
     kernels.addPass(createSCFToControlFlowPass());
     // math.fma straight to llvm.intr.fma (fma.rn.f32); gpu-to-nvvm would call libdevice instead.
-    kernels.addPass(createConvertMathToLLVMPass());
+    bool usesMath = false;
+    module->walk([&](Operation *op) { usesMath |= isa<math::MathDialect>(op->getDialect()); });
+    if (usesMath)
+      kernels.addPass(createConvertMathToLLVMPass());
     ConvertGpuOpsToNVVMOpsOptions nvvm;
     nvvm.indexBitwidth = 64;
     kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
