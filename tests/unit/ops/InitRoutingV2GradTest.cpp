@@ -360,16 +360,6 @@ INSTANTIATE_TEST_SUITE_P(Forced, InitRoutingV2GradSchedule,
 // 3. Spec §6.3 vectors (tests/data/test_vectors.json) and the doc example.
 //===----------------------------------------------------------------------===//
 
-const nlohmann::json &vectors() {
-  static nlohmann::json j = [] {
-    std::ifstream in(std::string(MOEC_SOURCE_DIR) + "/tests/data/test_vectors.json");
-    if (!in)
-      throw std::runtime_error("cannot open tests/data/test_vectors.json");
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
 class InitRoutingV2GradVectors : public ::testing::TestWithParam<std::tuple<std::string, DType>> {};
 
 TEST_P(InitRoutingV2GradVectors, MatchesSpec) {

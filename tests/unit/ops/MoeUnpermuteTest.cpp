@@ -348,25 +348,6 @@ TEST(MoeUnpermuteQuirk, SingleContributorRawCopy) {
 // 3. Spec §6.4 vectors (tests/data/test_vectors.json), f32 and bf16.
 //===----------------------------------------------------------------------===//
 
-const nlohmann::json &vectors() {
-  static nlohmann::json j = [] {
-    std::ifstream in(std::string(MOEC_SOURCE_DIR) + "/tests/data/test_vectors.json");
-    if (!in)
-      throw std::runtime_error("cannot open tests/data/test_vectors.json");
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
-TestTensor fromRows(const std::vector<std::vector<double>> &rows, DType dtype) {
-  const int64_t n = static_cast<int64_t>(rows.size()), h = static_cast<int64_t>(rows.at(0).size());
-  TestTensor t(dtype, {n, h});
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < h; ++j)
-      t.setF32(i * h + j, static_cast<float>(rows[i][j]));
-  return t;
-}
-
 TestTensor i32Rows(const std::vector<std::vector<int32_t>> &rows) {
   std::vector<int32_t> flat;
   for (const auto &r : rows)

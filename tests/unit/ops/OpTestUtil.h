@@ -10,6 +10,9 @@
 #include "moec/runtime/Tensor.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 
 #include <algorithm>
 #include <cmath>
@@ -223,6 +226,27 @@ inline ::testing::AssertionResult bitsEqual(const TestTensor &expected, const Te
 inline uint32_t freshSeed() {
   std::random_device rd;
   return rd();
+}
+
+/// The spec's §6 vectors (tests/data/test_vectors.json, from shared/spec/dump_vectors.py).
+inline const nlohmann::json &vectors() {
+  static nlohmann::json j = [] {
+    std::ifstream in(std::string(MOEC_SOURCE_DIR) + "/tests/data/test_vectors.json");
+    if (!in)
+      throw std::runtime_error("cannot open tests/data/test_vectors.json");
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+
+/// A [rows, cols] tensor of `dtype` from a vector's rows, rounded to nearest even.
+inline TestTensor fromRows(const std::vector<std::vector<double>> &rows, DType dtype) {
+  const int64_t n = static_cast<int64_t>(rows.size()), h = static_cast<int64_t>(rows.at(0).size());
+  TestTensor t(dtype, {n, h});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      t.setF32(i * h + j, static_cast<float>(rows[i][j]));
+  return t;
 }
 
 /// MOEC_TEST_SEED replays a failure; otherwise every run draws fresh data.

@@ -520,25 +520,6 @@ INSTANTIATE_TEST_SUITE_P(Forced, UnpermuteGradSchedule,
 // 3. Spec §6.1 / §6.2 vectors (tests/data/test_vectors.json), f32 and bf16.
 //===----------------------------------------------------------------------===//
 
-const nlohmann::json &vectors() {
-  static nlohmann::json j = [] {
-    std::ifstream in(std::string(MOEC_SOURCE_DIR) + "/tests/data/test_vectors.json");
-    if (!in)
-      throw std::runtime_error("cannot open tests/data/test_vectors.json");
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
-TestTensor fromRows(const std::vector<std::vector<double>> &rows, DType dtype) {
-  const int64_t n = static_cast<int64_t>(rows.size()), h = static_cast<int64_t>(rows.at(0).size());
-  TestTensor t(dtype, {n, h});
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < h; ++j)
-      t.setF32(i * h + j, static_cast<float>(rows[i][j]));
-  return t;
-}
-
 class UnpermuteGradVectors : public ::testing::TestWithParam<std::tuple<bool /*pad*/, bool /*probs*/, DType>> {};
 
 TEST_P(UnpermuteGradVectors, MatchesSpec) {
