@@ -154,6 +154,58 @@ inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, in
   return c;
 }
 
+/// A3 pad mode (Megatron's drop-and-pad): C = capacity rows per expert; each expert keeps its routed
+/// tokens with the lowest ids, and an under-full expert is filled with the lowest ids not routed to it.
+/// out_index orders the permuted rows by token id (stable), permute_token_id holds those token ids.
+inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64_t H, bool probs, std::mt19937 &rng,
+                             bool reference = true) {
+  Case c;
+  int64_t R = E * C;
+  std::vector<uint8_t> routed(T * E);
+  std::bernoulli_distribution pick(0.3);
+  for (auto &m : routed)
+    m = pick(rng);
+  std::vector<int32_t> tokenOfRow(R);
+  for (int64_t e = 0; e < E; ++e) {
+    int64_t filled = 0;
+    for (int want : {1, 0}) // routed tokens first, then fillers, each in ascending token order
+      for (int64_t t = 0; t < T && filled < C; ++t)
+        if (routed[t * E + e] == want)
+          tokenOfRow[e * C + filled++] = int32_t(t);
+  }
+  HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
+  std::iota(ints(outIndex), ints(outIndex) + R, 0);
+  std::stable_sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) { return tokenOfRow[a] < tokenOfRow[b]; });
+  for (int64_t i = 0; i < R; ++i)
+    ints(tokenIds)[i] = tokenOfRow[ints(outIndex)[i]];
+  HostTensor g = randomFloats(dtype, {T, H}, rng), y = randomFloats(dtype, {R, H}, rng);
+  HostTensor p = randomFloats(dtype, {T, E}, rng), dy(dtype, {R, H}), dp(dtype, {T, E});
+  for (int64_t i = 0; i < R && reference; ++i) {
+    int64_t row = ints(outIndex)[i], tok = ints(tokenIds)[i], e = row / C;
+    double dot = 0;
+    for (int64_t h = 0; h < H; ++h) {
+      float gv = load(g, tok * H + h);
+      store(dy, row * H + h, probs ? gv * load(p, tok * E + e) : gv);
+      dot += double(load(y, row * H + h)) * gv;
+    }
+    if (probs)
+      store(dp, tok * E + e, float(dot));
+  }
+  c.bytesMoved = double(dy.bytes() + R * H * dsl::dtypeBytes(dtype) + (probs ? y.bytes() : 0));
+  c.inputs.emplace("unpermuted_tokens_grad", std::move(g));
+  c.inputs.emplace("out_index", std::move(outIndex));
+  c.inputs.emplace("permute_token_id", std::move(tokenIds));
+  c.expected.emplace("permuted_tokens_grad", std::move(dy));
+  if (probs) {
+    c.inputs.emplace("permuted_tokens", std::move(y));
+    c.inputs.emplace("probs", std::move(p));
+    c.expected.emplace("probs_grad", std::move(dp));
+    c.tolerance["probs_grad"] = 1e-5 * std::sqrt(double(H)) + (dtype == DType::F32 ? 0 : 1e-2);
+  }
+  c.attrs = {{"drop_and_pad", 1}};
+  return c;
+}
+
 /// C2 (moe_unpermute): the layout of C1 (experts ascending, tokens ascending, rows padded to a
 /// multiple of 2 and never read), combined unweighted or weighted.
 inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool weighted, std::mt19937 &rng,

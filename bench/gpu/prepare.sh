@@ -22,6 +22,10 @@ for dtype in bf16 f16 f32; do
     -o "$tmp/a3-$dtype"
   $moec bundle --ops moe_token_unpermute_with_routing_map_grad --dtypes $dtype --shapes "$shapes" --arch "$arch" \
     --with routing_map,permuted_tokens,probs -o "$tmp/a3p-$dtype"
+  $moec bundle --ops moe_token_unpermute_with_routing_map_grad --dtypes $dtype \
+    --shapes "${shapes//H=/drop_and_pad=1,H=}" --arch "$arch" -o "$tmp/a3d-$dtype"
+  $moec bundle --ops moe_token_unpermute_with_routing_map_grad --dtypes $dtype \
+    --shapes "${shapes//H=/drop_and_pad=1,H=}" --arch "$arch" --with permuted_tokens,probs -o "$tmp/a3dp-$dtype"
   $moec bundle --ops moe_unpermute --dtypes $dtype --shapes "$shapes" --arch "$arch" -o "$tmp/c2-$dtype"
   $moec bundle --ops moe_unpermute --dtypes $dtype --shapes "${shapes//H=/using_weighted_combine=1,H=}" \
     --arch "$arch" -o "$tmp/c2w-$dtype"

@@ -40,9 +40,12 @@ TEST(GpuCheckCases, AgreeWithTheCpuKernels) {
       for (bool active : {false, true})
         if (!(dropPad && active))
           expectAgreement("moe_init_routing_v2_grad", dtype, initRoutingGrad(dtype, 37, 4, 72, dropPad, active, rng));
-    for (bool probs : {false, true})
+    for (bool probs : {false, true}) {
       expectAgreement("moe_token_unpermute_with_routing_map_grad", dtype,
                       unpermuteGradNonPad(dtype, 37, 16, 8, 72, probs, rng));
+      expectAgreement("moe_token_unpermute_with_routing_map_grad", dtype,
+                      unpermuteGradPad(dtype, 37, 8, 12, 72, probs, rng));
+    }
     for (bool weighted : {false, true})
       expectAgreement("moe_unpermute", dtype, paddleUnpermute(dtype, 37, 8, 4, 72, weighted, rng));
   }

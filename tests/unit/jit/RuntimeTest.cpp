@@ -25,10 +25,22 @@ using namespace moec;
 
 namespace {
 
+/// Removes the directories the tests made when the test program ends.
+struct TempDirs : ::testing::Environment {
+  std::vector<fs::path> dirs;
+  void TearDown() override {
+    std::error_code ignored;
+    for (const fs::path &d : dirs)
+      fs::remove_all(d, ignored);
+  }
+};
+TempDirs *tempDirs = static_cast<TempDirs *>(::testing::AddGlobalTestEnvironment(new TempDirs));
+
 fs::path freshDir(const std::string &tag) {
   fs::path dir = fs::temp_directory_path() / ("moec-rt-" + tag + "-" + std::to_string(::getpid()) + "-" +
                                               std::to_string(std::random_device{}()));
   fs::remove_all(dir);
+  tempDirs->dirs.push_back(dir);
   return dir;
 }
 
