@@ -102,56 +102,71 @@ inline Case initRoutingGrad(DType dtype, int64_t N, int64_t K, int64_t H, int dr
   return c;
 }
 
-/// A3 (moe_token_unpermute_with_routing_map_grad), non-pad: each token picks K of E experts; the
-/// permuted rows are a random permutation; with probs, the prob gradient is a dot product over H.
-inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool probs,
-                                std::mt19937 &rng, bool reference = true) {
+/// One slot of A3: token `tok`'s gradient goes to permuted row `row`, for expert `e`.
+struct Slot {
+  int64_t tok, row, e;
+};
+
+/// The A3 case shared by both modes: random gradient, permuted tokens and probs; the reference writes
+/// each slot's row dY = G[tok] * P[tok, e] (a copy without probs) and dP[tok, e] = Y[row] . G[tok].
+inline Case unpermuteGradCase(DType dtype, int64_t T, int64_t E, int64_t H, bool probs, bool pad,
+                              const std::vector<Slot> &slots, HostTensor outIndex, HostTensor tokenIds,
+                              HostTensor routingMap, std::mt19937 &rng, bool reference) {
   Case c;
-  int64_t R = T * K;
-  HostTensor g = randomFloats(dtype, {T, H}, rng), outIndex(DType::I32, {R}), map(DType::Bool, {T, E});
-  std::iota(ints(outIndex), ints(outIndex) + R, 0);
-  std::shuffle(ints(outIndex), ints(outIndex) + R, rng);
-  std::vector<int64_t> experts(E);
-  std::vector<std::vector<int64_t>> chosen(T);
-  for (int64_t t = 0; t < T; ++t) {
-    std::iota(experts.begin(), experts.end(), 0);
-    std::shuffle(experts.begin(), experts.end(), rng);
-    chosen[t].assign(experts.begin(), experts.begin() + K);
-    std::sort(chosen[t].begin(), chosen[t].end());
-    for (int64_t e : chosen[t])
-      static_cast<uint8_t *>(map.raw())[t * E + e] = 1;
-  }
-  HostTensor y = randomFloats(dtype, {R, H}, rng), p = randomFloats(dtype, {T, E}, rng);
-  HostTensor dy(dtype, {R, H}), dp(dtype, {T, E});
-  for (int64_t t = 0; t < T && reference; ++t)
-    for (int64_t k = 0; k < K; ++k) {
-      int64_t row = ints(outIndex)[t * K + k], e = chosen[t][k];
-      double dot = 0;
-      for (int64_t h = 0; h < H; ++h) {
-        float gv = load(g, t * H + h);
-        store(dy, row * H + h, probs ? gv * load(p, t * E + e) : gv);
-        dot += double(load(y, row * H + h)) * gv;
-      }
-      if (probs)
-        store(dp, t * E + e, float(dot));
+  int64_t R = outIndex.elements();
+  HostTensor g = randomFloats(dtype, {T, H}, rng), y = randomFloats(dtype, {R, H}, rng);
+  HostTensor p = randomFloats(dtype, {T, E}, rng), dy(dtype, {R, H}), dp(dtype, {T, E});
+  for (size_t i = 0; i < slots.size() && reference; ++i) {
+    const Slot &s = slots[i];
+    double dot = 0;
+    for (int64_t h = 0; h < H; ++h) {
+      float gv = load(g, s.tok * H + h);
+      store(dy, s.row * H + h, probs ? gv * load(p, s.tok * E + s.e) : gv);
+      dot += double(load(y, s.row * H + h)) * gv;
     }
-  c.bytesMoved = double(g.bytes() + dy.bytes() + (probs ? y.bytes() : 0));
+    if (probs)
+      store(dp, s.tok * E + s.e, float(dot));
+  }
+  c.bytesMoved = double(dy.bytes() + R * H * dsl::dtypeBytes(dtype) + (probs ? y.bytes() : 0));
   c.inputs.emplace("unpermuted_tokens_grad", std::move(g));
-  HostTensor tokenIds(DType::I32, {R});
-  std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes()); // non-pad: sortedIndices twice
   c.inputs.emplace("out_index", std::move(outIndex));
   c.inputs.emplace("permute_token_id", std::move(tokenIds));
   c.expected.emplace("permuted_tokens_grad", std::move(dy));
   if (probs) {
-    c.inputs.emplace("routing_map", std::move(map));
+    if (!pad)
+      c.inputs.emplace("routing_map", std::move(routingMap));
     c.inputs.emplace("permuted_tokens", std::move(y));
     c.inputs.emplace("probs", std::move(p));
     c.expected.emplace("probs_grad", std::move(dp));
     // The kernel sums the dot product in another order (lanes, vectors): f32 rounding of H terms.
     c.tolerance["probs_grad"] = 1e-5 * std::sqrt(double(H)) + (dtype == DType::F32 ? 0 : 1e-2);
   }
-  c.attrs = {{"drop_and_pad", 0}};
+  c.attrs = {{"drop_and_pad", pad}};
   return c;
+}
+
+/// A3 (moe_token_unpermute_with_routing_map_grad), non-pad: each token picks K of E experts; the
+/// permuted rows are a random permutation; out_index and permute_token_id are both A1's sortedIndices.
+inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool probs,
+                                std::mt19937 &rng, bool reference = true) {
+  int64_t R = T * K;
+  HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R}), map(DType::Bool, {T, E});
+  std::iota(ints(outIndex), ints(outIndex) + R, 0);
+  std::shuffle(ints(outIndex), ints(outIndex) + R, rng);
+  std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
+  std::vector<int64_t> experts(E);
+  std::vector<Slot> slots;
+  for (int64_t t = 0; t < T; ++t) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);
+    std::sort(experts.begin(), experts.begin() + K); // the k-th selected expert is the k-th set column
+    for (int64_t k = 0; k < K; ++k) {
+      static_cast<uint8_t *>(map.raw())[t * E + experts[k]] = 1;
+      slots.push_back({t, ints(outIndex)[t * K + k], experts[k]});
+    }
+  }
+  return unpermuteGradCase(dtype, T, E, H, probs, false, slots, std::move(outIndex), std::move(tokenIds),
+                           std::move(map), rng, reference);
 }
 
 /// A3 pad mode (Megatron's drop-and-pad): C = capacity rows per expert; each expert keeps its routed
@@ -159,7 +174,6 @@ inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, in
 /// out_index orders the permuted rows by token id (stable), permute_token_id holds those token ids.
 inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64_t H, bool probs, std::mt19937 &rng,
                              bool reference = true) {
-  Case c;
   int64_t R = E * C;
   std::vector<uint8_t> routed(T * E);
   std::bernoulli_distribution pick(0.3);
@@ -176,34 +190,13 @@ inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64
   HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
   std::iota(ints(outIndex), ints(outIndex) + R, 0);
   std::stable_sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) { return tokenOfRow[a] < tokenOfRow[b]; });
-  for (int64_t i = 0; i < R; ++i)
+  std::vector<Slot> slots;
+  for (int64_t i = 0; i < R; ++i) {
     ints(tokenIds)[i] = tokenOfRow[ints(outIndex)[i]];
-  HostTensor g = randomFloats(dtype, {T, H}, rng), y = randomFloats(dtype, {R, H}, rng);
-  HostTensor p = randomFloats(dtype, {T, E}, rng), dy(dtype, {R, H}), dp(dtype, {T, E});
-  for (int64_t i = 0; i < R && reference; ++i) {
-    int64_t row = ints(outIndex)[i], tok = ints(tokenIds)[i], e = row / C;
-    double dot = 0;
-    for (int64_t h = 0; h < H; ++h) {
-      float gv = load(g, tok * H + h);
-      store(dy, row * H + h, probs ? gv * load(p, tok * E + e) : gv);
-      dot += double(load(y, row * H + h)) * gv;
-    }
-    if (probs)
-      store(dp, tok * E + e, float(dot));
+    slots.push_back({ints(tokenIds)[i], ints(outIndex)[i], ints(outIndex)[i] / C});
   }
-  c.bytesMoved = double(dy.bytes() + R * H * dsl::dtypeBytes(dtype) + (probs ? y.bytes() : 0));
-  c.inputs.emplace("unpermuted_tokens_grad", std::move(g));
-  c.inputs.emplace("out_index", std::move(outIndex));
-  c.inputs.emplace("permute_token_id", std::move(tokenIds));
-  c.expected.emplace("permuted_tokens_grad", std::move(dy));
-  if (probs) {
-    c.inputs.emplace("permuted_tokens", std::move(y));
-    c.inputs.emplace("probs", std::move(p));
-    c.expected.emplace("probs_grad", std::move(dp));
-    c.tolerance["probs_grad"] = 1e-5 * std::sqrt(double(H)) + (dtype == DType::F32 ? 0 : 1e-2);
-  }
-  c.attrs = {{"drop_and_pad", 1}};
-  return c;
+  return unpermuteGradCase(dtype, T, E, H, probs, true, slots, std::move(outIndex), std::move(tokenIds),
+                           HostTensor(DType::Bool, {T, E}), rng, reference);
 }
 
 /// C2 (moe_unpermute): the layout of C1 (experts ascending, tokens ascending, rows padded to a
