@@ -71,9 +71,6 @@ private:
   std::shared_ptr<const LoadedOp> fromDisk(const OpSource &source, const Specialization &spec, const std::string &key);
   std::shared_ptr<const LoadedOp> compileAndStore(const OpSource &source, const Specialization &spec,
                                                   const std::string &key);
-  std::shared_ptr<LoadedOp> makeLoaded(const OpSource &source, const Specialization &spec,
-                                       std::vector<KernelMeta> kernels, const std::string &code,
-                                       std::unique_ptr<CpuExecutable> cpu);
 
   Options options;
   Target targetSpec;
@@ -86,5 +83,14 @@ private:
   std::unordered_map<std::string, Kernel> requests; // by request text: the fast path of get()
   std::atomic<uint64_t> memoryHits{0}, diskHits{0}, compiles{0};
 };
+
+/// What the compiler said of each kernel, as the runtime keeps it.
+std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled);
+
+/// A specialization ready to launch, from its kernels and code: a linked host object (`cpu`) for the
+/// CPU, or PTX loaded on `driver`.
+std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
+                                       std::vector<KernelMeta> kernels, const std::string &ptx,
+                                       std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver);
 
 } // namespace moec

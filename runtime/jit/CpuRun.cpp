@@ -1,7 +1,7 @@
 //===- CpuRun.cpp - Compile and run an op on host tensors -----------------===//
 #include "moec/runtime/CpuRun.h"
 
-#include "moec/runtime/CpuLauncher.h"
+#include "moec/Runtime.h"
 
 namespace moec {
 
@@ -13,28 +13,15 @@ CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::str
 
   CpuRunResult result;
   result.compileTimes = compiled.times;
-  std::vector<void *> tensors;
-  for (const dsl::TensorDecl &t : op.tensors) {
-    if (!t.isOutput) {
-      auto it = inputs.find(t.name);
-      tensors.push_back(it == inputs.end() ? nullptr : it->second.data); // absent optional: null
-      continue;
-    }
-    auto shape = call.outputShapes.find(t.name);
-    if (shape == call.outputShapes.end()) {
-      tensors.push_back(nullptr);
-      continue;
-    }
-    auto [it, _] = result.outputs.emplace(t.name, HostTensor(t.elem.resolve(dtype), shape->second));
-    tensors.push_back(it->second.raw());
+  // The caller owns `op` for the whole call; the kernel only borrows it.
+  std::shared_ptr<const dsl::OpDef> borrowed(&op, [](const dsl::OpDef *) {});
+  Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), "", std::move(compiled.cpu), nullptr), attrs);
+  std::map<std::string, TensorView> tensors = inputs;
+  for (const auto &[name, shape] : call.outputShapes) {
+    auto [it, _] = result.outputs.emplace(name, HostTensor(op.findTensor(name)->elem.resolve(dtype), shape));
+    tensors[name] = it->second.view();
   }
-  std::vector<int64_t> scalars = call.kernelScalars(op);
-  for (const KernelInfo &kernel : compiled.kernels) {
-    PackedKernelFn fn = compiled.cpu->lookup(kernel.name);
-    if (!fn)
-      throw CompileError(op.name + ": kernel '" + kernel.name + "' is missing from the JIT module");
-    launchCpu(fn, tensors, scalars, call.rows(kernel.domain), ThreadPool::shared());
-  }
+  kernel.launch(tensors);
   return result;
 }
 

@@ -229,16 +229,14 @@ std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Spe
   std::unique_ptr<CpuExecutable> cpu;
   if (spec.target.kind == TargetKind::CPU)
     cpu = loadHostObject(code->second);
-  return makeLoaded(src, spec, std::move(kernels), code->second, std::move(cpu));
+  return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver);
 }
 
 std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const Specialization &spec,
                                                          const std::string &key) {
   Stage code = spec.target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
   CompiledOp compiled = compile(*src.op, spec, {{Stage::Moe, Stage::Loops, Stage::LLVM, code}});
-  std::vector<KernelMeta> kernels;
-  for (const KernelInfo &k : compiled.kernels)
-    kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp});
+  std::vector<KernelMeta> kernels = kernelMetas(compiled);
 
   DiskCache::Entry entry;
   entry.keyText = key;
@@ -262,29 +260,37 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
         std::filesystem::create_directories(*options.dumpDir);
         std::ofstream(*options.dumpDir / (src.op->name + "-" + hash.substr(0, 8) + "." + file)) << text;
       }
-  return makeLoaded(src, spec, std::move(kernels), artifact, std::move(compiled.cpu));
+  return makeLoadedOp(src.op, spec, std::move(kernels), artifact, std::move(compiled.cpu), options.driver);
 }
 
-std::shared_ptr<LoadedOp> Runtime::makeLoaded(const OpSource &src, const Specialization &spec,
-                                              std::vector<KernelMeta> kernels, const std::string &code,
-                                              std::unique_ptr<CpuExecutable> cpu) {
+std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
+  std::vector<KernelMeta> kernels;
+  for (const KernelInfo &k : compiled.kernels)
+    kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp});
+  return kernels;
+}
+
+std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
+                                       std::vector<KernelMeta> kernels, const std::string &ptx,
+                                       std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver) {
   auto l = std::make_shared<LoadedOp>();
-  l->op = src.op;
+  l->op = std::move(op);
+  const dsl::OpDef &def = *l->op;
   l->dtype = spec.dtype;
-  l->statics = resolveStatics(*src.op, spec);
-  l->present = resolvePresence(*src.op, spec.present, l->statics);
+  l->statics = resolveStatics(def, spec);
+  l->present = resolvePresence(def, spec.present, l->statics);
   l->kernels = std::move(kernels);
   if (spec.target.kind == TargetKind::CPU) {
     for (const KernelMeta &k : l->kernels) {
       PackedKernelFn fn = cpu->lookup(k.name);
       if (!fn)
-        throw CompileError(src.op->name + ": kernel '" + k.name + "' is missing from its object file");
+        throw CompileError(def.name + ": kernel '" + k.name + "' is missing from its object file");
       l->cpu.push_back(fn);
     }
     l->cpuOwner = std::shared_ptr<CpuExecutable>(std::move(cpu));
   } else {
-    l->driver = options.driver;
-    l->cuda = std::make_shared<CudaModule>(*options.driver, code);
+    l->driver = driver;
+    l->cuda = std::make_shared<CudaModule>(*driver, ptx);
     for (const KernelMeta &k : l->kernels)
       l->functions.push_back(l->cuda->function(k.name));
   }
