@@ -139,7 +139,7 @@ Kernel Bundle::get(size_t index, const std::map<std::string, int64_t> &runtimeAt
     if (!driver.available())
       throw ArgumentError("bundle kernels run on a GPU: " + driver.unavailableReason());
     if (!context)
-      context = std::make_unique<CudaContext>(driver, 0);
+      context = std::make_shared<const CudaContext>(driver, 0);
     auto l = std::make_shared<LoadedOp>();
     l->op = ops.at(e.op);
     l->dtype = e.dtype;
@@ -147,7 +147,7 @@ Kernel Bundle::get(size_t index, const std::map<std::string, int64_t> &runtimeAt
     l->present = e.present;
     l->kernels = e.kernels;
     l->driver = &driver;
-    l->cuda = std::make_shared<CudaModule>(driver, readFile(dir / e.codeFile));
+    l->cuda = std::make_shared<CudaModule>(driver, readFile(dir / e.codeFile), context);
     for (const KernelMeta &k : e.kernels)
       l->functions.push_back(l->cuda->function(k.name));
     l->plan();

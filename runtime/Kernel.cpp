@@ -4,6 +4,7 @@
 #include "moec/runtime/CudaDriver.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace moec {
 
@@ -176,6 +177,10 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
   if (l.onGpu())
     checkAlignment(l, tensors);
   std::vector<int64_t> scalars = checked->scalars;
+  // The module's context, current on this thread while its kernels are launched (any thread may launch).
+  std::optional<CudaContext::Scope> current;
+  if (l.onGpu())
+    current.emplace(*l.driver, l.cuda->context());
   for (size_t k = 0; k < l.kernels.size(); ++k) {
     if (!l.onGpu()) {
       launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared());

@@ -28,6 +28,7 @@
 
 namespace moec {
 
+class CudaContext;
 class DiskCache;
 
 class Runtime {
@@ -75,7 +76,7 @@ private:
   Options options;
   Target targetSpec;
   std::unique_ptr<DiskCache> disk;
-  std::shared_ptr<void> cudaContext; // the primary context, retained while the runtime lives
+  std::shared_ptr<const CudaContext> cudaContext; // the primary context; each module keeps it alive too
 
   std::mutex mutex; // guards the maps below
   std::unordered_map<std::string, OpSource> sources;
@@ -88,9 +89,10 @@ private:
 std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled);
 
 /// A specialization ready to launch, from its kernels and code: a linked host object (`cpu`) for the
-/// CPU, or PTX loaded on `driver`.
+/// CPU, or PTX loaded on `driver` in `context`.
 std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
                                        std::vector<KernelMeta> kernels, const std::string &ptx,
-                                       std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver);
+                                       std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver,
+                                       std::shared_ptr<const CudaContext> context = nullptr);
 
 } // namespace moec

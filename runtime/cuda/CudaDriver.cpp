@@ -194,7 +194,9 @@ std::string CudaDriver::archName(int ordinal) const {
 
 //===- CudaModule ---------------------------------------------------------===//
 
-CudaModule::CudaModule(const CudaDriver &driver, const std::string &ptx) : driver(driver) {
+CudaModule::CudaModule(const CudaDriver &driver, const std::string &ptx, std::shared_ptr<const CudaContext> context)
+    : driver(driver), ctx(std::move(context)) {
+  CudaContext::Scope current(driver, ctx.get());
   std::string infoLog(kJitLogBytes, '\0'), errorLog(kJitLogBytes, '\0');
   CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                             CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -213,7 +215,11 @@ CudaModule::CudaModule(const CudaDriver &driver, const std::string &ptx) : drive
 
 CudaModule::~CudaModule() {
   // Errors are dropped: a destructor cannot throw, and a failed unload only leaks the module.
-  driver.api().moduleUnload(module);
+  try {
+    CudaContext::Scope current(driver, ctx.get());
+    driver.api().moduleUnload(module);
+  } catch (const CudaError &) {
+  }
 }
 
 CUfunction CudaModule::function(const std::string &name) {
@@ -254,9 +260,26 @@ CudaContext::CudaContext(const CudaDriver &driver, int ordinal) : driver(driver)
 }
 
 CudaContext::~CudaContext() {
-  // Errors are dropped, as in ~CudaModule.
-  driver.api().ctxSetCurrent(previous);
+  // Errors are dropped, as in ~CudaModule. Another thread (the last owner of a module) may destroy it.
+  CUcontext current = nullptr;
+  if (driver.api().ctxGetCurrent(&current) == CUDA_SUCCESS && current == context)
+    driver.api().ctxSetCurrent(previous);
   driver.api().devicePrimaryCtxRelease(dev);
+}
+
+CudaContext::Scope::Scope(const CudaDriver &driver, const CudaContext *context) : driver(driver) {
+  if (!context)
+    return;
+  driver.check(driver.api().ctxGetCurrent(&previous), "cuCtxGetCurrent");
+  if (previous == context->handle())
+    return;
+  driver.check(driver.api().ctxSetCurrent(context->handle()), "cuCtxSetCurrent");
+  switched = true;
+}
+
+CudaContext::Scope::~Scope() {
+  if (switched)
+    driver.api().ctxSetCurrent(previous);
 }
 
 } // namespace moec

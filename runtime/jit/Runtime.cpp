@@ -91,7 +91,7 @@ Runtime::Runtime(Options o) : options(std::move(o)) {
   if (targetSpec.kind == TargetKind::GPU) {
     if (!options.driver->available())
       throw CompileError("target " + targetSpec.str() + " needs a GPU: " + options.driver->unavailableReason());
-    cudaContext = std::make_shared<CudaContext>(*options.driver, 0);
+    cudaContext = std::make_shared<const CudaContext>(*options.driver, 0);
   }
 
   disk = std::make_unique<DiskCache>(options.cacheDir.value_or(defaultCacheDir()));
@@ -229,7 +229,7 @@ std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Spe
   std::unique_ptr<CpuExecutable> cpu;
   if (spec.target.kind == TargetKind::CPU)
     cpu = loadHostObject(code->second);
-  return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver);
+  return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver, cudaContext);
 }
 
 std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const Specialization &spec,
@@ -260,7 +260,7 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
         std::filesystem::create_directories(*options.dumpDir);
         std::ofstream(*options.dumpDir / (src.op->name + "-" + hash.substr(0, 8) + "." + file)) << text;
       }
-  return makeLoadedOp(src.op, spec, std::move(kernels), artifact, std::move(compiled.cpu), options.driver);
+  return makeLoadedOp(src.op, spec, std::move(kernels), artifact, std::move(compiled.cpu), options.driver, cudaContext);
 }
 
 std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
@@ -272,7 +272,8 @@ std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
 
 std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
                                        std::vector<KernelMeta> kernels, const std::string &ptx,
-                                       std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver) {
+                                       std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver,
+                                       std::shared_ptr<const CudaContext> context) {
   auto l = std::make_shared<LoadedOp>();
   l->op = std::move(op);
   const dsl::OpDef &def = *l->op;
@@ -290,7 +291,7 @@ std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, con
     l->cpuOwner = std::shared_ptr<CpuExecutable>(std::move(cpu));
   } else {
     l->driver = driver;
-    l->cuda = std::make_shared<CudaModule>(*driver, ptx);
+    l->cuda = std::make_shared<CudaModule>(*driver, ptx, std::move(context));
     for (const KernelMeta &k : l->kernels)
       l->functions.push_back(l->cuda->function(k.name));
   }

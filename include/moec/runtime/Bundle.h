@@ -62,7 +62,7 @@ private:
   std::map<std::string, std::shared_ptr<const dsl::OpDef>> ops;
   std::mutex mutex; // guards loaded and context
   std::map<size_t, std::shared_ptr<const LoadedOp>> loaded;
-  std::unique_ptr<CudaContext> context;
+  std::shared_ptr<const CudaContext> context; // shared with the modules, which may outlive the bundle
 };
 
 /// The static values of `request` for `op`, with static attribute defaults filled in, and its runtime

@@ -96,11 +96,15 @@ private:
   std::string unavailable;
 };
 
+class CudaContext;
+
 /// A module loaded from PTX text; unloaded on destruction. function() may be called from several threads.
+/// A module given its context keeps that context alive and makes it current to load, launch and unload,
+/// so modules may outlive whoever created the context and may be used from any thread.
 class CudaModule {
 public:
   /// Throws CudaError with the JIT's error log when the PTX does not compile.
-  CudaModule(const CudaDriver &driver, const std::string &ptx);
+  CudaModule(const CudaDriver &driver, const std::string &ptx, std::shared_ptr<const CudaContext> context = nullptr);
   ~CudaModule();
   CudaModule(const CudaModule &) = delete;
   CudaModule &operator=(const CudaModule &) = delete;
@@ -110,9 +114,12 @@ public:
   CUmodule handle() const { return module; }
   /// What the JIT reported on success (register and spill counts), possibly empty.
   const std::string &infoLog() const { return info; }
+  /// The context the module lives in (null when none was given: the caller's current one).
+  const CudaContext *context() const { return ctx.get(); }
 
 private:
   const CudaDriver &driver;
+  std::shared_ptr<const CudaContext> ctx; // outlives the module: released after the unload
   CUmodule module = nullptr;
   std::string info;
   std::mutex mutex; // guards functions
@@ -129,8 +136,8 @@ void launchCuda(const CudaDriver &driver, CUfunction f, CudaDim3 grid, CudaDim3 
                 void **kernelParams);
 
 /// Retains the primary context of a device and makes it current on the calling thread; the destructor
-/// restores the previously current context and releases the primary one. Construct and destroy it on the
-/// same thread.
+/// restores the previously current context (when this one is still current there) and releases the
+/// primary one.
 class CudaContext {
 public:
   explicit CudaContext(const CudaDriver &driver, int ordinal = 0);
@@ -140,6 +147,21 @@ public:
 
   CUcontext handle() const { return context; }
   CUdevice device() const { return dev; }
+
+  /// Makes `context` current on the calling thread for its lifetime (nothing when it already is, or when
+  /// `context` is null), then restores the previous one.
+  class Scope {
+  public:
+    Scope(const CudaDriver &driver, const CudaContext *context);
+    ~Scope();
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    const CudaDriver &driver;
+    CUcontext previous = nullptr;
+    bool switched = false;
+  };
 
 private:
   const CudaDriver &driver;

@@ -385,6 +385,23 @@ TEST_F(CudaDriverTest, ContextReleasesWhenItCannotBecomeCurrent) {
             (std::vector<std::string>{"cuInit(0)", "retain(10)", "setCurrent(primary)", "release(10)"}));
 }
 
+// Found on an H200 with compute-sanitizer: a bundle released its context before its modules, so every
+// cuModuleUnload failed with CUDA_ERROR_INVALID_HANDLE. A module now owns its context and unloads in it.
+TEST_F(CudaDriverTest, ModuleKeepsItsContextAliveAndUnloadsInIt) {
+  auto d = driver();
+  std::unique_ptr<CudaModule> module;
+  {
+    auto context = std::make_shared<const CudaContext>(*d, 0);
+    module = std::make_unique<CudaModule>(*d, "ptx", context);
+  } // the creator's reference is gone; the module's keeps the context retained
+  EXPECT_EQ(std::count(g.calls.begin(), g.calls.end(), "release(10)"), 0);
+  g.current = kOtherCtx; // another thread's view, or the caller moved on
+  g.calls.clear();
+  module.reset();
+  EXPECT_EQ(g.calls, (std::vector<std::string>{"setCurrent(primary)", "unload", "setCurrent(other)", "release(10)"}));
+  EXPECT_EQ(g.current, kOtherCtx);
+}
+
 // The real loader. Whether a driver is installed is probed independently of CudaDriver.
 TEST(CudaDriverRealTest, ReportsTheMachineItRunsOn) {
   CudaDriver &driver = CudaDriver::instance();

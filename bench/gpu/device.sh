@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole device session in one call (the device tool's budget is short): the GPU check (build, validate,
+# time; bench/gpu/run.sh), then the same validation under compute-sanitizer's memcheck where the machine
+# allows it. Logs go to $OUT when it is set. Carry: .gpu-deps, bench/gpu/bundle.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/gpu.txt"
+export BUILD=/tmp/moec-gpu-build
+bash bench/gpu/run.sh 2>&1 | tee "$out/check.log"
+status=${PIPESTATUS[0]}
+if command -v compute-sanitizer >/dev/null && [ -x "$BUILD/bin/moec-gpu-check" ]; then
+  timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool memcheck --print-limit 20 \
+    "$BUILD/bin/moec-gpu-check" bench/gpu/bundle 0 >"$out/memcheck.log" 2>&1
+  echo "memcheck exit $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses):"
+  tail -5 "$out/memcheck.log"
+fi
+exit "$status"
