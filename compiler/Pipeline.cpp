@@ -21,6 +21,7 @@
 #include "moec/compiler/Registration.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "moec/dsl/Diagnostics.h"
 #include "moec/dsl/Eval.h"
 #include "moec/dsl/Printer.h"
 
@@ -47,6 +48,10 @@
 using namespace mlir;
 
 namespace moec {
+
+// Static dims are folded into index arithmetic: bounded so that products with runtime dims stay far from
+// int64 overflow.
+constexpr int64_t kMaxStaticDim = (int64_t(1) << 31) - 1;
 
 const char *stageName(Stage s) {
   static const char *names[] = {"ast", "moe", "loops", "llvm", "ptx", "asm"};
@@ -103,6 +108,9 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
   std::map<std::string, int64_t> statics;
   dsl::Bindings bindings;
   auto lookup = [&](const std::string &name, const std::string &alias) -> std::optional<int64_t> {
+    if (alias != name && spec.statics.count(name) && spec.statics.count(alias))
+      throw CompileError(op.name + ": attribute '" + name + "' is given twice, as '" + name + "' and as its alias '" +
+                         alias + "'");
     if (auto it = spec.statics.find(name); it != spec.statics.end())
       return it->second;
     if (auto it = spec.statics.find(alias); it != spec.statics.end())
@@ -117,8 +125,9 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
       continue; // only absent optional tensors have it; moe-specialize reports a use in the body
     if (!v)
       throw CompileError(op.name + ": static dim '" + d.name + "' needs a value (--dim " + d.name + "=...)");
-    if (*v <= 0)
-      throw CompileError(op.name + ": static dim '" + d.name + "' must be positive, got " + std::to_string(*v));
+    if (*v <= 0 || *v > kMaxStaticDim)
+      throw CompileError(op.name + ": static dim '" + d.name + "' must be in [1, " + std::to_string(kMaxStaticDim) +
+                         "], got " + std::to_string(*v));
     statics[d.name] = bindings.values[d.name] = *v;
   }
   for (const dsl::AttrDecl &a : op.attrs) {
@@ -134,9 +143,13 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
   for (const dsl::Require &r : op.requires_) {
     try {
       if (!dsl::evalBool(*r.cond, bindings))
-        throw CompileError(op.name + ": " + r.message + " (" + dsl::printExpr(*r.cond) + ")");
-    } catch (const dsl::EvalError &) {
-      // Depends on a runtime value: checked on the host before each launch instead.
+        throw CompileError(dsl::renderDiagnostic(r.cond->loc, op.name + ": " + r.message + " (" +
+                                                                  dsl::printExpr(*r.cond) + ")"));
+    } catch (const dsl::EvalError &e) {
+      // A value not known yet (a runtime dim) is checked on the host before each launch instead; failing
+      // arithmetic on known values fails here.
+      if (e.isArithmetic())
+        throw CompileError(dsl::renderDiagnostic(r.cond->loc, op.name + ": cannot check this require: " + e.what()));
     }
   }
   return statics;
@@ -225,6 +238,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
       throw CompileError(e.what());
     }
   }
+  if (std::string why = scheduleError(spec.schedule, spec.target.kind, /*requested=*/true); !why.empty())
+    throw CompileError(op.name + ": " + why);
   std::map<std::string, int64_t> statics = resolveStatics(op, spec);
   std::set<std::string> present = resolvePresence(op, spec.present, statics);
   auto wants = [&](Stage s) { return options.dump.count(s) > 0; };
@@ -258,7 +273,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");
   // Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
-  for (const dsl::PlannedKernel &plan : generated.kernels) {
+  for (auto [plan, checks] : llvm::zip(generated.kernels, generated.checks)) {
     auto func = module->lookupSymbol<func::FuncOp>(plan.name);
     SmallVector<moe::DomainOp> domains = moe::collectDomainOps(func);
     if (domains.empty()) {
@@ -269,7 +284,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     bool pointPerWarp = isGpu && moe::gpuMapping(domains.front()) == moe::GpuMapping::WarpPerPoint;
     result.kernels.push_back({plan.name, plan.assign->target,
                               {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,
-                              pointPerWarp});
+                              pointPerWarp, checks});
   }
 
   if (wants(Stage::Moe))

@@ -26,7 +26,7 @@ V lookup(const std::map<std::string, V> &m, const std::string &key, const std::s
 
 void checkOverflow(bool overflow, const Expr &e) {
   if (overflow)
-    throw EvalError(fmt::format("integer overflow in '{}'", printExpr(e)));
+    throw EvalError(fmt::format("integer overflow in '{}'", printExpr(e)), /*arithmetic=*/true);
 }
 
 int64_t evalArith(const Expr &e, int64_t l, int64_t r) {
@@ -38,7 +38,7 @@ int64_t evalArith(const Expr &e, int64_t l, int64_t r) {
   default: break;
   }
   if (r == 0)
-    throw EvalError(fmt::format("division by zero in '{}'", printExpr(e)));
+    throw EvalError(fmt::format("division by zero in '{}'", printExpr(e)), /*arithmetic=*/true);
   checkOverflow(l == INT64_MIN && r == -1, e);
   return e.binOp == BinOp::Div ? l / r : l % r; // C++ truncates toward zero
 }

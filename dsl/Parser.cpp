@@ -33,6 +33,12 @@ constexpr BinOpInfo kBinOps[] = {
 };
 constexpr int kMaxBinLevel = 6;
 
+// Limits that keep every later pass (Sema, printing, MLIR generation, the AST's own destructor), which
+// recurse over the tree, well inside the stack, and the work of compiling an op bounded.
+constexpr int kMaxNesting = 256;         // levels: parentheses, operators in a chain, blocks, if/for
+constexpr size_t kMaxTokens = 200000;    // about 1 MB of dense source
+constexpr size_t kMaxExprNodes = 100000; // expression nodes in one op
+
 const BinOpInfo *findBinOp(const Token &t) {
   if (t.kind != TokKind::Punct)
     return nullptr;
@@ -44,7 +50,10 @@ const BinOpInfo *findBinOp(const Token &t) {
 
 class Parser {
 public:
-  explicit Parser(std::shared_ptr<const SourceFile> file) : file_(file), toks_(tokenize(file)) {}
+  explicit Parser(std::shared_ptr<const SourceFile> file) : file_(file), toks_(tokenize(file)) {
+    if (toks_.size() > kMaxTokens)
+      throw DslError(toks_[kMaxTokens].loc, fmt::format("the op is too long: more than {} tokens", kMaxTokens));
+  }
 
   std::unique_ptr<OpDef> parseOp() {
     auto op = std::make_unique<OpDef>();
@@ -73,6 +82,27 @@ private:
   const Token &take() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
 
   [[noreturn]] void fail(const std::string &message) const { throw DslError(cur().loc, message); }
+
+  /// One more level of nesting for its lifetime; fails past kMaxNesting.
+  class Nested {
+  public:
+    explicit Nested(Parser &p, int levels = 1) : p(p), levels(0) { add(levels); }
+    ~Nested() { p.depth_ -= levels; }
+    Nested(const Nested &) = delete;
+    Nested &operator=(const Nested &) = delete;
+    void add(int n = 1) {
+      p.depth_ += n;
+      levels += n;
+      if (p.depth_ > kMaxNesting)
+        p.fail(fmt::format("nesting is too deep: more than {} levels of parentheses, chained operators, blocks, "
+                           "ifs and fors",
+                           kMaxNesting));
+    }
+
+  private:
+    Parser &p;
+    int levels;
+  };
   [[noreturn]] void expected(const std::string &what) const {
     fail(fmt::format("expected {} but found {}", what, cur().describe()));
   }
@@ -301,6 +331,7 @@ private:
 
   // `{ STMT* }`
   std::vector<Stmt> parseStmts() {
+    Nested nested(*this);
     expectPunct("{");
     std::vector<Stmt> stmts;
     while (!acceptPunct("}")) {
@@ -391,12 +422,17 @@ private:
 
   //===--- Expressions -----------------------------------------------------===//
 
-  static ExprPtr make(ExprKind k, const SourceLoc &loc) { return std::make_unique<Expr>(k, loc); }
+  ExprPtr make(ExprKind k, const SourceLoc &loc) {
+    if (++exprNodes_ > kMaxExprNodes)
+      throw DslError(loc, fmt::format("the op is too large: more than {} expression nodes", kMaxExprNodes));
+    return std::make_unique<Expr>(k, loc);
+  }
 
   ExprPtr parseExpr() { return parseTernary(); }
 
   // Right-associative: `a ? b : c ? d : e` is `a ? b : (c ? d : e)`.
   ExprPtr parseTernary() {
+    Nested nested(*this);
     ExprPtr cond = parseBinary(1);
     if (!cur().isPunct("?"))
       return cond;
@@ -412,7 +448,10 @@ private:
     if (level > kMaxBinLevel)
       return parseUnary();
     ExprPtr lhs = parseBinary(level + 1);
+    // Each operator of a left-associative chain makes the tree one level deeper.
+    Nested chain(*this, 0);
     for (const BinOpInfo *b = findBinOp(cur()); b && b->level == level; b = findBinOp(cur())) {
+      chain.add();
       ExprPtr e = make(ExprKind::Binary, take().loc);
       e->binOp = b->op;
       e->operands.push_back(std::move(lhs));
@@ -425,6 +464,7 @@ private:
   ExprPtr parseUnary() {
     if (!cur().isPunct("-") && !cur().isPunct("!"))
       return parsePrimary();
+    Nested nested(*this);
     ExprPtr e = make(ExprKind::Unary, cur().loc);
     e->unOp = take().text == "-" ? UnOp::Neg : UnOp::Not;
     e->operands.push_back(parseUnary());
@@ -432,6 +472,7 @@ private:
   }
 
   ExprPtr parsePrimary() {
+    Nested nested(*this); // sum and fold bodies, casts, calls and blocks nest through here
     const Token &t = cur();
     switch (t.kind) {
     case TokKind::Int: {
@@ -579,6 +620,8 @@ private:
   std::shared_ptr<const SourceFile> file_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int depth_ = 0;
+  size_t exprNodes_ = 0;
   OpDef *op_ = nullptr;
 };
 

@@ -442,6 +442,9 @@ private:
       mismatch(e.loc, l, r);
     if (e.binOp == BinOp::Mod && l.cls == ExprType::Float)
       fail(e.loc, fmt::format("'%' needs int operands, found {}", typeName(l)));
+    const Expr &divisor = *e.operands[1];
+    if ((e.binOp == BinOp::Div || e.binOp == BinOp::Mod) && divisor.kind == ExprKind::IntLit && divisor.intValue == 0)
+      fail(divisor.loc, fmt::format("'{}' by zero", op));
     e.type = isArithmetic(e.binOp) ? l : ExprType::boolTy();
   }
 

@@ -53,6 +53,9 @@ public:
       if (!op.findAttr(name))
         fail(op, "unknown attribute '" + name + "'");
     for (const AttrDecl &a : op.attrs) {
+      if (a.innerName() != a.name && given.count(a.name) && given.count(a.innerName()))
+        fail(op, "attribute '" + a.name + "' is given twice, as '" + a.name + "' and as its alias '" +
+                     a.innerName() + "'");
       std::optional<int64_t> v = a.defaultValue;
       if (auto it = given.find(a.name); it != given.end())
         v = it->second;
@@ -97,6 +100,9 @@ public:
       for (int64_t d : v.shape)
         if (d < 0)
           fail(op, "tensor '" + t.name + "' has a negative dim: " + v.shapeString());
+      if (!checkedElements(v.shape, dtypeBytes(v.dtype)))
+        fail(op, "tensor '" + t.name + "' of shape " + v.shapeString() + " is over moec's limit of " +
+                     std::to_string(kMaxTensorBytes) + " bytes");
       call.bindings.ranks[t.name] = rank;
     }
   }
@@ -340,6 +346,9 @@ BoundCall bindCall(const OpDef &op, DType dtype, const std::map<std::string, int
     std::vector<int64_t> shape;
     for (const ShapeDim &d : t.shape)
       shape.push_back(binder.evalChecked(*d.size, call.bindings));
+    if (!checkedElements(shape, dtypeBytes(t.elem.resolve(dtype))))
+      fail(op, "output '" + t.name + "' would have shape " + TensorView{nullptr, DType::F32, shape}.shapeString() +
+                   ", over moec's limit of " + std::to_string(kMaxTensorBytes) + " bytes (or a negative dim)");
     call.outputShapes[t.name] = shape;
   }
   bindHostLets(op.body, call.bindings);

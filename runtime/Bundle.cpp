@@ -1,5 +1,6 @@
 //===- Bundle.cpp - Ahead-of-time kernels, loaded without a compiler ------===//
 #include "moec/runtime/Bundle.h"
+#include "moec/runtime/KernelMetaJson.h"
 
 #include "moec/dsl/Parser.h"
 #include "moec/runtime/CudaDriver.h"
@@ -12,7 +13,7 @@ namespace moec {
 
 namespace {
 
-constexpr int kFormat = 1;
+constexpr int kFormat = 2; // 2: kernels take a status buffer for their bounds checks
 
 std::string readFile(const std::filesystem::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -26,23 +27,6 @@ void writeFile(const std::filesystem::path &path, const std::string &text) {
   out << text;
   if (!out.flush())
     throw std::runtime_error("cannot write '" + path.string() + "'");
-}
-
-nlohmann::json toJson(const KernelMeta &k) {
-  return {{"name", k.name},
-          {"output", k.output},
-          {"rowsPerBlock", k.schedule.rowsPerBlock},
-          {"threads", k.schedule.threads},
-          {"vector", k.schedule.vector},
-          {"unroll", k.schedule.unroll},
-          {"pointPerWarp", k.pointPerWarp}};
-}
-
-KernelMeta kernelFromJson(const nlohmann::json &j) {
-  return {j.at("name"),
-          j.at("output"),
-          {j.at("rowsPerBlock"), j.at("threads"), j.at("vector"), j.at("unroll")},
-          j.at("pointPerWarp")};
 }
 
 std::string describe(const Bundle::Entry &e) {
@@ -85,7 +69,7 @@ void Bundle::write(const std::filesystem::path &dir, const std::vector<Entry> &e
     writeFile(dir / e.codeFile, ptx[i]);
     nlohmann::json kernels = nlohmann::json::array();
     for (const KernelMeta &k : e.kernels)
-      kernels.push_back(toJson(k));
+      kernels.push_back(kernelMetaToJson(k));
     index["entries"].push_back({{"op", e.op},
                                 {"dtype", dsl::dtypeName(e.dtype)},
                                 {"statics", e.statics},
@@ -118,7 +102,7 @@ std::unique_ptr<Bundle> Bundle::open(const std::filesystem::path &dir, const Cud
       e.target = j.at("target");
       e.codeFile = j.at("code");
       for (const nlohmann::json &k : j.at("kernels"))
-        e.kernels.push_back(kernelFromJson(k));
+        e.kernels.push_back(kernelMetaFromJson(k));
       b->list.push_back(std::move(e));
     }
   } catch (const nlohmann::json::exception &error) {

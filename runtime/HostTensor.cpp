@@ -13,10 +13,15 @@ namespace moec {
 void HostTensor::Free::operator()(void *p) const { std::free(p); }
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype(dtype), shape(std::move(shape)) {
+  TensorView shapeOnly{nullptr, dtype, this->shape};
+  if (!checkedElements(this->shape, dsl::dtypeBytes(dtype)))
+    throw std::length_error("a tensor of shape " + shapeOnly.shapeString() + " and dtype " + dsl::dtypeName(dtype) +
+                            " is over moec's limit of " + std::to_string(kMaxTensorBytes) + " bytes");
   size_t size = (bytes() + 63) / 64 * 64;
   data.reset(std::aligned_alloc(64, size == 0 ? 64 : size));
   if (!data)
-    throw std::bad_alloc();
+    throw std::runtime_error("cannot allocate " + std::to_string(size) + " bytes for a tensor of shape " +
+                             shapeOnly.shapeString());
   std::memset(data.get(), 0, size == 0 ? 64 : size);
 }
 

@@ -3,7 +3,9 @@
 
 #include "moec/runtime/CudaDriver.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 
 namespace moec {
@@ -72,6 +74,66 @@ std::map<std::string, TensorView> byName(const LoadedOp &l, const std::vector<Te
   return named;
 }
 
+/// The error for a bounds check the kernel reported: status holds, per check, the failing dim + 1 (0:
+/// none) and the index value. Returns without throwing when nothing failed.
+void throwIfIndexOutside(const LoadedOp &l, const KernelMeta &meta, const int64_t *status, const BoundCall &call) {
+  for (size_t i = 0; i < meta.checks.size(); ++i) {
+    int64_t dim = status[2 * i] - 1, value = status[2 * i + 1];
+    if (dim < 0)
+      continue;
+    const IndexCheck &c = meta.checks[i];
+    std::string tensor = c.tensor >= 0 && size_t(c.tensor) < l.op->tensors.size() ? l.op->tensors[c.tensor].name : "?";
+    std::string extent;
+    if (c.tensor >= 0 && size_t(c.tensor) < l.op->tensors.size() && size_t(dim) < l.op->tensors[c.tensor].shape.size()) {
+      try {
+        extent = ", outside [0, " + std::to_string(evalInt(*l.op->tensors[c.tensor].shape[dim].size, call.bindings)) + ")";
+      } catch (const EvalError &) {
+      }
+    }
+    std::string where = l.op->source ? l.op->source->path + ":" + std::to_string(c.line) + ":" + std::to_string(c.col) + ": "
+                                     : "";
+    fail(l, where + "index " + std::to_string(value) + " into tensor '" + tensor + "' dim " + std::to_string(dim) +
+                extent + " (the access was skipped; the outputs are incomplete)");
+  }
+}
+
+/// MOEC_CHECK_INDICES=1: device tensors get the host's index checks too (copied back), and every launch
+/// waits for the kernels to report their bounds checks.
+bool checkDeviceIndices() {
+  static const bool enabled = [] {
+    const char *v = std::getenv("MOEC_CHECK_INDICES");
+    return v && std::string(v) == "1";
+  }();
+  return enabled;
+}
+
+/// Copies the device tensors the op checks (index ranges, `unique`) to the host and checks them there.
+void checkDeviceIndexData(const LoadedOp &l, const std::map<std::string, TensorView> &inputs, const BoundCall &call) {
+  std::map<std::string, TensorView> hostViews;
+  std::vector<std::vector<uint8_t>> copies;
+  for (const TensorDecl &t : l.op->tensors) {
+    auto it = inputs.find(t.name);
+    if (t.isOutput || (!t.rangeLo && !t.unique) || it == inputs.end() || it->second.device != Device::Cuda)
+      continue;
+    TensorView v = it->second;
+    auto &bytes = copies.emplace_back(size_t(v.elements()) * dtypeBytes(v.dtype));
+    if (!bytes.empty())
+      l.driver->check(l.driver->api().memcpyDtoH(bytes.data(), reinterpret_cast<CUdeviceptr>(v.data), bytes.size()),
+                      "cuMemcpyDtoH (MOEC_CHECK_INDICES)");
+    v.data = bytes.data();
+    v.device = Device::Host;
+    hostViews[t.name] = v;
+  }
+  checkIndexData(*l.op, hostViews, call.bindings);
+}
+
+size_t statusWords(const LoadedOp &l) {
+  size_t checks = 0;
+  for (const KernelMeta &k : l.kernels)
+    checks = std::max(checks, k.checks.size());
+  return std::max<size_t>(2, 2 * checks);
+}
+
 } // namespace
 
 /// What a call's checks depend on besides index data: every tensor's dtype, device, contiguity and shape
@@ -125,9 +187,17 @@ std::shared_ptr<const LoadedOp::CheckedCall> Kernel::check(const std::map<std::s
     }
   }
   std::map<std::string, int64_t> all = *callAttrs;
-  for (const auto &[name, value] : l.statics)
-    if (l.op->findAttr(name))
-      all[name] = value;
+  for (const auto &[name, value] : l.statics) {
+    const AttrDecl *a = l.op->findAttr(name);
+    if (!a)
+      continue;
+    for (const std::string &given : {a->name, a->innerName()})
+      if (auto it = all.find(given); it != all.end() && it->second != value)
+        fail(l, "attribute '" + given + "' is " + std::to_string(it->second) + " but the kernel was compiled for " +
+                    std::to_string(value) + "; request a kernel for it");
+    all.erase(a->innerName());
+    all[name] = value;
+  }
   auto checked = std::make_shared<LoadedOp::CheckedCall>();
   checked->call = bindCall(*l.op, l.dtype, all, inputs);
   checkSpecialization(l, checked->call);
@@ -137,8 +207,9 @@ std::shared_ptr<const LoadedOp::CheckedCall> Kernel::check(const std::map<std::s
   checked->scalars = checked->call.kernelScalars(*l.op);
   for (size_t k = 0; k < l.kernels.size(); ++k) {
     int64_t units = checked->call.rows(l.plans[k].domain);
-    if (l.onGpu() && l.kernels[k].pointPerWarp && !l.plans[k].domain.empty())
-      units *= evalInt(*l.plans[k].domain.back(), checked->call.bindings);
+    if (l.onGpu() && l.kernels[k].pointPerWarp && !l.plans[k].domain.empty() &&
+        __builtin_mul_overflow(units, evalInt(*l.plans[k].domain.back(), checked->call.bindings), &units))
+      fail(l, "kernel '" + l.kernels[k].name + "': its domain has more points than int64 holds");
     checked->units.push_back(units);
   }
   // Alignment depends on the pointers, not the signature: GPU calls re-check it below on every launch.
@@ -168,27 +239,46 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
   }
   std::shared_ptr<const LoadedOp::CheckedCall> checked = check(inputs, outputs, overrides);
 
+  // The ABI: one pointer per tensor, the status buffer of the bounds checks, then the scalars.
   std::vector<void *> pointers;
-  pointers.reserve(l.op->tensors.size());
+  pointers.reserve(l.op->tensors.size() + 1);
   for (const TensorDecl &t : l.op->tensors) {
     auto it = tensors.find(t.name);
     pointers.push_back(it == tensors.end() ? nullptr : it->second.data);
   }
-  if (l.onGpu())
-    checkAlignment(l, tensors);
   std::vector<int64_t> scalars = checked->scalars;
-  // The module's context, current on this thread while its kernels are launched (any thread may launch).
-  std::optional<CudaContext::Scope> current;
-  if (l.onGpu())
-    current.emplace(*l.driver, l.cuda->context());
-  for (size_t k = 0; k < l.kernels.size(); ++k) {
-    if (!l.onGpu()) {
+  if (!l.onGpu()) {
+    std::vector<int64_t> status(statusWords(l));
+    pointers.push_back(status.data());
+    for (size_t k = 0; k < l.kernels.size(); ++k) {
       launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared());
-      continue;
+      throwIfIndexOutside(l, l.kernels[k], status.data(), checked->call);
     }
+    return;
+  }
+
+  checkAlignment(l, tensors);
+  // The module's context, current on this thread while its kernels are launched (any thread may launch).
+  CudaContext::Scope current(*l.driver, l.cuda->context());
+  bool readStatus = checkDeviceIndices();
+  if (readStatus)
+    checkDeviceIndexData(l, inputs, checked->call);
+  std::shared_ptr<CudaBuffer> status;
+  {
+    std::lock_guard<std::mutex> lock(l.statusMutex);
+    if (!l.deviceStatus)
+      l.deviceStatus = std::make_shared<CudaBuffer>(*l.driver, statusWords(l) * sizeof(int64_t),
+                                                    l.cuda->contextShared());
+    status = l.deviceStatus;
+  }
+  pointers.push_back(reinterpret_cast<void *>(status->pointer()));
+  for (size_t k = 0; k < l.kernels.size(); ++k) {
     const KernelMeta &meta = l.kernels[k];
     int64_t perBlock = meta.schedule.rowsPerBlock;
-    CudaDim3 grid{static_cast<unsigned>((checked->units[k] + perBlock - 1) / perBlock), 1, 1};
+    int64_t blocks = (checked->units[k] + perBlock - 1) / perBlock;
+    if (blocks > int64_t(UINT32_MAX))
+      fail(l, "kernel '" + meta.name + "' needs " + std::to_string(blocks) + " thread blocks, more than CUDA allows");
+    CudaDim3 grid{static_cast<unsigned>(blocks), 1, 1};
     CudaDim3 block{static_cast<unsigned>(meta.schedule.threads), static_cast<unsigned>(perBlock), 1};
     std::vector<void *> params;
     for (void *&p : pointers)
@@ -197,6 +287,17 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
       params.push_back(&s);
     launchCuda(*l.driver, static_cast<CUfunction>(l.functions[k]), grid, block, static_cast<CUstream>(stream),
                params.data());
+    if (readStatus && !meta.checks.empty()) {
+      std::vector<int64_t> words(statusWords(l));
+      l.driver->check(l.driver->api().streamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+      l.driver->check(l.driver->api().memcpyDtoH(words.data(), status->pointer(), words.size() * sizeof(int64_t)),
+                      "cuMemcpyDtoH (MOEC_CHECK_INDICES)");
+      if (std::any_of(words.begin(), words.end(), [](int64_t w) { return w != 0; })) {
+        std::vector<int64_t> zeros(words.size());
+        l.driver->api().memcpyHtoD(status->pointer(), zeros.data(), zeros.size() * sizeof(int64_t));
+        throwIfIndexOutside(l, meta, words.data(), checked->call);
+      }
+    }
   }
 }
 

@@ -1,7 +1,27 @@
 //===- Tensor.cpp ------------------------------------------------------------===//
 #include "moec/runtime/Tensor.h"
 
+#include <algorithm>
+
 namespace moec {
+
+std::optional<int64_t> checkedElements(const std::vector<int64_t> &shape, int64_t elemBytes) {
+  int64_t n = 1;
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    empty |= d == 0;
+    // A zero dim makes the tensor empty, but the other dims still must not overflow on their own: the
+    // kernels multiply them into row strides.
+    if (d != 0 && __builtin_mul_overflow(n, d, &n))
+      return std::nullopt;
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(n, std::max<int64_t>(elemBytes, 1), &bytes) || bytes > kMaxTensorBytes)
+    return std::nullopt;
+  return empty ? 0 : n;
+}
 
 int64_t TensorView::elements() const {
   int64_t n = 1;

@@ -17,6 +17,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/dsl/Eval.h"
 #include "moec/dsl/KernelPlan.h"
+#include "moec/dsl/Printer.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -102,7 +103,11 @@ public:
       emitScatter(path, pos);
     else
       emitCompute(assign);
+    if (statusView) // two int64 per check
+      statusView->setOperand(1, atEntry([&] { return constIndex(2 * int64_t(checks.size())); }));
   }
+
+  std::vector<IndexCheck> checks;
 
 private:
   /// The names an assignment depends on, through the lets, conditions and bounds on its path, so lets
@@ -160,6 +165,8 @@ private:
       argTypes.push_back(ptrType);
       argNames.push_back("tensor:" + t.name);
     }
+    argTypes.push_back(ptrType);
+    argNames.push_back("status");
     for (const DimDecl &d : op.dims)
       if (!d.isStatic) {
         argTypes.push_back(b.getIndexType());
@@ -188,8 +195,10 @@ private:
     return f();
   }
 
+  unsigned statusArgIndex() const { return op.tensors.size(); }
+
   unsigned runtimeArgIndex(const std::string &name, bool isDim) {
-    unsigned arg = op.tensors.size();
+    unsigned arg = statusArgIndex() + 1;
     for (const DimDecl &d : op.dims)
       if (!d.isStatic) {
         if (isDim && d.name == name)
@@ -285,7 +294,8 @@ private:
     Block *body = b.createBlock(&compute.getBody());
     scopes.emplace_back();
     for (auto [i, name] : llvm::enumerate(assign.indices))
-      scopes.back()[name] = body->addArgument(b.getIndexType(), loc(assign.indexLocs[i]));
+      varBounds[scopes.back()[name] = body->addArgument(b.getIndexType(), loc(assign.indexLocs[i]))] =
+          t.shape[i].size.get();
     Value v = toStorage(emitExpr(*assign.value), elementType(assign), loc(assign.loc));
     moe::YieldOp::create(b, loc(assign.loc), v);
     scopes.pop_back();
@@ -306,6 +316,7 @@ private:
     // The domain: every for-variable, then the target dims the assignment names freshly.
     SmallVector<Value> bounds;
     SmallVector<std::pair<std::string, SourceLoc>> vars;
+    SmallVector<const Expr *> boundExprs;
     for (size_t i = firstFor; i < path.path.size(); ++i) {
       const ForStmt *f = path.path[i].forStmt;
       if (!f)
@@ -313,26 +324,48 @@ private:
       for (size_t v = 0; v < f->vars.size(); ++v) {
         bounds.push_back(emitExpr(*f->bounds[v])); // outside the domain: see lookup()
         vars.push_back({f->vars[v], f->varLocs[v]});
+        boundExprs.push_back(f->bounds[v].get());
       }
     }
     for (size_t i = 0; i < assign.indices.size(); ++i)
       if (!assign.indexExprs[i]) {
         bounds.push_back(emitExpr(*t.shape[i].size));
         vars.push_back({assign.indices[i], assign.indexLocs[i]});
+        boundExprs.push_back(t.shape[i].size.get());
       }
 
     auto scatter = moe::ScatterOp::create(b, loc(assign.loc), out, bounds, moe::ScheduleAttr());
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&scatter.getBody());
     scopes.emplace_back();
-    for (auto &[name, at] : vars)
-      scopes.back()[name] = body->addArgument(b.getIndexType(), loc(at));
+    for (auto [i, var] : llvm::enumerate(vars))
+      varBounds[scopes.back()[var.first] = body->addArgument(b.getIndexType(), loc(var.second))] = boundExprs[i];
     Point p = emitPoint(path, firstFor, elementType(assign));
     SmallVector<Value> indices;
+    SmallVector<const Expr *> indexExprs;
     size_t exprIndex = 0;
-    for (size_t i = 0; i < assign.indices.size(); ++i)
+    for (size_t i = 0; i < assign.indices.size(); ++i) {
       indices.push_back(assign.indexExprs[i] ? p.indices[exprIndex++] : scopes.back().at(assign.indices[i]));
-    moe::WriteOp::create(b, loc(assign.loc), p.value, indices, p.live);
+      indexExprs.push_back(assign.indexExprs[i].get()); // null: a domain variable over this very dim
+    }
+    Value live = p.live;
+    SmallVector<size_t> checkedDims;
+    if (Value ok = boundsCheck(assign.tensorIndex, indexExprs, indices, out, checkedDims)) {
+      // Report only stores that would have happened; then store only in bounds.
+      Location l = loc(assign.loc);
+      Value outside = arith::XOrIOp::create(b, l, ok, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+      Value report = live ? Value(arith::AndIOp::create(b, l, live, outside)) : outside;
+      OpBuilder::InsertionGuard reportGuard(b);
+      auto ifOp = scf::IfOp::create(b, l, report, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      recordFailure(assign.tensorIndex, indices, checkedDims, out, assign.loc);
+      b.setInsertionPointAfter(ifOp);
+      live = live ? Value(arith::AndIOp::create(b, l, live, ok)) : ok;
+      moe::WriteOp::create(b, loc(assign.loc), p.value, indices, live);
+      scopes.pop_back();
+      return;
+    }
+    moe::WriteOp::create(b, loc(assign.loc), p.value, indices, live);
     scopes.pop_back();
   }
 
@@ -439,10 +472,29 @@ private:
   Value emitElement(const Expr &e) {
     Value memref = view(e.refIndex, e.loc);
     SmallVector<Value> indices;
-    for (const ExprPtr &i : e.operands)
+    SmallVector<const Expr *> indexExprs;
+    for (const ExprPtr &i : e.operands) {
       indices.push_back(emitExpr(*i));
+      indexExprs.push_back(i.get());
+    }
     Location l = loc(e.loc);
-    Value v = memref::LoadOp::create(b, l, memref, indices);
+    Value v;
+    SmallVector<size_t> checkedDims;
+    if (Value ok = boundsCheck(e.refIndex, indexExprs, indices, memref, checkedDims)) {
+      // Read only in bounds; outside, record the access and read zero.
+      Type elem = cast<MemRefType>(memref.getType()).getElementType();
+      auto ifOp = scf::IfOp::create(b, l, TypeRange{elem}, ok, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, l, ValueRange{memref::LoadOp::create(b, l, memref, indices)});
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      recordFailure(e.refIndex, indices, checkedDims, memref, e.loc);
+      scf::YieldOp::create(b, l, ValueRange{arith::ConstantOp::create(b, l, b.getZeroAttr(elem))});
+      v = ifOp.getResult(0);
+      b.setInsertionPointAfter(ifOp);
+    } else {
+      v = memref::LoadOp::create(b, l, memref, indices);
+    }
     switch (op.tensors[e.refIndex].elem.resolve(typeArg)) {
     case DType::I32:
     case DType::I8: return arith::IndexCastOp::create(b, l, b.getIndexType(), v);
@@ -595,7 +647,7 @@ private:
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&sum.getBody());
     scopes.emplace_back();
-    scopes.back()[e.name] = body->addArgument(b.getIndexType(), l);
+    varBounds[scopes.back()[e.name] = body->addArgument(b.getIndexType(), l)] = e.operands[0].get();
     moe::YieldOp::create(b, l, emitExpr(*e.operands[1]));
     scopes.pop_back();
     return sum.getResult();
@@ -609,11 +661,100 @@ private:
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&fold.getBody());
     scopes.emplace_back();
-    scopes.back()[e.name] = body->addArgument(b.getIndexType(), l);
+    varBounds[scopes.back()[e.name] = body->addArgument(b.getIndexType(), l)] = e.operands[0].get();
     scopes.back()[e.accName] = body->addArgument(init.getType(), l);
     moe::YieldOp::create(b, l, emitExpr(*e.operands[2]));
     scopes.pop_back();
     return fold.getResult();
+  }
+
+  //===--- Bounds checks ---------------------------------------------------===//
+
+  /// The bound expression of a domain, for, sum or fold variable, or null for any other value.
+  const Expr *boundOf(const Expr &index) {
+    if (index.kind != ExprKind::Name)
+      return nullptr;
+    for (auto it = scopes.rbegin(); it != scopes.rend(); ++it)
+      if (auto found = it->find(index.name); found != it->end()) {
+        auto bound = varBounds.find(found->second);
+        return bound == varBounds.end() ? nullptr : bound->second;
+      }
+    return nullptr;
+  }
+
+  /// Whether `index` (null: a domain variable that ranges over this very dim) stays in [0, dim): a
+  /// variable bounded by the dim itself, or `i * B + j` with i < A and j < B over a dim `A * B`.
+  bool provenInBounds(const Expr *index, const Expr &dim) {
+    if (!index)
+      return true;
+    std::string dimText = printExpr(dim);
+    if (const Expr *bound = boundOf(*index))
+      return printExpr(*bound) == dimText;
+    if (index->kind != ExprKind::Binary || index->binOp != BinOp::Add)
+      return false;
+    const Expr &product = *index->operands[0], &inner = *index->operands[1];
+    if (product.kind != ExprKind::Binary || product.binOp != BinOp::Mul)
+      return false;
+    const Expr *outerBound = boundOf(*product.operands[0]), *innerBound = boundOf(inner);
+    return outerBound && innerBound && printExpr(*innerBound) == printExpr(*product.operands[1]) &&
+           printExpr(*outerBound) + " * " + printExpr(*product.operands[1]) == dimText;
+  }
+
+  /// The condition that every index the compiler could not prove is inside its dim of the view, or null
+  /// when all are proven.
+  /// `checkedDims` receives the dims it checks.
+  Value boundsCheck(int tensorIndex, ArrayRef<const Expr *> indexExprs, ArrayRef<Value> indices, Value memref,
+                    SmallVectorImpl<size_t> &checkedDims) {
+    const TensorDecl &t = op.tensors[tensorIndex];
+    auto view = memref.getDefiningOp<moe::ViewOp>();
+    Value ok;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      if (provenInBounds(indexExprs[d], *t.shape[d].size))
+        continue;
+      checkedDims.push_back(d);
+      Location l = indices[d].getLoc();
+      Value size = view.getSizes()[d];
+      Value inside = arith::AndIOp::create(
+          b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, indices[d], constIndex(0)),
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, indices[d], size));
+      ok = ok ? Value(arith::AndIOp::create(b, l, ok, inside)) : inside;
+    }
+    return ok;
+  }
+
+  /// In the branch where an access is outside: store the first failing dim + 1 and its index in the
+  /// access's two status slots. Concurrent failures of one access each store a genuine pair.
+  /// Only the checked dims are looked at: a proven index may vary along the row (h), and the failure
+  /// branch must stay the same for every element of a vector.
+  void recordFailure(int tensorIndex, ArrayRef<Value> indices, ArrayRef<size_t> checkedDims, Value memref,
+                     const SourceLoc &at) {
+    Location l = loc(at);
+    auto view = memref.getDefiningOp<moe::ViewOp>();
+    int64_t site = int64_t(checks.size());
+    checks.push_back({tensorIndex, at.line, at.col});
+    Value dim = constIndex(0), value = constIndex(0);
+    for (size_t d : llvm::reverse(checkedDims)) { // the lowest failing dim wins
+      Value outside = arith::OrIOp::create(
+          b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, indices[d], constIndex(0)),
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, indices[d], view.getSizes()[d]));
+      dim = arith::SelectOp::create(b, l, outside, constIndex(int64_t(d) + 1), dim);
+      value = arith::SelectOp::create(b, l, outside, indices[d], value);
+    }
+    Value status = statusBuffer();
+    auto i64 = [&](Value v) { return arith::IndexCastOp::create(b, l, b.getI64Type(), v); };
+    memref::StoreOp::create(b, l, i64(dim), status, ValueRange{constIndex(2 * site)});
+    memref::StoreOp::create(b, l, i64(value), status, ValueRange{constIndex(2 * site + 1)});
+  }
+
+  /// The status argument as a memref<?xi64>; its size is set once every check is known (emit()).
+  Value statusBuffer() {
+    if (!statusView)
+      statusView = atEntry([&]() -> Value {
+        auto type = MemRefType::get({ShapedType::kDynamic}, b.getI64Type());
+        return moe::ViewOp::create(b, func.getLoc(), type, func.getArgument(statusArgIndex()),
+                                   ValueRange{constIndex(0)});
+      }).getDefiningOp();
+    return statusView->getResult(0);
   }
 
   OpBuilder &b;
@@ -627,6 +768,8 @@ private:
   std::map<int, Value> views;
   std::vector<std::map<std::string, Value>> scopes;
   std::set<std::string> needed;
+  llvm::DenseMap<Value, const Expr *> varBounds; // domain, for, sum and fold variables: their bounds
+  Operation *statusView = nullptr;
 };
 
 } // namespace
@@ -643,8 +786,11 @@ MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std
 
   Bindings known = specializationBindings(op, present, statics);
   result.kernels = planKernels(op, known);
-  for (const PlannedKernel &kernel : result.kernels)
-    KernelEmitter(b, op, typeArg, present, known).emit(*result.module, kernel);
+  for (const PlannedKernel &kernel : result.kernels) {
+    KernelEmitter emitter(b, op, typeArg, present, known);
+    emitter.emit(*result.module, kernel);
+    result.checks.push_back(std::move(emitter.checks));
+  }
   return result;
 }
 

@@ -370,16 +370,23 @@ private:
     pendingUnrolls.push_back({loop, bound});
   }
 
-  /// Fully unrolls short reductions (K <= unroll), else unrolls by the schedule's factor.
+  /// Fully unrolls short reductions (K <= unroll), else unrolls by the schedule's factor; either only
+  /// while the unrolled body stays under kMaxUnrolledOps. Inner loops are unrolled first, so the budget
+  /// bounds the code of nested reductions (sum(k < 2) sum(j < 2) ...) linearly, not 2^depth.
   void unrollLoop(scf::ForOp loop, Value bound) {
     if (unroll <= 1)
       return;
+    int64_t bodyOps = 0;
+    loop.getBody()->walk([&](Operation *) { ++bodyOps; });
     APInt trip;
-    if (matchPattern(bound, m_ConstantInt(&trip)) && trip.getSExtValue() <= unroll)
-      (void)loopUnrollFull(loop);
-    else
+    if (matchPattern(bound, m_ConstantInt(&trip)) && trip.getSExtValue() <= unroll) {
+      if (bodyOps * trip.getSExtValue() <= kMaxUnrolledOps)
+        (void)loopUnrollFull(loop);
+    } else if (bodyOps * unroll <= kMaxUnrolledOps) {
       (void)loopUnrollByFactor(loop, unroll);
+    }
   }
+  static constexpr int64_t kMaxUnrolledOps = 4096;
 
   void emitIf(scf::IfOp ifOp) {
     Location loc = ifOp.getLoc();
@@ -390,6 +397,11 @@ private:
     auto emitBranch = [&](Block &from, Block *to) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(to);
+      if (types.empty()) { // the builder already ended a result-less branch with its yield
+        b.setInsertionPoint(to->getTerminator());
+        emitOps(from);
+        return;
+      }
       emitOps(from);
       SmallVector<Value> yielded;
       for (auto [i, v] : llvm::enumerate(from.getTerminator()->getOperands()))

@@ -44,6 +44,10 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
       } else {
         s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes, isVectorizable(domain));
       }
+      if (std::string why = scheduleError(s, kind, /*requested=*/false); !why.empty()) {
+        domain.op()->emitError() << "moe-schedule: " << why;
+        return signalPassFailure();
+      }
       domain.setSchedule(ScheduleAttr::get(&getContext(), s.rowsPerBlock, s.threads, s.vector, s.unroll));
     }
   }

@@ -1,6 +1,9 @@
 //===- CudaDriver.cpp ------------------------------------------------------===//
 #include "moec/runtime/CudaDriver.h"
 
+#include <cstdint>
+#include <vector>
+
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -232,6 +235,27 @@ CUfunction CudaModule::function(const std::string &name) {
   driver.check(r, ("cuModuleGetFunction for kernel '" + name + "'").c_str());
   functions.emplace(name, f);
   return f;
+}
+
+//===- CudaBuffer ---------------------------------------------------------===//
+
+CudaBuffer::CudaBuffer(const CudaDriver &driver, size_t bytes, std::shared_ptr<const CudaContext> context)
+    : driver(driver), ctx(std::move(context)), bytes(bytes) {
+  CudaContext::Scope current(driver, ctx.get());
+  driver.check(driver.api().memAlloc(&ptr, bytes), "cuMemAlloc");
+  std::vector<uint8_t> zeros(bytes, 0);
+  if (CUresult r = driver.api().memcpyHtoD(ptr, zeros.data(), bytes); r != CUDA_SUCCESS) {
+    driver.api().memFree(ptr);
+    driver.check(r, "cuMemcpyHtoD");
+  }
+}
+
+CudaBuffer::~CudaBuffer() {
+  try { // errors are dropped, as in ~CudaModule
+    CudaContext::Scope current(driver, ctx.get());
+    driver.api().memFree(ptr);
+  } catch (const CudaError &) {
+  }
 }
 
 //===- Launch -------------------------------------------------------------===//

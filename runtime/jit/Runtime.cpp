@@ -8,6 +8,7 @@
 //   5. otherwise compile, store every stage on disk, and keep the result in memory.
 //===----------------------------------------------------------------------===//
 #include "moec/Runtime.h"
+#include "moec/runtime/KernelMetaJson.h"
 
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
@@ -51,18 +52,6 @@ std::string joined(const std::set<std::string> &values) {
   for (const std::string &v : values)
     s += (s.empty() ? "" : ",") + v;
   return s;
-}
-
-nlohmann::json toJson(const KernelMeta &k) {
-  return {{"name", k.name},
-          {"output", k.output},
-          {"schedule", {k.schedule.rowsPerBlock, k.schedule.threads, k.schedule.vector, k.schedule.unroll}},
-          {"pointPerWarp", k.pointPerWarp}};
-}
-
-KernelMeta fromJson(const nlohmann::json &j) {
-  const auto &s = j.at("schedule");
-  return {j.at("name"), j.at("output"), {s.at(0), s.at(1), s.at(2), s.at(3)}, j.at("pointPerWarp")};
 }
 
 const char *codeFile(const Target &t) { return t.kind == TargetKind::GPU ? "kernel.ptx" : "kernel.o"; }
@@ -123,7 +112,7 @@ const Runtime::OpSource &Runtime::source(const std::string &name) {
 std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, const Specialization &spec) const {
   std::map<std::string, int64_t> statics = resolveStatics(op, spec);
   std::string toolchain = spec.target.kind == TargetKind::GPU ? "nvptx " + spec.target.arch : hostToolchain();
-  return "moec kernel cache 1\ncompiler " MOEC_BUILD_ID "\nllvm " LLVM_VERSION_STRING "\nop " + op.name + " " +
+  return "moec kernel cache 2\ncompiler " MOEC_BUILD_ID "\nllvm " LLVM_VERSION_STRING "\nop " + op.name + " " +
          contentHash(source) + "\ndtype " + dsl::dtypeName(spec.dtype) + "\nstatics " + joined(statics) +
          "\npresent " + joined(spec.present) + "\ntarget " + spec.target.str() + "\ntoolchain " + toolchain +
          "\nschedule " + spec.schedule.str() + "\n";
@@ -225,7 +214,7 @@ std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Spe
     return nullptr;
   std::vector<KernelMeta> kernels;
   for (const nlohmann::json &k : entry->meta.at("kernels"))
-    kernels.push_back(fromJson(k));
+    kernels.push_back(kernelMetaFromJson(k));
   std::unique_ptr<CpuExecutable> cpu;
   if (spec.target.kind == TargetKind::CPU)
     cpu = loadHostObject(code->second);
@@ -250,7 +239,7 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
     entry.files["kernel.s"] = compiled.dumps[Stage::Asm];
   entry.meta["kernels"] = nlohmann::json::array();
   for (const KernelMeta &k : kernels)
-    entry.meta["kernels"].push_back(toJson(k));
+    entry.meta["kernels"].push_back(kernelMetaToJson(k));
   std::string hash = cacheKeyHash(key);
   if (disk->enabled())
     disk->store(hash, entry);
@@ -266,7 +255,7 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
 std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
   std::vector<KernelMeta> kernels;
   for (const KernelInfo &k : compiled.kernels)
-    kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp});
+    kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp, k.checks});
   return kernels;
 }
 

@@ -74,7 +74,7 @@ void runBundle(const BundleOptions &o) {
         Bundle::Entry e{name, spec.dtype, resolveStatics(*op, spec), {}, spec.target.str(), "", {}};
         e.present = resolvePresence(*op, spec.present, e.statics);
         for (const KernelInfo &k : compiled.kernels)
-          e.kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp});
+          e.kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp, k.checks});
         e.codeFile = name + "." + dtypeName + "." + contentHash(compiled.ptx).substr(0, 12) + ".ptx";
         entries.push_back(e);
         ptx.push_back(compiled.ptx);

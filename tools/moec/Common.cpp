@@ -26,7 +26,8 @@ std::map<std::string, int64_t> parseAssignments(const std::vector<std::string> &
     }
     if (name.empty() || text.empty() || used != text.size())
       throw CLI::ValidationError(option, "expected NAME=INTEGER, got '" + item + "'");
-    values[name] = value;
+    if (!values.emplace(name, value).second)
+      throw CLI::ValidationError(option, "'" + name + "' is given twice");
   }
   return values;
 }

@@ -38,6 +38,8 @@ void runRun(const RunOptions &o) {
     const dsl::TensorDecl *t = op->findTensor(name);
     if (!t || t->isOutput)
       throw std::runtime_error(op->name + ": '" + name + "' is not an input tensor of the op");
+    if (owned.count(name))
+      throw CLI::ValidationError("--in", "tensor '" + name + "' is given twice");
     NpyArray array = readNpy(item.substr(eq + 1));
     auto [it, _] = owned.emplace(name, HostTensor::fromNpy(array, t->elem.resolve(dtype), name));
     views[name] = it->second.view();

@@ -4,6 +4,7 @@
 #include "moec/compiler/Schedule.h"
 #include "moec/compiler/Targets/Targets.h"
 #include "moec/dsl/AST.h"
+#include "moec/dsl/KernelPlan.h"
 
 #include <map>
 #include <memory>
@@ -49,6 +50,8 @@ struct KernelInfo {
   /// GPU launch: grid.x = ceil_div(rows, rowsPerBlock), block = (threads, rowsPerBlock, 1); with
   /// pointPerWarp the grid covers every domain point (rows times the last extent) instead of rows.
   bool pointPerWarp = false;
+  /// The bounds checks the kernel reports in its status buffer (see genMoe).
+  std::vector<dsl::IndexCheck> checks;
 };
 
 /// Milliseconds spent in each part of compile().

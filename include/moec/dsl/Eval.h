@@ -24,7 +24,14 @@ struct Bindings {
 
 class EvalError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  /// `arithmetic`: the values are known but the arithmetic fails (division by zero, overflow), as
+  /// opposed to a value that is not known yet (a runtime dim) or not computable on the host.
+  explicit EvalError(const std::string &message, bool arithmetic = false)
+      : std::runtime_error(message), arithmetic(arithmetic) {}
+  bool isArithmetic() const { return arithmetic; }
+
+private:
+  bool arithmetic;
 };
 
 /// Evaluates an Int (or Bool, as 0/1) expression. Throws EvalError for a name without a value, a division

@@ -25,6 +25,14 @@ struct PathStep {
   const ForStmt *forStmt = nullptr;
 };
 
+/// A gather or scatter whose indices the compiler could not prove in bounds: the kernel checks them,
+/// skips the access when one is outside its dim, and reports it in the kernel's status buffer (two
+/// int64 per check, in order: the failing dim + 1, then the index value). The runtime names it with this.
+struct IndexCheck {
+  int tensor = 0; // index into OpDef::tensors
+  int line = 0, col = 0;
+};
+
 struct PlannedKernel {
   std::string name;             // "<op>" for a one-assignment op, else "<op>__<n>_<output>"
   const Assign *assign = nullptr;

@@ -116,6 +116,7 @@ public:
   const std::string &infoLog() const { return info; }
   /// The context the module lives in (null when none was given: the caller's current one).
   const CudaContext *context() const { return ctx.get(); }
+  const std::shared_ptr<const CudaContext> &contextShared() const { return ctx; }
 
 private:
   const CudaDriver &driver;
@@ -124,6 +125,25 @@ private:
   std::string info;
   std::mutex mutex; // guards functions
   std::unordered_map<std::string, CUfunction> functions;
+};
+
+/// Device memory in a context, zero-filled at allocation and freed (with its context current) on
+/// destruction.
+class CudaBuffer {
+public:
+  CudaBuffer(const CudaDriver &driver, size_t bytes, std::shared_ptr<const CudaContext> context);
+  ~CudaBuffer();
+  CudaBuffer(const CudaBuffer &) = delete;
+  CudaBuffer &operator=(const CudaBuffer &) = delete;
+
+  CUdeviceptr pointer() const { return ptr; }
+  size_t size() const { return bytes; }
+
+private:
+  const CudaDriver &driver;
+  std::shared_ptr<const CudaContext> ctx;
+  CUdeviceptr ptr = 0;
+  size_t bytes;
 };
 
 struct CudaDim3 {

@@ -26,6 +26,7 @@ namespace moec {
 
 class CudaDriver;
 class CudaModule;
+class CudaBuffer;
 
 inline constexpr DType f16 = DType::F16, bf16 = DType::BF16, f32 = DType::F32, i32 = DType::I32, i8 = DType::I8;
 
@@ -44,6 +45,7 @@ struct KernelMeta {
   std::string output;
   Schedule schedule;
   bool pointPerWarp = false; // GPU: the grid covers domain points, not rows (see KernelInfo)
+  std::vector<dsl::IndexCheck> checks; // what the kernel's status buffer reports (dsl/KernelPlan.h)
 };
 
 /// A specialization with its code. Exactly one of the CPU or CUDA parts is set.
@@ -76,6 +78,11 @@ struct LoadedOp {
   };
   mutable std::mutex checkedMutex;
   mutable std::unordered_map<std::string, std::shared_ptr<const CheckedCall>> checked;
+
+  /// CUDA: the kernels' bounds-check status buffer (int64[2 * most checks of a kernel]), allocated on the
+  /// first launch and shared by launches; read back only under MOEC_CHECK_INDICES=1.
+  mutable std::mutex statusMutex;
+  mutable std::shared_ptr<CudaBuffer> deviceStatus;
 };
 
 /// A handle to a loaded specialization plus the runtime attribute values it was requested with.

@@ -4,6 +4,7 @@
 #include "moec/dsl/AST.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@ using dsl::DType;
 
 enum class Device { Host, Cuda };
 
+/// The largest tensor moec handles, in bytes (256 TiB): far beyond any device, and far enough from int64
+/// overflow that every index the kernels compute fits.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+/// The element count of `shape`, or nullopt when a dim is negative or the tensor would exceed
+/// kMaxTensorBytes at `elemBytes` bytes per element (the product is computed overflow-safe).
+std::optional<int64_t> checkedElements(const std::vector<int64_t> &shape, int64_t elemBytes);
+
 /// A non-owning view of a tensor: pointer, element type, shape and strides (in elements).
 struct TensorView {
   void *data = nullptr;
@@ -21,6 +30,8 @@ struct TensorView {
   std::vector<int64_t> strides; // empty: contiguous, row-major
   Device device = Device::Host;
 
+  /// The element count; callers bind shapes with checkedElements() first (Binding does), so this cannot
+  /// overflow for a view the runtime accepted.
   int64_t elements() const;
   bool isContiguous() const;
   /// "[4, 7168]"

@@ -57,6 +57,9 @@ CudaDriverTable fakeDriver() {
     launches.push_back({{gx, gy, gz}, {bx, by, bz}, paramCount, s});
     return ok();
   };
+  t.memAlloc = [](CUdeviceptr *p, size_t) { *p = 0x40; return ok(); }; // the kernels' status buffer
+  t.memFree = [](CUdeviceptr) { return ok(); };
+  t.memcpyHtoD = [](CUdeviceptr, const void *, size_t) { return ok(); };
   t.getErrorName = [](CUresult, const char **s) { *s = "CUDA_ERROR_FAKE"; return ok(); };
   t.getErrorString = [](CUresult, const char **s) { *s = "fake"; return ok(); };
   return t;
@@ -72,7 +75,7 @@ std::pair<Bundle::Entry, std::string> compileEntry(const std::string &name, DTyp
   Bundle::Entry e{name, dtype, resolveStatics(*op, spec), {}, "ptx-sm_90", name + ".ptx", {}};
   e.present = resolvePresence(*op, with, e.statics);
   for (const KernelInfo &k : compiled.kernels)
-    e.kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp});
+    e.kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp, k.checks});
   return {e, compiled.ptx};
 }
 
@@ -104,7 +107,7 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   Kernel k = bundle->get("moe_init_routing_v2_grad", {DType::BF16, {{"H", 7168}}, {{"top_k", 8}}, {}, {}});
   EXPECT_EQ(loadedPtx, b2Ptx);
   launches.clear();
-  paramCount = 6;
+  paramCount = 7; // 3 tensors, the status buffer, N, R, active_num
   k.launch({device(DType::BF16, {4096 * 8, 7168}, 0x100000), device(DType::I32, {4096 * 8}, 0x200000)},
            {device(DType::BF16, {4096, 7168}, 0x300000)}, reinterpret_cast<void *>(0x77));
   ASSERT_EQ(launches.size(), 1u);

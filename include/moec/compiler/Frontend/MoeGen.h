@@ -18,6 +18,7 @@ namespace moec {
 struct MoeModule {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::vector<dsl::PlannedKernel> kernels; // one function each, in the order they must run
+  std::vector<std::vector<dsl::IndexCheck>> checks; // per kernel: the bounds checks it reports
 };
 
 /// A body that cannot be emitted for this specialization, e.g. it reads an optional tensor that is
@@ -35,10 +36,15 @@ public:
 /// has the same lean ABI:
 ///
 ///   (one !llvm.ptr per tensor, in declaration order (absent optional tensors too: null),
+///    one !llvm.ptr to the status buffer of the kernel's bounds checks (int64[2 * checks]),
 ///    one index per runtime dim, in declaration order,
 ///    one index per runtime attribute, in declaration order)
 ///
-/// Each argument carries `moe.arg = "tensor:NAME" | "dim:NAME" | "attr:NAME"`. Static dims and attrs are
+/// Each argument carries `moe.arg = "tensor:NAME" | "status" | "dim:NAME" | "attr:NAME"`.
+///
+/// Every gather and scatter index that is not provably inside its dim (a domain, for, sum or fold
+/// variable whose bound is that dim, or `i * B + j` over a dim `A * B`) is checked in the kernel: an
+/// access outside reads zero or stores nothing, and records itself in the status buffer (IndexCheck). Static dims and attrs are
 /// `moe.param` ops, bound later by moe-specialize. The module carries `moe.op` and `moe.dtype`.
 MoeModule genMoe(mlir::MLIRContext &context, const dsl::OpDef &op, dsl::DType typeArg,
                  const std::set<std::string> &present = {}, const std::map<std::string, int64_t> &statics = {});

@@ -1,0 +1,228 @@
+//===- HardeningTest.cpp - Hostile inputs: bounds, sizes, schedules ------===//
+//
+// Regression tests for a hostile-user review (one class each): gathers and scatters through index tensors
+// that declare no range ran unchecked (SIGSEGV, heap corruption, garbage with exit 0); element counts
+// wrapped to 0; nested reductions compiled in exponential time; schedules and attributes went unchecked.
+//===----------------------------------------------------------------------===//
+#include "moec/Runtime.h"
+#include "moec/compiler/Pipeline.h"
+#include "moec/dsl/Parser.h"
+#include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/CpuRun.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace moec;
+
+namespace {
+
+/// A built-in op, loaded once.
+const dsl::OpDef &builtinOp(const std::string &name) {
+  static std::map<std::string, std::unique_ptr<dsl::OpDef>> ops;
+  auto &op = ops[name];
+  if (!op)
+    op = loadOp(name);
+  return *op;
+}
+
+/// `text` as an op loaded from "user.moe".
+std::unique_ptr<dsl::OpDef> userOp(const std::string &text) { return dsl::loadOpText("user.moe", text); }
+
+/// Expects `f` to throw E whose message contains every one of `parts`.
+template <typename E, typename F> void expectThrowContaining(F f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const E &e) {
+    for (const std::string &p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
+  }
+}
+
+HostTensor ints(std::vector<int32_t> values) {
+  HostTensor t(DType::I32, {int64_t(values.size())});
+  std::copy(values.begin(), values.end(), static_cast<int32_t *>(t.raw()));
+  return t;
+}
+
+HostTensor iota(int64_t rows, int64_t cols) {
+  HostTensor t(DType::F32, {rows, cols});
+  for (int64_t i = 0; i < rows * cols; ++i)
+    static_cast<float *>(t.raw())[i] = float(i + 1);
+  return t;
+}
+
+const char *kGather = R"(op gather<T: f32>
+  dim N: runtime, M: runtime, H: static
+  in idx: i32[N]
+  in x: T[M, H]
+  out y: T[N, H]
+{
+  y[n, h] = x[idx[n], h]
+}
+)";
+
+TEST(BoundsChecks, GatherThroughAnUncheckedIndexIsCheckedByTheKernel) {
+  auto op = userOp(kGather);
+  HostTensor x = iota(5, 3);
+  // In range: the plain gather.
+  HostTensor good = ints({4, 0, 2});
+  CpuRunResult r = runOnCpu(*op, DType::F32, {}, {{"idx", good.view()}, {"x", x.view()}});
+  const float *y = static_cast<const float *>(r.outputs.at("y").raw());
+  for (int n = 0; n < 3; ++n)
+    for (int h = 0; h < 3; ++h)
+      EXPECT_EQ(y[n * 3 + h], float(static_cast<int32_t *>(good.raw())[n] * 3 + h + 1));
+  // -1 and M: each reported with the value, the tensor, the dim, the extent and the source location.
+  for (int32_t bad : {-1, 5, 1 << 30}) {
+    HostTensor idx = ints({1, bad, 2});
+    expectThrowContaining<ArgumentError>(
+        [&] { runOnCpu(*op, DType::F32, {}, {{"idx", idx.view()}, {"x", x.view()}}); },
+        {"user.moe:7:13", "index " + std::to_string(bad) + " into tensor 'x' dim 0", "outside [0, 5)"});
+  }
+}
+
+TEST(BoundsChecks, ScatterThroughAnUncheckedIndexIsCheckedByTheKernel) {
+  auto op2 = userOp(R"(op scatter<T: f32>
+  dim N: runtime, H: static
+  in idx: i32[N]
+  in x: T[N, H]
+  out y: T[N, H]
+{
+  y[m, h] = T(0.0)
+  for i < N {
+    y[idx[i], h] = x[i, h]
+  }
+}
+)");
+  HostTensor x = iota(4, 2);
+  HostTensor perm = ints({3, 1, 0, 2});
+  CpuRunResult r = runOnCpu(*op2, DType::F32, {}, {{"idx", perm.view()}, {"x", x.view()}});
+  const float *y = static_cast<const float *>(r.outputs.at("y").raw());
+  for (int i = 0; i < 4; ++i)
+    for (int h = 0; h < 2; ++h)
+      EXPECT_EQ(y[static_cast<int32_t *>(perm.raw())[i] * 2 + h], float(i * 2 + h + 1));
+  HostTensor bad = ints({3, 1, 4, 2});
+  expectThrowContaining<ArgumentError>(
+      [&] { runOnCpu(*op2, DType::F32, {}, {{"idx", bad.view()}, {"x", x.view()}}); },
+      {"user.moe:9:5", "index 4 into tensor 'y' dim 0", "outside [0, 4)"});
+}
+
+TEST(BoundsChecks, AGuardedGatherIsNotReported) {
+  auto op = userOp(R"(op guarded<T: f32>
+  dim N: runtime, M: runtime, H: static
+  in idx: i32[N]
+  in x: T[M, H]
+  out y: T[N, H]
+{
+  y[n, h] = idx[n] >= 0 ? x[idx[n], h] : T(0.0)
+}
+)");
+  HostTensor x = iota(2, 4), idx = ints({-1, 1});
+  CpuRunResult r = runOnCpu(*op, DType::F32, {}, {{"idx", idx.view()}, {"x", x.view()}});
+  const float *y = static_cast<const float *>(r.outputs.at("y").raw());
+  for (int h = 0; h < 4; ++h) {
+    EXPECT_EQ(y[h], 0.0f);
+    EXPECT_EQ(y[4 + h], float(4 + h + 1));
+  }
+}
+
+TEST(BoundsChecks, ProvenIndicesAreNotChecked) {
+  // B2: expanded_row_idx[n * K + k] is proven (n < N, k < K over a dim N * K); the gathered row is not.
+  const dsl::OpDef &b2 = builtinOp("moe_init_routing_v2_grad");
+  CompiledOp c = compile(b2, {DType::BF16, {{"H", 64}, {"top_k", 4}}, Target::cpu(), {}, {}});
+  ASSERT_EQ(c.kernels.size(), 1u);
+  ASSERT_EQ(c.kernels[0].checks.size(), 1u);
+  EXPECT_EQ(b2.tensors[c.kernels[0].checks[0].tensor].name, "grad_expanded_x");
+}
+
+TEST(Sizes, ElementCountsThatOverflowAreRejected) {
+  auto op = userOp(R"(op square<T: f32>
+  dim N: runtime, M: runtime
+  in x: T[N, M]
+  out y: T[M, M]
+{
+  y[i, j] = T(0.0)
+}
+)");
+  // (0, 2^62): empty, but its row stride alone is past any limit.
+  TensorView huge{reinterpret_cast<void *>(64), DType::F32, {0, int64_t(1) << 62}};
+  expectThrowContaining<ArgumentError>([&] { bindCall(*op, DType::F32, {}, {{"x", huge}}); },
+                                       {"tensor 'x'", "[0, 4611686018427387904]", "limit"});
+  // An empty input whose shape makes an output of 2^62 elements: named, not wrapped to 0.
+  TensorView wide{reinterpret_cast<void *>(64), DType::F32, {0, int64_t(1) << 31}};
+  expectThrowContaining<ArgumentError>([&] { bindCall(*op, DType::F32, {}, {{"x", wide}}); },
+                                       {"output 'y'", "[2147483648, 2147483648]", "limit"});
+}
+
+TEST(Sizes, HostTensorsNameTheirLimit) {
+  expectThrowContaining<std::length_error>([] { HostTensor(DType::F32, {int64_t(1) << 40, 1 << 20}); },
+                                           {"[1099511627776, 1048576]", "limit"});
+}
+
+TEST(Schedules, InvalidSchedulesAreRejectedBeforeCompiling) {
+  const dsl::OpDef &b2 = builtinOp("moe_init_routing_v2_grad");
+  auto compileWith = [&](Schedule s, Target t) {
+    compile(b2, {DType::BF16, {{"H", 64}, {"top_k", 4}}, t, s, {}});
+  };
+  expectThrowContaining<CompileError>([&] { compileWith({0, 100000, 0, 0}, Target::ptx("sm_90")); },
+                                      {"schedule threads is 100000"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 48, 0, 0}, Target::ptx("sm_90")); },
+                                      {"multiple of 32"});
+  expectThrowContaining<CompileError>([&] { compileWith({8, 256, 0, 0}, Target::ptx("sm_90")); },
+                                      {"at most 1024"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 3, 0}, Target::cpu()); }, {"schedule vector is 3"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 0, -8, 0}, Target::cpu()); }, {"schedule vector is -8"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 0, -1}, Target::cpu()); }, {"schedule unroll is -1"});
+  expectThrowContaining<CompileError>([&] { compileWith({-1, 0, 0, 0}, Target::cpu()); },
+                                      {"schedule rows per block is -1"});
+  EXPECT_NO_THROW(compileWith({2, 64, 8, 4}, Target::ptx("sm_90")));
+}
+
+TEST(Attributes, AnAttributeAndItsAliasTogetherAreAnError) {
+  const dsl::OpDef &b2 = builtinOp("moe_init_routing_v2_grad");
+  HostTensor g(DType::F32, {4, 8}), idx = ints({0, 1, 2, 3});
+  expectThrowContaining<ArgumentError>(
+      [&] { bindCall(b2, DType::F32, {{"top_k", 2}, {"K", 2}}, {{"grad_expanded_x", g.view()}, {"expanded_row_idx", idx.view()}}); },
+      {"'top_k' is given twice", "alias 'K'"});
+  expectThrowContaining<CompileError>(
+      [&] { compile(b2, {DType::F32, {{"H", 8}, {"top_k", 2}, {"K", 2}}, Target::cpu(), {}, {}}); },
+      {"'top_k' is given twice"});
+}
+
+TEST(Requires, ACompileTimeRequireFailurePointsAtItsSource) {
+  auto op = userOp(R"(op t<T: f32>
+  dim N: runtime, H: static
+  in x: T[N, H]
+  out y: T[N, H]
+  require H % 4 == 0 : "H must be a multiple of 4"
+  require 64 / (H - 4) > 0 : "never zero"
+{
+  y[n, h] = x[n, h]
+}
+)");
+  // The location is the condition's operator, with the source line and a caret under it.
+  expectThrowContaining<CompileError>([&] { compile(*op, {DType::F32, {{"H", 10}}, Target::cpu(), {}, {}}); },
+                                      {"user.moe:5:17: error:", "H must be a multiple of 4", "\n                ^"});
+  expectThrowContaining<CompileError>([&] { compile(*op, {DType::F32, {{"H", 4}}, Target::cpu(), {}, {}}); },
+                                      {"user.moe:6:24: error:", "division by zero"});
+}
+
+TEST(CompileTime, NestedReductionsCompileToLinearCode) {
+  // 2^14 copies of the body before: 14 nested sum(k < 2) took more than 30 s.
+  std::string body = "f32(x[n, h])";
+  for (int i = 0; i < 14; ++i)
+    body = "sum(k" + std::to_string(i) + " < 2) (" + body + ")";
+  auto op = userOp("op nest<T: f32>\n dim N: runtime, H: static\n in x: T[N, H]\n out y: T[N, H]\n{\n y[n, h] = T(" +
+                   body + ")\n}\n");
+  for (Target t : {Target::cpu(), Target::ptx("sm_90")}) {
+    CompileOptions o;
+    o.dump = {Stage::Loops};
+    CompiledOp c = compile(*op, {DType::F32, {{"H", 64}}, t, {}, {}}, o);
+    size_t lines = std::count(c.dumps.at(Stage::Loops).begin(), c.dumps.at(Stage::Loops).end(), '\n');
+    EXPECT_LT(lines, 1000u) << t.str();
+  }
+}
+
+} // namespace
