@@ -14,13 +14,14 @@
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DiskCache.h"
+#include "moec/runtime/Files.h"
+#include "moec/runtime/KernelJson.h"
 
 #include "llvm/Config/llvm-config.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 namespace moec {
@@ -51,18 +52,6 @@ std::string joined(const std::set<std::string> &values) {
   for (const std::string &v : values)
     s += (s.empty() ? "" : ",") + v;
   return s;
-}
-
-nlohmann::json toJson(const KernelMeta &k) {
-  return {{"name", k.name},
-          {"output", k.output},
-          {"schedule", {k.schedule.rowsPerBlock, k.schedule.threads, k.schedule.vector, k.schedule.unroll}},
-          {"pointPerWarp", k.pointPerWarp}};
-}
-
-KernelMeta fromJson(const nlohmann::json &j) {
-  const auto &s = j.at("schedule");
-  return {j.at("name"), j.at("output"), {s.at(0), s.at(1), s.at(2), s.at(3)}, j.at("pointPerWarp")};
 }
 
 const char *codeFile(const Target &t) { return t.kind == TargetKind::GPU ? "kernel.ptx" : "kernel.o"; }
@@ -110,13 +99,9 @@ const Runtime::OpSource &Runtime::source(const std::string &name) {
   if (it != sources.end())
     return it->second;
   OpSource s;
-  if (const BuiltinOp *builtin = findBuiltinOp(name)) {
-    s.source = builtin->source;
-  } else {
-    std::ifstream in(name, std::ios::binary);
-    s.source.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  s.op = loadOp(name);
+  s.op = loadOp(name); // first: it reports an unknown op, and reads only a regular file
+  const BuiltinOp *builtin = findBuiltinOp(name);
+  s.source = builtin ? std::string(builtin->source) : readRegularFile(name);
   return sources.emplace(name, std::move(s)).first->second;
 }
 
@@ -217,19 +202,33 @@ std::shared_ptr<const LoadedOp> Runtime::load(const OpSource &src, const Special
 
 std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Specialization &spec,
                                                   const std::string &key) {
-  std::optional<DiskCache::Entry> entry = disk->load(cacheKeyHash(key), key);
+  std::string hash = cacheKeyHash(key);
+  std::optional<DiskCache::Entry> entry = disk->load(hash, key);
   if (!entry)
     return nullptr;
-  auto code = entry->files.find(codeFile(spec.target));
-  if (code == entry->files.end())
+  // DiskCache checked the files against meta.json; whatever fails from here on (a kernel record, the
+  // object or PTX refusing to load, a kernel missing from it) also means a bad entry: it is reported,
+  // removed and recompiled, never an error on every later run.
+  try {
+    auto code = entry->files.find(codeFile(spec.target));
+    if (code == entry->files.end())
+      throw std::runtime_error(std::string("no ") + codeFile(spec.target));
+    const nlohmann::json &records = entry->meta.at("kernels");
+    if (!records.is_array() || records.empty())
+      throw std::runtime_error("meta.json: 'kernels' must be a non-empty list");
+    std::vector<KernelMeta> kernels;
+    for (size_t i = 0; i < records.size(); ++i)
+      kernels.push_back(
+          kernelMetaFromJson(records[i], spec.target.kind, "meta.json: kernels[" + std::to_string(i) + "]"));
+    std::unique_ptr<CpuExecutable> cpu;
+    if (spec.target.kind == TargetKind::CPU)
+      cpu = loadHostObject(code->second);
+    return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver,
+                        cudaContext);
+  } catch (const std::exception &e) {
+    disk->discard(hash, e.what());
     return nullptr;
-  std::vector<KernelMeta> kernels;
-  for (const nlohmann::json &k : entry->meta.at("kernels"))
-    kernels.push_back(fromJson(k));
-  std::unique_ptr<CpuExecutable> cpu;
-  if (spec.target.kind == TargetKind::CPU)
-    cpu = loadHostObject(code->second);
-  return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver, cudaContext);
+  }
 }
 
 std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const Specialization &spec,
@@ -250,7 +249,7 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
     entry.files["kernel.s"] = compiled.dumps[Stage::Asm];
   entry.meta["kernels"] = nlohmann::json::array();
   for (const KernelMeta &k : kernels)
-    entry.meta["kernels"].push_back(toJson(k));
+    entry.meta["kernels"].push_back(kernelMetaToJson(k));
   std::string hash = cacheKeyHash(key);
   if (disk->enabled())
     disk->store(hash, entry);
@@ -258,7 +257,8 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
     for (const auto &[file, text] : entry.files)
       if (file != "kernel.o") {
         std::filesystem::create_directories(*options.dumpDir);
-        std::ofstream(*options.dumpDir / (src.op->name + "-" + hash.substr(0, 8) + "." + file)) << text;
+        std::string name = src.op->name + "-" + hash.substr(0, 8) + "." + file;
+        writeFileReplacing((*options.dumpDir / name).string(), {text});
       }
   return makeLoadedOp(src.op, spec, std::move(kernels), artifact, std::move(compiled.cpu), options.driver, cudaContext);
 }
