@@ -326,6 +326,76 @@ TEST(Runtime, EveryUnusableEntryIsReportedRemovedAndRebuilt) {
   }
 }
 
+namespace {
+
+int failingModuleLoads = 0; // the fake driver fails this many module loads, then succeeds
+
+/// A driver with one device whose module loads fail while failingModuleLoads > 0.
+CudaDriverTable flakyModuleDriver() {
+  CudaDriverTable t;
+  t.init = [](unsigned) { return CUDA_SUCCESS; };
+  t.deviceGet = [](CUdevice *d, int) { *d = 0; return CUDA_SUCCESS; };
+  t.deviceGetCount = [](int *n) { *n = 1; return CUDA_SUCCESS; };
+  t.deviceGetAttribute = [](int *v, CUdevice_attribute a, CUdevice) {
+    *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+    return CUDA_SUCCESS;
+  };
+  t.deviceGetName = [](char *name, int, CUdevice) { std::strcpy(name, "fake H200"); return CUDA_SUCCESS; };
+  t.devicePrimaryCtxRetain = [](CUcontext *c, CUdevice) {
+    *c = reinterpret_cast<CUcontext>(0x10);
+    return CUDA_SUCCESS;
+  };
+  t.devicePrimaryCtxRelease = [](CUdevice) { return CUDA_SUCCESS; };
+  t.ctxSetCurrent = [](CUcontext) { return CUDA_SUCCESS; };
+  t.ctxGetCurrent = [](CUcontext *c) { *c = nullptr; return CUDA_SUCCESS; };
+  t.moduleLoadDataEx = [](CUmodule *m, const void *, unsigned, CUjit_option *, void **) {
+    if (failingModuleLoads > 0) {
+      --failingModuleLoads;
+      return CUDA_ERROR_INVALID_PTX;
+    }
+    *m = reinterpret_cast<CUmodule>(0x20);
+    return CUDA_SUCCESS;
+  };
+  t.moduleUnload = [](CUmodule) { return CUDA_SUCCESS; };
+  t.moduleGetFunction = [](CUfunction *f, CUmodule, const char *) {
+    *f = reinterpret_cast<CUfunction>(0x30);
+    return CUDA_SUCCESS;
+  };
+  t.getErrorName = [](CUresult, const char **s) { *s = "CUDA_ERROR_INVALID_PTX"; return CUDA_SUCCESS; };
+  t.getErrorString = [](CUresult, const char **s) { *s = "invalid PTX"; return CUDA_SUCCESS; };
+  return t;
+}
+
+} // namespace
+
+TEST(Runtime, PtxThatDoesNotLoadFromTheCacheIsRebuilt) {
+  fs::path dir = freshDir("ptx");
+  auto driver = CudaDriver::fromTable(flakyModuleDriver());
+  auto makeRuntime = [&](std::vector<std::string> &warnings) {
+    Runtime::Options o;
+    o.target = Target::ptx("sm_90");
+    o.driver = driver.get();
+    o.cacheDir = dir;
+    o.warn = [&warnings](const std::string &w) { warnings.push_back(w); };
+    return std::make_unique<Runtime>(std::move(o));
+  };
+  std::vector<std::string> coldWarnings, warnings;
+  makeRuntime(coldWarnings)->get("moe_init_routing_v2_grad", b2Request(64, 2));
+  ASSERT_TRUE(coldWarnings.empty());
+
+  failingModuleLoads = 1; // the cached PTX will not load (a driver that rejects it, a damaged module)
+  auto rt = makeRuntime(warnings);
+  Kernel k;
+  ASSERT_NO_THROW(k = rt->get("moe_init_routing_v2_grad", b2Request(64, 2)));
+  EXPECT_TRUE(k.specialization().onGpu());
+  EXPECT_EQ(rt->stats().compiles, 1u);
+  EXPECT_EQ(rt->stats().diskHits, 0u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("is corrupt ("), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("CUDA_ERROR_INVALID_PTX"), std::string::npos) << warnings[0];
+  failingModuleLoads = 0;
+}
+
 TEST(Runtime, UnwritableCacheDirFallsBackToMemory) {
   fs::path base = freshDir("ro");
   fs::create_directories(base);
