@@ -238,8 +238,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
       throw CompileError(e.what());
     }
   }
-  if (std::string why = scheduleError(spec.schedule, spec.target.kind, /*requested=*/true); !why.empty())
-    throw CompileError(op.name + ": " + why);
+  if (std::string why = scheduleProblem(spec.schedule, spec.target.kind, /*requested=*/true); !why.empty())
+    throw CompileError(op.name + ": schedule " + why);
   std::map<std::string, int64_t> statics = resolveStatics(op, spec);
   std::set<std::string> present = resolvePresence(op, spec.present, statics);
   auto wants = [&](Stage s) { return options.dump.count(s) > 0; };

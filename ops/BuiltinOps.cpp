@@ -2,6 +2,7 @@
 #include "moec/ops/BuiltinOps.h"
 
 #include "moec/dsl/Parser.h"
+#include "moec/runtime/Files.h"
 
 #include <filesystem>
 #include <stdexcept>
@@ -18,8 +19,8 @@ const BuiltinOp *findBuiltinOp(const std::string &name) {
 std::unique_ptr<dsl::OpDef> loadOp(const std::string &nameOrPath) {
   if (const BuiltinOp *op = findBuiltinOp(nameOrPath))
     return dsl::loadOpText(op->path, op->source);
-  if (std::filesystem::exists(nameOrPath))
-    return dsl::loadOpFile(nameOrPath);
+  if (std::filesystem::exists(nameOrPath)) // only a regular file: a FIFO would block the read forever
+    return dsl::loadOpText(nameOrPath, readRegularFile(nameOrPath));
   std::string known;
   for (const BuiltinOp &op : builtinOps())
     known += std::string(known.empty() ? "" : ", ") + op.name;

@@ -1,13 +1,14 @@
 //===- Bundle.cpp - Ahead-of-time kernels, loaded without a compiler ------===//
 #include "moec/runtime/Bundle.h"
-#include "moec/runtime/KernelMetaJson.h"
 
 #include "moec/dsl/Parser.h"
 #include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/Files.h"
+#include "moec/runtime/KernelJson.h"
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
+#include <algorithm>
 
 namespace moec {
 
@@ -15,18 +16,58 @@ namespace {
 
 constexpr int kFormat = 2; // 2: kernels take a status buffer for their bounds checks
 
-std::string readFile(const std::filesystem::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error("cannot read '" + path.string() + "'");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+/// Only regular files: a FIFO in a bundle would block the read forever.
+std::string readFile(const std::filesystem::path &path) { return readRegularFile(path.string()); }
 
 void writeFile(const std::filesystem::path &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out.flush())
-    throw std::runtime_error("cannot write '" + path.string() + "'");
+  writeFileReplacing(path.string(), {text});
+}
+
+/// `name`, a file the bundle names in `field`, as a path inside `dir`: a relative name with no "..", which
+/// resolves (symlinks followed) to somewhere inside the bundle, so a bundle cannot make us read
+/// /etc/passwd or ../../secret.
+std::filesystem::path fileInBundle(const std::filesystem::path &dir, const std::string &name,
+                                   const std::string &where, const std::string &field) {
+  std::filesystem::path rel(name);
+  auto fail = [&](const std::string &why) {
+    throw std::runtime_error(where + ": '" + field + "': '" + name + "' " + why);
+  };
+  if (name.empty() || rel.is_absolute() || name.find('\0') != std::string::npos)
+    fail("must be a relative file name inside the bundle directory");
+  for (const auto &part : rel)
+    if (part == "..")
+      fail("must not contain '..'");
+  std::error_code ec;
+  std::filesystem::path root = std::filesystem::weakly_canonical(dir, ec);
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(dir / rel, ec);
+  auto [rootEnd, _] = std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end());
+  if (ec || rootEnd != root.end() || resolved == root)
+    fail("resolves to '" + resolved.string() + "', outside the bundle directory '" + root.string() + "'");
+  return dir / rel;
+}
+
+/// Static values: each a static dim (in [1, 2^31)) or static attribute (a bool one 0 or 1; others in
+/// [-2^31, 2^31), since -1 is a common "not given" default) of `op`, passing the op's own `require`s.
+std::map<std::string, int64_t> staticsFromJson(const nlohmann::json &j, const dsl::OpDef &op,
+                                               const std::string &where) {
+  if (!j.is_object())
+    throw std::runtime_error(where + ": 'statics' must be an object, got " + j.dump());
+  std::map<std::string, int64_t> statics;
+  for (const auto &[name, value] : j.items()) {
+    const dsl::DimDecl *dim = op.findDim(name);
+    const dsl::AttrDecl *attr = op.findAttr(name);
+    if (!(dim && dim->isStatic) && !(attr && attr->isStatic))
+      throw std::runtime_error(where + ": 'statics': '" + name + "' is not a static dim or attribute of " + op.name);
+    constexpr int64_t kLimit = int64_t(1) << 31;
+    int64_t min = dim ? 1 : attr->isBool ? 0 : -kLimit, max = attr && attr->isBool ? 1 : kLimit - 1;
+    statics[name] = integerField(j, name, min, max, where + ": 'statics'");
+  }
+  // The op's own `require`s that the static values alone decide.
+  dsl::Bindings known = dsl::specializationBindings(op, {}, statics);
+  for (const dsl::Require &r : op.requires_)
+    if (dsl::decide(*r.cond, known) == false)
+      throw std::runtime_error(where + ": 'statics' fail the op's check: " + r.message);
+  return statics;
 }
 
 std::string describe(const Bundle::Entry &e) {
@@ -84,29 +125,37 @@ void Bundle::write(const std::filesystem::path &dir, const std::vector<Entry> &e
 std::unique_ptr<Bundle> Bundle::open(const std::filesystem::path &dir, const CudaDriver &driver) {
   std::unique_ptr<Bundle> b(new Bundle(dir, driver));
   std::filesystem::path indexPath = dir / "bundle.json";
+  std::string file = "'" + indexPath.string() + "'";
   try {
     nlohmann::json index = nlohmann::json::parse(readFile(indexPath));
     if (index.at("format") != kFormat)
-      throw std::runtime_error("unsupported bundle format " + index.at("format").dump());
-    for (const auto &[name, file] : index.at("ops").items())
-      b->ops[name] = dsl::loadOpText((dir / file.get<std::string>()).string(), readFile(dir / file.get<std::string>()));
+      throw std::runtime_error(file + ": unsupported bundle format " + index.at("format").dump());
+    for (const auto &[name, source] : index.at("ops").items()) {
+      std::filesystem::path path = fileInBundle(dir, source.get<std::string>(), file, "ops." + name);
+      b->ops[name] = dsl::loadOpText(path.string(), readFile(path));
+    }
+    size_t i = 0;
     for (const nlohmann::json &j : index.at("entries")) {
+      std::string where = file + ": entries[" + std::to_string(i++) + "]";
       Entry e;
       e.op = j.at("op");
       auto dtype = dsl::parseDType(j.at("dtype"));
       if (!dtype || !b->ops.count(e.op))
-        throw std::runtime_error("entry for '" + e.op + "' has an unknown dtype or op");
+        throw std::runtime_error(where + ": entry for '" + e.op + "' has an unknown dtype or op");
       e.dtype = *dtype;
-      e.statics = j.at("statics").get<std::map<std::string, int64_t>>();
+      e.statics = staticsFromJson(j.at("statics"), *b->ops.at(e.op), where);
       e.present = j.at("present").get<std::set<std::string>>();
       e.target = j.at("target");
       e.codeFile = j.at("code");
-      for (const nlohmann::json &k : j.at("kernels"))
-        e.kernels.push_back(kernelMetaFromJson(k));
+      fileInBundle(dir, e.codeFile, where, "code");
+      size_t k = 0;
+      for (const nlohmann::json &kernel : j.at("kernels"))
+        e.kernels.push_back(
+            kernelMetaFromJson(kernel, TargetKind::GPU, where + ": kernels[" + std::to_string(k++) + "]"));
       b->list.push_back(std::move(e));
     }
   } catch (const nlohmann::json::exception &error) {
-    throw std::runtime_error("'" + indexPath.string() + "' is malformed: " + error.what());
+    throw std::runtime_error(file + " is malformed: " + error.what());
   }
   return b;
 }

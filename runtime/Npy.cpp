@@ -8,15 +8,12 @@
 //===----------------------------------------------------------------------===//
 #include "moec/runtime/Npy.h"
 
+#include "moec/runtime/Files.h"
+
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
-#include <memory>
 #include <optional>
-#include <random>
 #include <stdexcept>
 
 namespace moec {
@@ -46,8 +43,6 @@ const TypeInfo &typeInfo(NpyType t) { return kTypes[static_cast<size_t>(t)]; }
 [[noreturn]] void fail(const std::string &path, const std::string &reason) {
   throw std::runtime_error(path + ": " + reason);
 }
-
-std::string errnoText(int err) { return std::strerror(err); }
 
 /// Python's repr of a shape tuple: "()", "(3,)", "(2, 3)".
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -226,24 +221,6 @@ int64_t dataBytes(const std::string &path, const std::vector<int64_t> &shape, in
   return total;
 }
 
-struct FileCloser {
-  void operator()(std::FILE *f) const { std::fclose(f); }
-};
-
-std::vector<uint8_t> readFile(const std::string &path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file)
-    fail(path, "cannot open: " + errnoText(errno));
-  std::error_code ec;
-  auto size = std::filesystem::file_size(path, ec);
-  if (ec)
-    fail(path, "cannot read: " + ec.message());
-  std::vector<uint8_t> bytes(size);
-  if (!bytes.empty() && std::fread(bytes.data(), 1, bytes.size(), file.get()) != bytes.size())
-    fail(path, "cannot read: " + errnoText(errno));
-  return bytes;
-}
-
 uint32_t readLittleEndian(const uint8_t *p, size_t n) {
   uint32_t v = 0;
   for (size_t i = 0; i < n; ++i)
@@ -278,41 +255,6 @@ std::string headerImage(const NpyArray &array) {
   return image;
 }
 
-/// Creates `path.tmp<random>` for writing; fails if it cannot.
-std::FILE *createTempNextTo(const std::string &path, std::string &tempPath) {
-  std::random_device random;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".tmp%08x%08x", random(), random());
-    tempPath = path + suffix;
-    if (std::FILE *file = std::fopen(tempPath.c_str(), "wbx")) // 'x': fail if it exists
-      return file;
-    if (errno != EEXIST)
-      break;
-  }
-  fail(path, "cannot create a temporary file next to it: " + errnoText(errno));
-}
-
-/// Writes to a temporary file then renames it over `path`, so readers never see a partial file.
-void writeAtomically(const std::string &path, const std::string &header, const std::vector<uint8_t> &data) {
-  std::string tempPath;
-  std::FILE *file = createTempNextTo(path, tempPath);
-  bool ok = std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
-            (data.empty() || std::fwrite(data.data(), 1, data.size(), file) == data.size());
-  ok = std::fclose(file) == 0 && ok; // fclose flushes, so it can fail too (disk full)
-  if (!ok) {
-    int err = errno;
-    std::remove(tempPath.c_str());
-    fail(path, "cannot write: " + errnoText(err));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tempPath, path, ec);
-  if (ec) {
-    std::remove(tempPath.c_str());
-    fail(path, "cannot write: " + ec.message());
-  }
-}
-
 } // namespace
 
 int64_t NpyArray::elements() const {
@@ -327,7 +269,8 @@ const char *npyTypeName(NpyType t) { return typeInfo(t).name; }
 int npyTypeBytes(NpyType t) { return typeInfo(t).bytes; }
 
 NpyArray readNpy(const std::string &path) {
-  std::vector<uint8_t> bytes = readFile(path);
+  // Only a regular file: a FIFO (`--in x=fifo`) would block the read forever.
+  std::vector<uint8_t> bytes = readRegularFileBytes(path);
   if (bytes.size() < kMagicSize + 2 || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0)
     fail(path, "not a .npy file (bad magic)");
   int major = bytes[kMagicSize], minor = bytes[kMagicSize + 1];
@@ -371,7 +314,9 @@ void writeNpy(const std::string &path, const NpyArray &array) {
   if (array.data.size() != expected)
     fail(path, "cannot write: shape " + shapeText(array.shape) + " of " + npyTypeName(array.type) + " needs " +
                    std::to_string(expected) + " bytes of data, the array holds " + std::to_string(array.data.size()));
-  writeAtomically(path, headerImage(array), array.data);
+  std::string header = headerImage(array);
+  std::string_view data(reinterpret_cast<const char *>(array.data.data()), array.data.size());
+  writeFileReplacing(path, {header, data});
 }
 
 } // namespace moec

@@ -44,7 +44,7 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
       } else {
         s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes, isVectorizable(domain));
       }
-      if (std::string why = scheduleError(s, kind, /*requested=*/false); !why.empty()) {
+      if (std::string why = scheduleProblem(s, kind); !why.empty()) {
         domain.op()->emitError() << "moe-schedule: " << why;
         return signalPassFailure();
       }

@@ -3,12 +3,17 @@
 // Layout and concurrency model: see DiskCache.h. Names starting with '.' are never entries: they are
 // temp directories (".tmp-<keyHash>-<pid>-<tid>-<random>"), either being filled by store() or holding
 // an entry renamed aside for deletion.
+//
+// The cache directory may be shared with files that are not moec's (a mis-set MOEC_CACHE_DIR), so
+// clear() and list() touch only what moec wrote: a directory named by a key hash whose meta.json holds
+// that key, and temp directories named as above.
 //===----------------------------------------------------------------------===//
 #include "moec/runtime/DiskCache.h"
 
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
@@ -30,7 +35,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kFormat = 1; // meta.json layout version
+// meta.json layout version. 2: a checksum over the rest of meta.json (the kernel list decides what
+// code runs, so an edit of it must read as corruption).
+constexpr int kFormat = 2;
 constexpr const char *kMetaFile = "meta.json";
 constexpr const char *kTempPrefix = ".tmp-";
 // A temp directory this old is left over from a crashed process: a store takes well under a second.
@@ -75,6 +82,38 @@ std::string hash128(const void *data, size_t size) {
   return hex;
 }
 
+bool isHex(const std::string &s, size_t begin, size_t count) {
+  if (s.size() < begin + count)
+    return false;
+  return std::all_of(s.begin() + begin, s.begin() + begin + count,
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+/// 32 lowercase hex digits: the name of an entry directory.
+bool isKeyHash(const std::string &name) { return name.size() == 32 && isHex(name, 0, 32); }
+
+/// ".tmp-<keyHash>-<pid>-<tid>-<random>", as tempName() makes them.
+bool isTempName(const std::string &name) {
+  std::string prefix = kTempPrefix;
+  if (name.rfind(prefix, 0) != 0 || !isHex(name, prefix.size(), 32))
+    return false;
+  std::string rest = name.substr(prefix.size() + 32);
+  int dashes = 0;
+  for (char c : rest) {
+    if (c == '-')
+      ++dashes;
+    else if (!std::isxdigit(static_cast<unsigned char>(c)))
+      return false;
+  }
+  return dashes == 3 && rest[0] == '-';
+}
+
+/// The checksum stored in meta.json: over the canonical dump (sorted keys) of everything else in it.
+std::string metaChecksum(json meta) {
+  meta.erase("checksum");
+  return contentHash(meta.dump());
+}
+
 /// A name that stays inside its directory and is not reserved (temp dirs start with '.').
 bool isPlainName(const std::string &name) {
   return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
@@ -109,10 +148,13 @@ int writeFileAt(int dirFd, const std::string &name, const std::string &bytes) {
 }
 
 std::string readFileAt(int dirFd, const std::string &name) {
-  Fd fd(::openat(dirFd, name.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO planted in an entry must not hang; O_NOFOLLOW: no links out of it.
+  Fd fd(::openat(dirFd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
   struct stat st;
   if (!fd || ::fstat(fd.get(), &st) != 0)
     throw CorruptEntry(name + ": " + errnoText(errno));
+  if (!S_ISREG(st.st_mode))
+    throw CorruptEntry("'" + name + "' is not a regular file");
   std::string bytes(size_t(st.st_size), '\0');
   size_t done = 0;
   while (done < bytes.size()) {
@@ -146,20 +188,54 @@ std::string readArtifact(int dirFd, const std::string &name, const json &record)
   return bytes;
 }
 
-/// Reads and verifies the entry open at `dirFd`; nullopt if it belongs to another key text.
-std::optional<DiskCache::Entry> readEntry(int dirFd, const std::string &keyText) {
+/// Parses meta.json of the entry open at `dirFd` and checks its format and checksum.
+json readMeta(int dirFd) {
   try {
     json meta = json::parse(readFileAt(dirFd, kMetaFile));
     if (meta.at("format") != kFormat)
       throw CorruptEntry("meta.json: unknown format " + meta.at("format").dump());
-    if (meta.at("key").get<std::string>() != keyText)
-      return std::nullopt; // an XXH3-128 collision: not ours, but not corrupt either
+    if (meta.at("checksum").get<std::string>() != metaChecksum(meta))
+      throw CorruptEntry("meta.json: checksum mismatch (the file was edited or damaged)");
+    meta.at("key").get<std::string>();
+    if (!meta.at("files").is_object() || meta.at("files").empty())
+      throw CorruptEntry("meta.json: no files");
+    return meta;
+  } catch (const json::exception &e) {
+    throw CorruptEntry(std::string("meta.json: ") + e.what());
+  }
+}
+
+/// Reads and verifies the entry open at `dirFd`; nullopt if it belongs to another key text.
+std::optional<DiskCache::Entry> readEntry(int dirFd, const std::string &keyText) {
+  json meta = readMeta(dirFd);
+  if (meta.at("key").get<std::string>() != keyText)
+    return std::nullopt; // an XXH3-128 collision: not ours, but not corrupt either
+  try {
     DiskCache::Entry entry{keyText, {}, meta.value("user", json())};
     for (const auto &[name, record] : meta.at("files").items())
       entry.files.emplace(name, readArtifact(dirFd, name, record));
     return entry;
   } catch (const json::exception &e) {
     throw CorruptEntry(std::string("meta.json: ") + e.what());
+  }
+}
+
+/// Whether `dirent` is an entry moec wrote: a real directory named by a key hash, holding a meta.json
+/// whose key has that hash. A damaged entry still qualifies (clear() removes it); a foreign directory,
+/// even one named like a hash, does not.
+bool isMoecEntry(const fs::directory_entry &dirent) {
+  std::string name = dirent.path().filename().string();
+  std::error_code ec;
+  if (!isKeyHash(name) || !dirent.is_directory(ec) || dirent.is_symlink(ec))
+    return false;
+  Fd dirFd(::open(dirent.path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dirFd)
+    return false;
+  try {
+    json meta = json::parse(readFileAt(dirFd.get(), kMetaFile));
+    return meta.at("format").is_number_integer() && cacheKeyHash(meta.at("key").get<std::string>()) == name;
+  } catch (const std::exception &) {
+    return false;
   }
 }
 
@@ -187,11 +263,13 @@ json metaFor(const DiskCache::Entry &entry) {
   for (const auto &[name, bytes] : entry.files)
     files[name] = {{"size", bytes.size()}, {"hash", contentHash(bytes)}};
   auto now = std::chrono::system_clock::now().time_since_epoch();
-  return {{"format", kFormat},
-          {"key", entry.keyText},
-          {"created", std::chrono::duration_cast<std::chrono::seconds>(now).count()},
-          {"files", files},
-          {"user", entry.meta}};
+  json meta = {{"format", kFormat},
+               {"key", entry.keyText},
+               {"created", std::chrono::duration_cast<std::chrono::seconds>(now).count()},
+               {"files", files},
+               {"user", entry.meta}};
+  meta["checksum"] = metaChecksum(meta);
+  return meta;
 }
 
 /// Fills the fresh directory `tmp` with the entry's files and meta.json (written last), all fsynced.
@@ -225,13 +303,13 @@ bool isStaleTemp(const fs::directory_entry &dirent) {
 
 std::optional<DiskCache::EntryInfo> entryInfo(const fs::directory_entry &dirent) {
   std::string keyHash = dirent.path().filename().string();
-  if (!isPlainName(keyHash) || !dirent.is_directory())
+  if (!isMoecEntry(dirent))
     return std::nullopt;
-  Fd dirFd(::open(dirent.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd dirFd(::open(dirent.path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dirFd)
     return std::nullopt;
   try {
-    json meta = json::parse(readFileAt(dirFd.get(), kMetaFile));
+    json meta = readMeta(dirFd.get());
     DiskCache::EntryInfo info{keyHash, meta.at("key").get<std::string>(), 0,
                               std::chrono::system_clock::time_point(
                                   std::chrono::seconds(meta.at("created").get<int64_t>())),
@@ -326,10 +404,21 @@ std::optional<DiskCache::Entry> DiskCache::load(const std::string &keyHash, cons
   }
 }
 
+void DiskCache::discard(const std::string &keyHash, const std::string &reason) {
+  if (!enabled())
+    return;
+  checkName(keyHash, "key hash");
+  fs::path path = dir_ / keyHash;
+  reportCorrupt(path, reason);
+  removeEntry(dir_, path);
+}
+
 void DiskCache::store(const std::string &keyHash, const Entry &entry) {
   if (!enabled())
     return;
   checkName(keyHash, "key hash");
+  if (entry.files.empty()) // load() reads an entry without files as corrupt
+    throw std::invalid_argument("moec: a cache entry needs at least one file");
   for (const auto &file : entry.files)
     checkName(file.first, "file name");
   fs::path tmp = dir_ / tempName(keyHash);
@@ -366,17 +455,21 @@ std::vector<DiskCache::EntryInfo> DiskCache::list() const {
   return entries;
 }
 
-size_t DiskCache::clear() {
-  size_t removed = 0;
+DiskCache::ClearResult DiskCache::clear() {
+  ClearResult result;
   std::error_code ec, ignored;
   for (const auto &dirent : fs::directory_iterator(dir_, ec)) {
     std::string name = dirent.path().filename().string();
-    if (isPlainName(name))
-      removed += removeEntry(dir_, dirent.path());
-    else if (name.rfind(kTempPrefix, 0) == 0 && isStaleTemp(dirent))
-      fs::remove_all(dirent.path(), ignored);
+    if (isMoecEntry(dirent))
+      result.removed += removeEntry(dir_, dirent.path());
+    else if (isTempName(name) && dirent.is_directory(ignored) && !dirent.is_symlink(ignored)) {
+      if (isStaleTemp(dirent)) // a fresh one belongs to a store in progress
+        fs::remove_all(dirent.path(), ignored);
+    } else {
+      ++result.leftAlone;
+    }
   }
-  return removed;
+  return result;
 }
 
 DiskCache::Stats DiskCache::stats() const {

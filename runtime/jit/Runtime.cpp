@@ -8,20 +8,20 @@
 //   5. otherwise compile, store every stage on disk, and keep the result in memory.
 //===----------------------------------------------------------------------===//
 #include "moec/Runtime.h"
-#include "moec/runtime/KernelMetaJson.h"
 
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DiskCache.h"
+#include "moec/runtime/Files.h"
+#include "moec/runtime/KernelJson.h"
 
 #include "llvm/Config/llvm-config.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 namespace moec {
@@ -99,13 +99,9 @@ const Runtime::OpSource &Runtime::source(const std::string &name) {
   if (it != sources.end())
     return it->second;
   OpSource s;
-  if (const BuiltinOp *builtin = findBuiltinOp(name)) {
-    s.source = builtin->source;
-  } else {
-    std::ifstream in(name, std::ios::binary);
-    s.source.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  s.op = loadOp(name);
+  s.op = loadOp(name); // first: it reports an unknown op, and reads only a regular file
+  const BuiltinOp *builtin = findBuiltinOp(name);
+  s.source = builtin ? std::string(builtin->source) : readRegularFile(name);
   return sources.emplace(name, std::move(s)).first->second;
 }
 
@@ -206,19 +202,33 @@ std::shared_ptr<const LoadedOp> Runtime::load(const OpSource &src, const Special
 
 std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Specialization &spec,
                                                   const std::string &key) {
-  std::optional<DiskCache::Entry> entry = disk->load(cacheKeyHash(key), key);
+  std::string hash = cacheKeyHash(key);
+  std::optional<DiskCache::Entry> entry = disk->load(hash, key);
   if (!entry)
     return nullptr;
-  auto code = entry->files.find(codeFile(spec.target));
-  if (code == entry->files.end())
+  // DiskCache checked the files against meta.json; whatever fails from here on (a kernel record, the
+  // object or PTX refusing to load, a kernel missing from it) also means a bad entry: it is reported,
+  // removed and recompiled, never an error on every later run.
+  try {
+    auto code = entry->files.find(codeFile(spec.target));
+    if (code == entry->files.end())
+      throw std::runtime_error(std::string("no ") + codeFile(spec.target));
+    const nlohmann::json &records = entry->meta.at("kernels");
+    if (!records.is_array() || records.empty())
+      throw std::runtime_error("meta.json: 'kernels' must be a non-empty list");
+    std::vector<KernelMeta> kernels;
+    for (size_t i = 0; i < records.size(); ++i)
+      kernels.push_back(
+          kernelMetaFromJson(records[i], spec.target.kind, "meta.json: kernels[" + std::to_string(i) + "]"));
+    std::unique_ptr<CpuExecutable> cpu;
+    if (spec.target.kind == TargetKind::CPU)
+      cpu = loadHostObject(code->second);
+    return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver,
+                        cudaContext);
+  } catch (const std::exception &e) {
+    disk->discard(hash, e.what());
     return nullptr;
-  std::vector<KernelMeta> kernels;
-  for (const nlohmann::json &k : entry->meta.at("kernels"))
-    kernels.push_back(kernelMetaFromJson(k));
-  std::unique_ptr<CpuExecutable> cpu;
-  if (spec.target.kind == TargetKind::CPU)
-    cpu = loadHostObject(code->second);
-  return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver, cudaContext);
+  }
 }
 
 std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const Specialization &spec,
@@ -247,7 +257,8 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
     for (const auto &[file, text] : entry.files)
       if (file != "kernel.o") {
         std::filesystem::create_directories(*options.dumpDir);
-        std::ofstream(*options.dumpDir / (src.op->name + "-" + hash.substr(0, 8) + "." + file)) << text;
+        std::string name = src.op->name + "-" + hash.substr(0, 8) + "." + file;
+        writeFileReplacing((*options.dumpDir / name).string(), {text});
       }
   return makeLoadedOp(src.op, spec, std::move(kernels), artifact, std::move(compiled.cpu), options.driver, cudaContext);
 }

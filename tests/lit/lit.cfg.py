@@ -16,6 +16,10 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%moec_src", config.moec_source_dir))
 config.substitutions.append(("%moec_bin", config.moec_tools_dir))
 
+# Tests that make device nodes (mknod) need root.
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    config.available_features.add("root")
+
 # PTX assembly checks need ptxas; without it they are reported UNSUPPORTED (lit prints the reason).
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")

@@ -41,10 +41,14 @@ void registerCacheCommand(CLI::App &app) {
       fmt::print("{}  {:<42} {:<5} {:<11} {:<40} {:>9} B\n", e.keyHash.substr(0, 16), firstWord(keyLine(e.keyText, "op")),
                  keyLine(e.keyText, "dtype"), keyLine(e.keyText, "target"), keyLine(e.keyText, "statics"), e.bytes);
   });
-  cmd->add_subcommand("clear", "Remove every entry")->callback([dir] {
+  cmd->add_subcommand("clear", "Remove every entry (files moec did not write are left alone)")->callback([dir] {
     std::unique_ptr<DiskCache> cache;
     openCache(*dir, cache);
-    fmt::print("removed {} entries\n", cache->clear());
+    DiskCache::ClearResult r = cache->clear();
+    fmt::print("removed {} entries", r.removed);
+    if (r.leftAlone)
+      fmt::print("; left alone {} files and directories that are not moec's", r.leftAlone);
+    fmt::print("\n");
   });
   cmd->add_subcommand("stats", "Entries and bytes")->callback([dir] {
     std::unique_ptr<DiskCache> cache;

@@ -1,7 +1,8 @@
 //===- Common.cpp -----------------------------------------------------------===//
 #include "Common.h"
 
-#include <fstream>
+#include "moec/runtime/Files.h"
+
 #include <filesystem>
 #include <unistd.h>
 
@@ -66,14 +67,7 @@ void writeFile(const std::string &path, const std::string &text) {
   std::filesystem::path target(path);
   if (target.has_parent_path())
     std::filesystem::create_directories(target.parent_path());
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary);
-    out << text;
-    if (!out.flush())
-      throw std::runtime_error("cannot write '" + temp + "'");
-  }
-  std::filesystem::rename(temp, path);
+  writeFileReplacing(path, {text});
 }
 
 } // namespace moec::cli

@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/Files.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -91,10 +92,7 @@ struct EmitAllOptions {
 };
 
 void runEmitAll(const EmitAllOptions &o) {
-  std::ifstream in(o.examples);
-  if (!in)
-    throw std::runtime_error("cannot read the examples file '" + o.examples + "'");
-  nlohmann::json examples = nlohmann::json::parse(in);
+  nlohmann::json examples = nlohmann::json::parse(readRegularFile(o.examples));
   std::vector<Target> targets = {Target::cpu()};
   for (const std::string &arch : o.archs)
     targets.push_back(Target::ptx(arch));

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -28,28 +29,31 @@ struct Schedule {
 
 enum class TargetKind { CPU, GPU };
 
-/// Why `s` is not a schedule moec can compile or launch, or "" when it is. With `requested`, 0 means "the
-/// compiler's choice" and is allowed in every field; a complete schedule (from a cache entry or a bundle)
-/// has every field set. Header-only so the LLVM-free runtime checks what it loads with the same rules.
-inline std::string scheduleError(const Schedule &s, TargetKind target, bool requested) {
-  auto bad = [](const char *field, int64_t v, const std::string &expected) {
-    return std::string("schedule ") + field + " is " + std::to_string(v) + ", expected " + expected;
+/// What is wrong with `s` as a schedule for `target`, naming the field ("'threads': 2048 is not in [1,
+/// 1024]"), or "" when nothing is: threads in [1, 1024] (whole warps on a GPU), threads * rowsPerBlock <=
+/// 1024, vector 1, 2, 4, 8 or 16, unroll in [0, 64]. With `requested`, 0 also means "the compiler's
+/// choice" in every field. Header-only: the compiler checks requests with it, and the LLVM-free runtime
+/// checks what it loads from bundles and the disk cache by the same rules.
+inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool requested = false) {
+  auto range = [](const char *field, int64_t v, int64_t lo, int64_t hi) {
+    return std::string("'") + field + "': " + std::to_string(v) + " is not in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]";
   };
+  constexpr int64_t kMaxBlockThreads = 1024; // CUDA's limit on threads per block
   int64_t least = requested ? 0 : 1;
-  if (s.vector != 0 || !requested)
-    if (s.vector != 1 && s.vector != 2 && s.vector != 4 && s.vector != 8 && s.vector != 16)
-      return bad("vector", s.vector, requested ? "0 (choice), 1, 2, 4, 8 or 16" : "1, 2, 4, 8 or 16");
-  if (s.unroll < least || s.unroll > 64)
-    return bad("unroll", s.unroll, std::to_string(least) + " to 64");
-  if (s.threads < least || s.threads > 1024)
-    return bad("threads", s.threads, std::to_string(least) + " to 1024");
+  if (s.threads < least || s.threads > kMaxBlockThreads)
+    return range("threads", s.threads, least, kMaxBlockThreads);
   if (target == TargetKind::GPU && s.threads % 32 != 0)
-    return bad("threads", s.threads, "a multiple of 32 (whole warps)");
-  if (s.rowsPerBlock < least || s.rowsPerBlock > 1024)
-    return bad("rows per block", s.rowsPerBlock, std::to_string(least) + " to 1024");
-  if (target == TargetKind::GPU && s.threads * s.rowsPerBlock > 1024)
-    return "schedule threads x rows per block is " + std::to_string(s.threads * s.rowsPerBlock) +
-           ", expected at most 1024 (a thread block)";
+    return "'threads': " + std::to_string(s.threads) + " is not a multiple of 32 (a warp)";
+  int64_t maxRows = kMaxBlockThreads / std::max<int64_t>(s.threads, 1);
+  if (s.rowsPerBlock < least || s.rowsPerBlock > maxRows)
+    return range("rowsPerBlock", s.rowsPerBlock, least, maxRows) + " (threads * rowsPerBlock <= 1024)";
+  if (!(requested && s.vector == 0) && s.vector != 1 && s.vector != 2 && s.vector != 4 && s.vector != 8 &&
+      s.vector != 16)
+    return "'vector': " + std::to_string(s.vector) + " is not " + (requested ? "0 (choice), " : "") +
+           "1, 2, 4, 8 or 16";
+  if (s.unroll < 0 || s.unroll > 64)
+    return range("unroll", s.unroll, 0, 64);
   return "";
 }
 

@@ -2,8 +2,8 @@
 //
 // A directory of entries, one per cache key: `<dir>/<keyHash>/` holds the artifacts of one compilation
 // (named files: "op.moe", "moe.mlir", "kernel.ll", "kernel.ptx", "kernel.o", ...) and `meta.json`,
-// which records the key text, the creation time, each file's size and content hash, and caller-defined
-// metadata under "user".
+// which records the key text, the creation time, each file's size and content hash, caller-defined
+// metadata under "user", and a checksum over all of that: an entry whose meta.json was edited is corrupt.
 //
 // Concurrency: safe across threads and processes without locks. An entry is written into a private
 // temp directory and published with one rename(2), which is atomic; renaming a directory onto an
@@ -76,14 +76,26 @@ public:
   /// hash) is reported once per process, removed, and missed, so the caller recompiles.
   std::optional<Entry> load(const std::string &keyHash, const std::string &keyText);
 
+  /// For an entry that load() returned but the caller could not use (its code would not load, its
+  /// metadata is invalid): reports it as corrupt (once per process) and removes it, so it is rebuilt.
+  void discard(const std::string &keyHash, const std::string &reason);
+
   /// Publishes `entry` atomically (see above). If an entry for `keyHash` already exists, it is kept.
-  /// Throws std::runtime_error (path and errno text) on I/O errors; does nothing when disabled.
+  /// Throws std::invalid_argument for an entry without files or with a bad name, std::runtime_error
+  /// (path and errno text) on I/O errors; does nothing when disabled.
   void store(const std::string &keyHash, const Entry &entry);
 
-  /// Entries with a readable meta.json, sorted by key hash.
+  /// Valid entries, sorted by key hash. Anything in the directory that moec did not write is ignored.
   std::vector<EntryInfo> list() const;
-  /// Removes every entry and stale temp directory; returns the number of entries removed.
-  size_t clear();
+
+  struct ClearResult {
+    size_t removed = 0;   // entries
+    size_t leftAlone = 0; // files and directories that are not moec's
+  };
+  /// Removes every entry moec wrote (a directory named by the hash of the key its meta.json holds) and
+  /// stale temp directories of its own; never anything else, so a cache dir set to a home directory by
+  /// mistake loses nothing but moec's entries.
+  ClearResult clear();
   Stats stats() const;
 
 private:

@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <random>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -174,4 +178,104 @@ TEST(Bundle, MissingSpecializationsAndDevicesAreReported) {
     }
   }
   fs::remove_all(dir);
+}
+
+namespace {
+
+/// A one-entry bundle (B2, bf16, H=7168) whose bundle.json is then edited by `edit`; returns the error
+/// Bundle::open gives, or "" if it opens.
+std::string openError(const std::function<void(nlohmann::json &index, const fs::path &dir)> &edit) {
+  static auto compiled = compileEntry("moe_init_routing_v2_grad", DType::BF16, {{"H", 7168}, {"top_k", 8}});
+  fs::path dir = bundleDir();
+  Bundle::write(dir, {compiled.first}, {compiled.second},
+                {{compiled.first.op, findBuiltinOp(compiled.first.op)->source}}, "test");
+  std::ifstream in(dir / "bundle.json");
+  nlohmann::json index = nlohmann::json::parse(in);
+  edit(index, dir);
+  std::ofstream(dir / "bundle.json", std::ios::trunc) << index.dump(2);
+  auto driver = CudaDriver::fromTable(fakeDriver());
+  std::string error;
+  try {
+    Bundle::open(dir, *driver);
+  } catch (const std::exception &e) {
+    error = e.what();
+  }
+  fs::remove_all(dir);
+  return error;
+}
+
+/// Sets `field` of the first entry's first kernel.
+std::function<void(nlohmann::json &, const fs::path &)> kernelField(const char *field, nlohmann::json value) {
+  return [=](nlohmann::json &index, const fs::path &) { index["entries"][0]["kernels"][0][field] = value; };
+}
+
+std::function<void(nlohmann::json &, const fs::path &)> staticValue(const char *name, nlohmann::json value) {
+  return [=](nlohmann::json &index, const fs::path &) { index["entries"][0]["statics"][name] = value; };
+}
+
+/// Whether `error` names bundle.json and contains `what`.
+::testing::AssertionResult reports(const std::string &error, const std::string &what) {
+  if (error.find("bundle.json'") != std::string::npos && error.find(what) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "error: '" << error << "', expected it to contain '" << what << "'";
+}
+
+} // namespace
+
+TEST(Bundle, OpensAnUneditedBundle) { EXPECT_EQ(openError([](nlohmann::json &, const fs::path &) {}), ""); }
+
+TEST(Bundle, PathsMustStayInsideTheBundle) {
+  auto opPath = [](std::string path) {
+    return [=](nlohmann::json &index, const fs::path &) { index["ops"]["moe_init_routing_v2_grad"] = path; };
+  };
+  EXPECT_TRUE(reports(openError(opPath("/etc/passwd")),
+                      "'ops.moe_init_routing_v2_grad': '/etc/passwd' must be a relative"));
+  EXPECT_TRUE(reports(openError(opPath("../../etc/passwd")), "'../../etc/passwd' must not contain '..'"));
+  EXPECT_TRUE(reports(openError([](nlohmann::json &index, const fs::path &dir) {
+                        fs::create_symlink("/etc", dir / "link");
+                        index["ops"]["moe_init_routing_v2_grad"] = "link/passwd";
+                      }),
+                      "'link/passwd' resolves to '/etc/passwd', outside the bundle directory"));
+  auto codePath = [](std::string path) {
+    return [=](nlohmann::json &index, const fs::path &) { index["entries"][0]["code"] = path; };
+  };
+  EXPECT_TRUE(reports(openError(codePath("/etc/passwd")), "entries[0]: 'code': '/etc/passwd' must be a relative"));
+  EXPECT_TRUE(reports(openError(codePath("x/../../secret.ptx")), "must not contain '..'"));
+  EXPECT_TRUE(reports(openError(codePath("")), "'code': '' must be a relative"));
+}
+
+TEST(Bundle, NumbersAreCheckedIntegersInRange) {
+  EXPECT_TRUE(reports(openError(staticValue("H", 1e20)), "entries[0]: 'statics': 'H' must be an integer, got 1e+20"));
+  EXPECT_TRUE(reports(openError(staticValue("H", 1.5)), "'statics': 'H' must be an integer, got 1.5"));
+  EXPECT_TRUE(reports(openError(staticValue("H", -4)), "'statics': 'H': -4 is not in [1, 2147483647]"));
+  EXPECT_TRUE(reports(openError(staticValue("H", 0)), "'statics': 'H': 0 is not in [1, 2147483647]"));
+  EXPECT_TRUE(reports(openError(staticValue("H", int64_t(1) << 31)), "'H': 2147483648 is not in"));
+  EXPECT_TRUE(reports(openError(staticValue("H", uint64_t(1) << 63)),
+                      "'H' must be an integer, got 9223372036854775808"));
+  EXPECT_TRUE(reports(openError(staticValue("drop_pad_mode", 2)),
+                      "'statics' fail the op's check: dropPadMode must be 0 or 1"));
+  EXPECT_TRUE(reports(openError(staticValue("top_k", -(int64_t(1) << 40))),
+                      "'top_k': -1099511627776 is not in [-2147483648, 2147483647]"));
+  EXPECT_TRUE(reports(openError(staticValue("nosuch", 1)), "'nosuch' is not a static dim or attribute"));
+
+  EXPECT_TRUE(reports(openError(kernelField("rowsPerBlock", 0)),
+                      "entries[0]: kernels[0]: 'rowsPerBlock': 0 is not in [1, 4]"));
+  EXPECT_TRUE(reports(openError(kernelField("threads", int64_t(1) << 40)),
+                      "'threads': 1099511627776 is not in [1, 1024]"));
+  EXPECT_TRUE(reports(openError(kernelField("threads", 48)), "'threads': 48 is not a multiple of 32"));
+  EXPECT_TRUE(reports(openError(kernelField("threads", 2.5)), "'threads' must be an integer, got 2.5"));
+  EXPECT_TRUE(reports(openError(kernelField("rowsPerBlock", 8)), "'rowsPerBlock': 8 is not in [1, 4]"));
+  EXPECT_TRUE(reports(openError(kernelField("vector", 3)), "'vector': 3 is not 1, 2, 4, 8 or 16"));
+  EXPECT_TRUE(reports(openError(kernelField("unroll", 65)), "'unroll': 65 is not in [0, 64]"));
+  EXPECT_TRUE(reports(openError(kernelField("unroll", -1)), "'unroll': -1 is not in [0, 64]"));
+  EXPECT_TRUE(reports(openError(kernelField("pointPerWarp", 1)), "'pointPerWarp' must be true or false"));
+  EXPECT_TRUE(reports(openError(kernelField("name", 7)), "'name' must be a non-empty string"));
+}
+
+TEST(Bundle, AFifoInTheBundleIsRejectedNotWaitedOn) {
+  std::string error = openError([](nlohmann::json &index, const fs::path &dir) {
+    ASSERT_EQ(::mkfifo((dir / "op.fifo").c_str(), 0644), 0);
+    index["ops"]["moe_init_routing_v2_grad"] = "op.fifo";
+  });
+  EXPECT_NE(error.find("op.fifo' is not a regular file"), std::string::npos) << error;
 }

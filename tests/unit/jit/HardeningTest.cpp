@@ -167,16 +167,16 @@ TEST(Schedules, InvalidSchedulesAreRejectedBeforeCompiling) {
     compile(b2, {DType::BF16, {{"H", 64}, {"top_k", 4}}, t, s, {}});
   };
   expectThrowContaining<CompileError>([&] { compileWith({0, 100000, 0, 0}, Target::ptx("sm_90")); },
-                                      {"schedule threads is 100000"});
+                                      {"schedule 'threads': 100000 is not in [0, 1024]"});
   expectThrowContaining<CompileError>([&] { compileWith({0, 48, 0, 0}, Target::ptx("sm_90")); },
-                                      {"multiple of 32"});
+                                      {"'threads': 48 is not a multiple of 32"});
   expectThrowContaining<CompileError>([&] { compileWith({8, 256, 0, 0}, Target::ptx("sm_90")); },
-                                      {"at most 1024"});
-  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 3, 0}, Target::cpu()); }, {"schedule vector is 3"});
-  expectThrowContaining<CompileError>([&] { compileWith({0, 0, -8, 0}, Target::cpu()); }, {"schedule vector is -8"});
-  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 0, -1}, Target::cpu()); }, {"schedule unroll is -1"});
+                                      {"'rowsPerBlock': 8 is not in [0, 4]"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 3, 0}, Target::cpu()); }, {"'vector': 3 is not 0 (choice), 1, 2, 4, 8 or 16"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 0, -8, 0}, Target::cpu()); }, {"'vector': -8 is not"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 0, -1}, Target::cpu()); }, {"'unroll': -1 is not in [0, 64]"});
   expectThrowContaining<CompileError>([&] { compileWith({-1, 0, 0, 0}, Target::cpu()); },
-                                      {"schedule rows per block is -1"});
+                                      {"'rowsPerBlock': -1 is not in [0, 1024]"});
   EXPECT_NO_THROW(compileWith({2, 64, 8, 4}, Target::ptx("sm_90")));
 }
 

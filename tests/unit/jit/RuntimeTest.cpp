@@ -4,6 +4,7 @@
 #include "moec/dsl/Parser.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/DiskCache.h"
 #include "moec/runtime/Half.h"
 #include "moec/runtime/HostTensor.h"
 
@@ -14,8 +15,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -204,6 +207,193 @@ TEST(Runtime, CorruptEntryIsReportedOnceAndRebuilt) {
   again.rt.get("moe_init_routing_v2_grad", b2Request(5, 2));
   EXPECT_EQ(again.rt.stats().diskHits, 1u);
   EXPECT_TRUE(again.warnings.empty());
+}
+
+namespace {
+
+std::string readText(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The one entry directory in the cache `dir`.
+fs::path onlyEntry(const fs::path &dir) {
+  std::vector<fs::path> entries;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.path().filename().string()[0] != '.')
+      entries.push_back(e.path());
+  EXPECT_EQ(entries.size(), 1u);
+  return entries.empty() ? dir : entries[0];
+}
+
+/// Applies `edit` to the entry's meta.json and files, then seals it again as DiskCache would (sizes,
+/// hashes, checksum): an entry DiskCache accepts but the runtime cannot use, as a buggy or different
+/// moec could leave one.
+void forgeEntry(const fs::path &entry, const std::function<void(nlohmann::json &meta, const fs::path &)> &edit) {
+  nlohmann::json meta = nlohmann::json::parse(readText(entry / "meta.json"));
+  edit(meta, entry);
+  for (auto &[name, record] : meta["files"].items()) {
+    std::string bytes = readText(entry / name);
+    record = {{"size", bytes.size()}, {"hash", contentHash(bytes)}};
+  }
+  meta.erase("checksum");
+  meta["checksum"] = contentHash(meta.dump());
+  std::ofstream(entry / "meta.json", std::ios::trunc) << meta.dump(2);
+}
+
+struct BadEntry {
+  const char *name;
+  std::function<void(const fs::path &entry)> apply;
+};
+
+const BadEntry kBadEntries[] = {
+    // Not sealed again: DiskCache's checksum catches every edit of meta.json.
+    {"kernel record duplicated",
+     [](const fs::path &e) {
+       auto meta = nlohmann::json::parse(readText(e / "meta.json"));
+       meta["user"]["kernels"].push_back(meta["user"]["kernels"][0]);
+       std::ofstream(e / "meta.json", std::ios::trunc) << meta.dump(2);
+     }},
+    {"kernel records dropped",
+     [](const fs::path &e) {
+       auto meta = nlohmann::json::parse(readText(e / "meta.json"));
+       meta["user"]["kernels"] = nlohmann::json::array();
+       std::ofstream(e / "meta.json", std::ios::trunc) << meta.dump(2);
+     }},
+    {"a FIFO as kernel.o",
+     [](const fs::path &e) {
+       fs::remove(e / "kernel.o");
+       ASSERT_EQ(::mkfifo((e / "kernel.o").c_str(), 0644), 0);
+     }},
+    // Sealed again: what only the runtime can find wrong.
+    {"kernel.o that does not load",
+     [](const fs::path &e) {
+       forgeEntry(e, [](nlohmann::json &, const fs::path &dir) {
+         std::ofstream(dir / "kernel.o", std::ios::trunc) << "not an object file";
+       });
+     }},
+    {"a kernel missing from kernel.o",
+     [](const fs::path &e) {
+       forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"]["kernels"][0]["name"] = "nosuch"; });
+     }},
+    {"a JSON type error in a kernel record",
+     [](const fs::path &e) {
+       forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"]["kernels"][0]["threads"] = "many"; });
+     }},
+    {"a schedule out of range",
+     [](const fs::path &e) {
+       forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"]["kernels"][0]["threads"] = 1 << 20; });
+     }},
+    {"no kernels list",
+     [](const fs::path &e) { forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"].erase("kernels"); }); }},
+    {"no kernel.o",
+     [](const fs::path &e) {
+       forgeEntry(e, [](nlohmann::json &m, const fs::path &dir) {
+         m["files"].erase("kernel.o");
+         fs::remove(dir / "kernel.o");
+       });
+     }},
+};
+
+} // namespace
+
+TEST(Runtime, EveryUnusableEntryIsReportedRemovedAndRebuilt) {
+  for (const BadEntry &bad : kBadEntries) {
+    SCOPED_TRACE(bad.name);
+    fs::path dir = freshDir("bad");
+    { TestRuntime(dir).rt.get("moe_init_routing_v2_grad", b2Request(6, 2)); }
+    bad.apply(onlyEntry(dir));
+
+    TestRuntime t(dir);
+    Kernel k;
+    ASSERT_NO_THROW(k = t.rt.get("moe_init_routing_v2_grad", b2Request(6, 2)));
+    EXPECT_EQ(t.rt.stats().compiles, 1u);
+    EXPECT_EQ(t.rt.stats().diskHits, 0u);
+    ASSERT_EQ(t.warnings.size(), 1u);
+    EXPECT_NE(t.warnings[0].find("is corrupt ("), std::string::npos) << t.warnings[0];
+    B2Case c(4, 2, 6);
+    c.run(k);
+    EXPECT_TRUE(c.matches());
+
+    TestRuntime again(dir); // the entry was replaced by a good one
+    Kernel k2 = again.rt.get("moe_init_routing_v2_grad", b2Request(6, 2));
+    EXPECT_EQ(again.rt.stats().diskHits, 1u);
+    EXPECT_EQ(again.rt.stats().compiles, 0u);
+    EXPECT_TRUE(again.warnings.empty());
+    B2Case c2(5, 2, 6);
+    c2.run(k2);
+    EXPECT_TRUE(c2.matches());
+  }
+}
+
+namespace {
+
+int failingModuleLoads = 0; // the fake driver fails this many module loads, then succeeds
+
+/// A driver with one device whose module loads fail while failingModuleLoads > 0.
+CudaDriverTable flakyModuleDriver() {
+  CudaDriverTable t;
+  t.init = [](unsigned) { return CUDA_SUCCESS; };
+  t.deviceGet = [](CUdevice *d, int) { *d = 0; return CUDA_SUCCESS; };
+  t.deviceGetCount = [](int *n) { *n = 1; return CUDA_SUCCESS; };
+  t.deviceGetAttribute = [](int *v, CUdevice_attribute a, CUdevice) {
+    *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+    return CUDA_SUCCESS;
+  };
+  t.deviceGetName = [](char *name, int, CUdevice) { std::strcpy(name, "fake H200"); return CUDA_SUCCESS; };
+  t.devicePrimaryCtxRetain = [](CUcontext *c, CUdevice) {
+    *c = reinterpret_cast<CUcontext>(0x10);
+    return CUDA_SUCCESS;
+  };
+  t.devicePrimaryCtxRelease = [](CUdevice) { return CUDA_SUCCESS; };
+  t.ctxSetCurrent = [](CUcontext) { return CUDA_SUCCESS; };
+  t.ctxGetCurrent = [](CUcontext *c) { *c = nullptr; return CUDA_SUCCESS; };
+  t.moduleLoadDataEx = [](CUmodule *m, const void *, unsigned, CUjit_option *, void **) {
+    if (failingModuleLoads > 0) {
+      --failingModuleLoads;
+      return CUDA_ERROR_INVALID_PTX;
+    }
+    *m = reinterpret_cast<CUmodule>(0x20);
+    return CUDA_SUCCESS;
+  };
+  t.moduleUnload = [](CUmodule) { return CUDA_SUCCESS; };
+  t.moduleGetFunction = [](CUfunction *f, CUmodule, const char *) {
+    *f = reinterpret_cast<CUfunction>(0x30);
+    return CUDA_SUCCESS;
+  };
+  t.getErrorName = [](CUresult, const char **s) { *s = "CUDA_ERROR_INVALID_PTX"; return CUDA_SUCCESS; };
+  t.getErrorString = [](CUresult, const char **s) { *s = "invalid PTX"; return CUDA_SUCCESS; };
+  return t;
+}
+
+} // namespace
+
+TEST(Runtime, PtxThatDoesNotLoadFromTheCacheIsRebuilt) {
+  fs::path dir = freshDir("ptx");
+  auto driver = CudaDriver::fromTable(flakyModuleDriver());
+  auto makeRuntime = [&](std::vector<std::string> &warnings) {
+    Runtime::Options o;
+    o.target = Target::ptx("sm_90");
+    o.driver = driver.get();
+    o.cacheDir = dir;
+    o.warn = [&warnings](const std::string &w) { warnings.push_back(w); };
+    return std::make_unique<Runtime>(std::move(o));
+  };
+  std::vector<std::string> coldWarnings, warnings;
+  makeRuntime(coldWarnings)->get("moe_init_routing_v2_grad", b2Request(64, 2));
+  ASSERT_TRUE(coldWarnings.empty());
+
+  failingModuleLoads = 1; // the cached PTX will not load (a driver that rejects it, a damaged module)
+  auto rt = makeRuntime(warnings);
+  Kernel k;
+  ASSERT_NO_THROW(k = rt->get("moe_init_routing_v2_grad", b2Request(64, 2)));
+  EXPECT_TRUE(k.specialization().onGpu());
+  EXPECT_EQ(rt->stats().compiles, 1u);
+  EXPECT_EQ(rt->stats().diskHits, 0u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("is corrupt ("), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("CUDA_ERROR_INVALID_PTX"), std::string::npos) << warnings[0];
+  failingModuleLoads = 0;
 }
 
 TEST(Runtime, UnwritableCacheDirFallsBackToMemory) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <thread>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +111,11 @@ TEST_F(DiskCacheTest, StoreThenLoadRoundTrips) {
   EXPECT_EQ(meta["files"]["kernel.o"]["size"], entry.files["kernel.o"].size());
   EXPECT_EQ(meta["files"]["kernel.o"]["hash"], contentHash(entry.files["kernel.o"]));
   EXPECT_EQ(meta["user"], entry.meta);
+  EXPECT_EQ(meta["format"], 2);
+  // The checksum covers everything else in meta.json, so an edit of the kernel list is caught.
+  nlohmann::json covered = meta;
+  covered.erase("checksum");
+  EXPECT_EQ(meta["checksum"], contentHash(covered.dump()));
   EXPECT_TRUE(warnings.empty());
 }
 
@@ -180,6 +186,15 @@ TEST(DiskCacheDefaultDir, HonoursMoecCacheDirThenXdgThenHome) {
   EXPECT_EQ(defaultCacheDir(), fs::path("/h/.cache/moec"));
 }
 
+using nlohmann::json;
+
+/// Rewrites meta.json with `edit` applied, as a user with an editor would (checksum left as it was).
+void editMeta(const fs::path &entryDir, const std::function<void(json &)> &edit) {
+  json meta = json::parse(readText(entryDir / "meta.json"));
+  edit(meta);
+  writeText(entryDir / "meta.json", meta.dump(2));
+}
+
 struct Corruption {
   const char *name;
   std::function<void(const fs::path &entryDir)> apply;
@@ -201,6 +216,29 @@ const Corruption kCorruptions[] = {
      [](const fs::path &e) {
        fs::remove_all(e);
        writeText(e, "x");
+     }},
+    // The user metadata decides what code runs: any edit of meta.json must count as corruption.
+    {"edited user metadata", [](const fs::path &e) { editMeta(e, [](json &m) { m["user"]["registers"] = 64; }); }},
+    {"user metadata reordered",
+     [](const fs::path &e) { editMeta(e, [](json &m) { m["user"] = json::array({m["user"], 1}); }); }},
+    {"files record dropped", [](const fs::path &e) { editMeta(e, [](json &m) { m["files"].erase("op.moe"); }); }},
+    {"no files", [](const fs::path &e) { editMeta(e, [](json &m) { m["files"] = json::object(); }); }},
+    {"a JSON type error in meta.json",
+     [](const fs::path &e) { editMeta(e, [](json &m) { m["files"]["kernel.o"]["size"] = "big"; }); }},
+    {"a FIFO as kernel.o",
+     [](const fs::path &e) {
+       fs::remove(e / "kernel.o");
+       ASSERT_EQ(::mkfifo((e / "kernel.o").c_str(), 0644), 0);
+     }},
+    {"a FIFO as meta.json",
+     [](const fs::path &e) {
+       fs::remove(e / "meta.json");
+       ASSERT_EQ(::mkfifo((e / "meta.json").c_str(), 0644), 0);
+     }},
+    {"a directory as kernel.o",
+     [](const fs::path &e) {
+       fs::remove(e / "kernel.o");
+       fs::create_directory(e / "kernel.o");
      }},
 };
 
@@ -367,16 +405,74 @@ TEST_F(DiskCacheTest, ListClearAndStats) {
   EXPECT_GT(stats.bytes, artifactBytes) << "meta.json counts too";
 
   // Temp dirs: one left by a crashed store long ago, one of a store in progress.
-  fs::path stale = root / "c" / ".tmp-dead-1-1-0", fresh = root / "c" / ".tmp-live-2-2-0";
+  std::string staleName = ".tmp-" + cacheKeyHash("dead") + "-1-1-0";
+  std::string freshName = ".tmp-" + cacheKeyHash("live") + "-2-2-0";
+  fs::path stale = root / "c" / staleName, fresh = root / "c" / freshName;
   fs::create_directory(stale);
   fs::create_directory(fresh);
   fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
-  EXPECT_EQ(cache->clear(), 3u);
-  EXPECT_EQ(names(root / "c"), std::vector<std::string>{".tmp-live-2-2-0"});
+  EXPECT_EQ(cache->clear().removed, 3u);
+  EXPECT_EQ(names(root / "c"), std::vector<std::string>{freshName});
   EXPECT_TRUE(cache->list().empty());
   EXPECT_EQ(cache->stats().bytes, 0u);
   EXPECT_FALSE(cache->load(cacheKeyHash(keys[0]), keys[0]));
   EXPECT_TRUE(warnings.empty());
+}
+
+TEST_F(DiskCacheTest, ClearRemovesOnlyWhatMoecCreated) {
+  // MOEC_CACHE_DIR set to a home directory by mistake: clear must leave everything but entries alone.
+  auto cache = open("home");
+  fs::path home = root / "home";
+  std::string key = kKey + "|mine";
+  cache->store(cacheKeyHash(key), sampleEntry(key));
+  std::string foreignHash = cacheKeyHash("not a moec key");
+  writeText(home / ".bashrc", "export PS1='$ '\n");
+  writeText(home / "notes.txt", "keep me");
+  fs::create_directories(home / "projects" / "src");
+  writeText(home / "projects" / "src" / "main.c", "int main() {}");
+  fs::create_directory(home / foreignHash); // a key-hash name, but no meta.json
+  writeText(home / foreignHash / "data", "keep me");
+  std::string otherHash = cacheKeyHash("other");
+  fs::create_directory(home / otherHash); // a meta.json moec did not write
+  writeText(home / otherHash / "meta.json", R"({"format": 2, "key": "something else", "files": {}})");
+  fs::create_directory(home / "0123456789abcdef0123456789abcdef.bak");
+  fs::path oldTemp = home / ".tmp-mine"; // a user's dir that looks like a temp dir, but is not moec's
+  fs::create_directory(oldTemp);
+  fs::last_write_time(oldTemp, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  std::vector<std::string> before = names(home);
+  before.erase(std::find(before.begin(), before.end(), cacheKeyHash(key)));
+
+  EXPECT_EQ(cache->list().size(), 1u) << "foreign directories are not entries";
+  EXPECT_EQ(cache->stats().entries, 1u);
+  DiskCache::ClearResult result = cache->clear();
+  EXPECT_EQ(result.removed, 1u);
+  EXPECT_EQ(result.leftAlone, before.size());
+  EXPECT_EQ(names(home), before);
+  EXPECT_EQ(readText(home / "projects" / "src" / "main.c"), "int main() {}");
+  EXPECT_EQ(readText(home / foreignHash / "data"), "keep me");
+  EXPECT_TRUE(fs::exists(home / otherHash / "meta.json"));
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST_F(DiskCacheTest, StoreRejectsAnEntryWithoutFiles) {
+  auto cache = open("c");
+  DiskCache::Entry entry = sampleEntry();
+  entry.files.clear();
+  EXPECT_THROW(cache->store(cacheKeyHash(kKey), entry), std::invalid_argument);
+  EXPECT_TRUE(names(root / "c").empty());
+}
+
+TEST_F(DiskCacheTest, DiscardReportsAndRemovesAnEntry) {
+  // The runtime found the entry unusable (its object would not load): it is reported once and removed.
+  auto cache = open("c");
+  std::string hash = cacheKeyHash(kKey);
+  cache->store(hash, sampleEntry());
+  cache->discard(hash, "cannot load the kernel object");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "moec: warning: cache entry " + (root / "c" / hash).string() +
+                             " is corrupt (cannot load the kernel object); rebuilding");
+  EXPECT_TRUE(names(root / "c").empty());
+  EXPECT_FALSE(cache->load(hash, kKey));
 }
 
 } // namespace

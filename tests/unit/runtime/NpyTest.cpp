@@ -5,12 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 namespace moec {
 namespace {
@@ -277,6 +281,44 @@ TEST_F(NpyTest, WriteReplacesTheFileAndLeavesNoTemporary) {
   for (const auto &entry : fs::directory_iterator(dir))
     names.push_back(entry.path().filename().string());
   EXPECT_EQ(names, std::vector<std::string>{"a.npy"});
+}
+
+TEST_F(NpyTest, ReadRejectsFilesThatAreNotRegular) {
+  // A FIFO with no writer: opening it to read would block forever.
+  std::string fifo = path("fifo.npy");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_EQ(errorOf([&] { readNpy(fifo); }), "'" + fifo + "' is not a regular file");
+  EXPECT_EQ(errorOf([&] { readNpy(dir.string()); }), "'" + dir.string() + "' is not a regular file");
+}
+
+TEST_F(NpyTest, WriteNeverReplacesWhatIsNotARegularFile) {
+  NpyArray array = patterned(NpyType::F32, {2, 2});
+  std::string fifo = path("fifo.npy"), sub = path("sub.npy");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  fs::create_directory(sub);
+  EXPECT_EQ(errorOf([&] { writeNpy(fifo, array); }), "'" + fifo + "' is not a regular file; not writing it");
+  EXPECT_EQ(errorOf([&] { writeNpy(sub, array); }), "'" + sub + "' is not a regular file; not writing it");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_directory(sub));
+  std::vector<std::string> names;
+  for (const auto &entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"fifo.npy", "sub.npy"})) << "no temp file left";
+}
+
+TEST_F(NpyTest, WriteToACharacterDeviceWritesInPlace) {
+  // As root, a temp file renamed over -o /dev/null replaced the device node with a regular file. A node
+  // of our own (the null device's numbers) stands in for it, so a regression cannot break the machine's.
+  std::string null = path("null");
+  if (::mknod(null.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) != 0)
+    GTEST_SKIP() << "cannot create a device node here (not root): " << std::strerror(errno);
+  writeNpy(null, patterned(NpyType::F32, {2, 2}));
+  EXPECT_TRUE(fs::is_character_file(null));
+  std::vector<std::string> names;
+  for (const auto &entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"null"}) << "no temp file left";
 }
 
 //===--- Against numpy itself, when the machine has it ---------------------===//

@@ -1,0 +1,83 @@
+//===- KernelJson.cpp - Kernel records in bundle.json and cache meta.json --===//
+#include "moec/runtime/KernelJson.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace moec {
+
+namespace {
+
+std::string range(int64_t value, int64_t min, int64_t max) {
+  return std::to_string(value) + " is not in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+}
+
+std::string stringField(const nlohmann::json &j, const std::string &field, const std::string &where) {
+  if (!j.contains(field) || !j.at(field).is_string() || j.at(field).get<std::string>().empty())
+    throw std::runtime_error(where + ": '" + field + "' must be a non-empty string");
+  return j.at(field).get<std::string>();
+}
+
+} // namespace
+
+int64_t integerField(const nlohmann::json &j, const std::string &field, int64_t min, int64_t max,
+                     const std::string &where) {
+  if (!j.is_object() || !j.contains(field))
+    throw std::runtime_error(where + ": '" + field + "' is missing");
+  const nlohmann::json &v = j.at(field);
+  // A number too big for int64 parses as unsigned or float: both are rejected here.
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())))
+    throw std::runtime_error(where + ": '" + field + "' must be an integer, got " + v.dump());
+  int64_t value = v.get<int64_t>();
+  if (value < min || value > max)
+    throw std::runtime_error(where + ": '" + field + "': " + range(value, min, max));
+  return value;
+}
+
+nlohmann::json kernelMetaToJson(const KernelMeta &k) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const dsl::IndexCheck &c : k.checks)
+    checks.push_back({c.tensor, c.line, c.col});
+  return {{"name", k.name},
+          {"output", k.output},
+          {"rowsPerBlock", k.schedule.rowsPerBlock},
+          {"threads", k.schedule.threads},
+          {"vector", k.schedule.vector},
+          {"unroll", k.schedule.unroll},
+          {"pointPerWarp", k.pointPerWarp},
+          {"checks", checks}};
+}
+
+KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const std::string &where) {
+  if (!j.is_object())
+    throw std::runtime_error(where + ": a kernel must be an object, got " + j.dump());
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  KernelMeta k;
+  k.name = stringField(j, "name", where);
+  k.output = stringField(j, "output", where);
+  // Ranges come from scheduleProblem, which names the field; here only that each is an integer.
+  k.schedule = {integerField(j, "rowsPerBlock", kMin, kMax, where), integerField(j, "threads", kMin, kMax, where),
+                integerField(j, "vector", kMin, kMax, where), integerField(j, "unroll", kMin, kMax, where)};
+  if (std::string problem = scheduleProblem(k.schedule, target); !problem.empty())
+    throw std::runtime_error(where + ": " + problem);
+  if (!j.contains("pointPerWarp") || !j.at("pointPerWarp").is_boolean())
+    throw std::runtime_error(where + ": 'pointPerWarp' must be true or false");
+  k.pointPerWarp = j.at("pointPerWarp").get<bool>();
+  // The bounds checks only name what the kernel reports; the runtime still checks the tensor index
+  // against the op before it uses one.
+  if (!j.contains("checks") || !j.at("checks").is_array())
+    throw std::runtime_error(where + ": 'checks' must be a list");
+  for (size_t i = 0; i < j.at("checks").size(); ++i) {
+    const nlohmann::json &c = j.at("checks")[i];
+    std::string at = where + ": checks[" + std::to_string(i) + "]";
+    if (!c.is_array() || c.size() != 3)
+      throw std::runtime_error(at + " must be [tensor, line, col]");
+    nlohmann::json named = {{"tensor", c[0]}, {"line", c[1]}, {"col", c[2]}};
+    k.checks.push_back({int(integerField(named, "tensor", 0, 1 << 16, at)),
+                        int(integerField(named, "line", 0, 1 << 30, at)), int(integerField(named, "col", 0, 1 << 30, at))});
+  }
+  return k;
+}
+
+} // namespace moec
