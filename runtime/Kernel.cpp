@@ -82,6 +82,11 @@ void throwIfIndexOutside(const LoadedOp &l, const KernelMeta &meta, const int64_
     if (dim < 0)
       continue;
     const IndexCheck &c = meta.checks[i];
+    std::string where = l.op->source ? l.op->source->path + ":" + std::to_string(c.line) + ":" + std::to_string(c.col) + ": "
+                                     : "";
+    if (c.tensor == IndexCheck::kDivision)
+      fail(l, where + "integer division of " + std::to_string(value) + " by zero (or overflow) in the kernel; " +
+                  "the result is incomplete");
     std::string tensor = c.tensor >= 0 && size_t(c.tensor) < l.op->tensors.size() ? l.op->tensors[c.tensor].name : "?";
     std::string extent;
     if (c.tensor >= 0 && size_t(c.tensor) < l.op->tensors.size() && size_t(dim) < l.op->tensors[c.tensor].shape.size()) {
@@ -90,8 +95,6 @@ void throwIfIndexOutside(const LoadedOp &l, const KernelMeta &meta, const int64_
       } catch (const EvalError &) {
       }
     }
-    std::string where = l.op->source ? l.op->source->path + ":" + std::to_string(c.line) + ":" + std::to_string(c.col) + ": "
-                                     : "";
     fail(l, where + "index " + std::to_string(value) + " into tensor '" + tensor + "' dim " + std::to_string(dim) +
                 extent + " (the access was skipped; the outputs are incomplete)");
   }

@@ -74,7 +74,7 @@ KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const 
     if (!c.is_array() || c.size() != 3)
       throw std::runtime_error(at + " must be [tensor, line, col]");
     nlohmann::json named = {{"tensor", c[0]}, {"line", c[1]}, {"col", c[2]}};
-    k.checks.push_back({int(integerField(named, "tensor", 0, 1 << 16, at)),
+    k.checks.push_back({int(integerField(named, "tensor", dsl::IndexCheck::kDivision, 1 << 16, at)),
                         int(integerField(named, "line", 0, 1 << 30, at)), int(integerField(named, "col", 0, 1 << 30, at))});
   }
   return k;

@@ -7,12 +7,18 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/gpu.txt"
 export BUILD=/tmp/moec-gpu-build
+start=$(date +%s)
 bash bench/gpu/run.sh 2>&1 | tee "$out/check.log"
 status=${PIPESTATUS[0]}
+echo "check and timing: $(( $(date +%s) - start )) s"
+# The checked mode: device index tensors checked on the host, kernels' bounds reports read back.
+MOEC_CHECK_INDICES=1 "$BUILD/bin/moec-gpu-check" bench/gpu/bundle 0 > "$out/checked.log" 2>&1
+echo "MOEC_CHECK_INDICES=1 validation: exit $?, $(tail -1 "$out/checked.log")"
 if command -v compute-sanitizer >/dev/null && [ -x "$BUILD/bin/moec-gpu-check" ]; then
+  start=$(date +%s)
   timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool memcheck --print-limit 20 \
     "$BUILD/bin/moec-gpu-check" bench/gpu/bundle 0 >"$out/memcheck.log" 2>&1
-  echo "memcheck exit $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses):"
+  echo "memcheck exit $? after $(( $(date +%s) - start )) s ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses):"
   tail -5 "$out/memcheck.log"
 fi
 exit "$status"

@@ -34,9 +34,10 @@ python3 - "$tmp" "$out" <<'PY'
 import json, os, shutil, sys
 src, out = sys.argv[1], sys.argv[2]
 os.makedirs(out)
-merged = {"format": 1, "compiler": "moec", "ops": {}, "entries": []}
+merged = {"compiler": "moec", "ops": {}, "entries": []}
 for part in sorted(os.listdir(src)):
     index = json.load(open(os.path.join(src, part, "bundle.json")))
+    merged["format"] = index["format"]
     for name in os.listdir(os.path.join(src, part)):
         if name != "bundle.json":
             shutil.copy(os.path.join(src, part, name), out)

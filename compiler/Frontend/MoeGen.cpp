@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 
@@ -534,8 +535,9 @@ private:
     case BinOp::Add: return isF ? Value(arith::AddFOp::create(b, l, x, y)) : arith::AddIOp::create(b, l, x, y);
     case BinOp::Sub: return isF ? Value(arith::SubFOp::create(b, l, x, y)) : arith::SubIOp::create(b, l, x, y);
     case BinOp::Mul: return isF ? Value(arith::MulFOp::create(b, l, x, y)) : arith::MulIOp::create(b, l, x, y);
-    case BinOp::Div: return isF ? Value(arith::DivFOp::create(b, l, x, y)) : arith::DivSIOp::create(b, l, x, y);
-    case BinOp::Mod: return arith::RemSIOp::create(b, l, x, y);
+    case BinOp::Div:
+      return isF ? Value(arith::DivFOp::create(b, l, x, y)) : arith::DivSIOp::create(b, l, x, safeDivisor(x, y, e.loc));
+    case BinOp::Mod: return arith::RemSIOp::create(b, l, x, safeDivisor(x, y, e.loc));
     case BinOp::Lt: return cmp(IP::slt, FP::OLT);
     case BinOp::Le: return cmp(IP::sle, FP::OLE);
     case BinOp::Gt: return cmp(IP::sgt, FP::OGT);
@@ -744,6 +746,29 @@ private:
     auto i64 = [&](Value v) { return arith::IndexCastOp::create(b, l, b.getI64Type(), v); };
     memref::StoreOp::create(b, l, i64(dim), status, ValueRange{constIndex(2 * site)});
     memref::StoreOp::create(b, l, i64(value), status, ValueRange{constIndex(2 * site + 1)});
+  }
+
+  /// `y`, or 1 where dividing `x` by it would trap (a zero divisor, or INT64_MIN / -1), which is then
+  /// reported as a check of its own (IndexCheck::tensor = kDivision). Folds away for constant divisors.
+  Value safeDivisor(Value x, Value y, const SourceLoc &at) {
+    Location l = loc(at);
+    using IP = arith::CmpIPredicate;
+    Value zero = arith::CmpIOp::create(b, l, IP::eq, y, constIndex(0));
+    Value overflow = arith::AndIOp::create(b, l, arith::CmpIOp::create(b, l, IP::eq, y, constIndex(-1)),
+                                           arith::CmpIOp::create(b, l, IP::eq, x, constIndex(INT64_MIN)));
+    Value bad = arith::OrIOp::create(b, l, zero, overflow);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      auto ifOp = scf::IfOp::create(b, l, bad, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      int64_t site = int64_t(checks.size());
+      checks.push_back({IndexCheck::kDivision, at.line, at.col});
+      Value status = statusBuffer();
+      memref::StoreOp::create(b, l, arith::ConstantIntOp::create(b, l, 1, 64), status, ValueRange{constIndex(2 * site)});
+      memref::StoreOp::create(b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), x), status,
+                              ValueRange{constIndex(2 * site + 1)});
+    }
+    return arith::SelectOp::create(b, l, bad, constIndex(1), y);
   }
 
   /// The status argument as a memref<?xi64>; its size is set once every check is known (emit()).

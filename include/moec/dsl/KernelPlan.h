@@ -29,7 +29,8 @@ struct PathStep {
 /// skips the access when one is outside its dim, and reports it in the kernel's status buffer (two
 /// int64 per check, in order: the failing dim + 1, then the index value). The runtime names it with this.
 struct IndexCheck {
-  int tensor = 0; // index into OpDef::tensors
+  static constexpr int kDivision = -1; // not an access: an integer division by zero (or INT64_MIN / -1)
+  int tensor = 0; // index into OpDef::tensors, or kDivision
   int line = 0, col = 0;
 };
 

@@ -137,6 +137,27 @@ TEST(BoundsChecks, ProvenIndicesAreNotChecked) {
   EXPECT_EQ(b2.tensors[c.kernels[0].checks[0].tensor].name, "grad_expanded_x");
 }
 
+TEST(BoundsChecks, IntegerDivisionByARuntimeZeroIsReportedNotATrap) {
+  // Was SIGFPE in the JIT code: `n / q` with the runtime attribute q = 0.
+  auto op = userOp(R"(op div<T: f32>
+  dim N: runtime, H: static
+  attr q: runtime = 1
+  in x: T[N, H]
+  out y: T[N, H]
+{
+  y[n, h] = x[n / q, h] + T(n % q)
+}
+)");
+  HostTensor x = iota(4, 8);
+  CpuRunResult r = runOnCpu(*op, DType::F32, {{"q", 2}}, {{"x", x.view()}});
+  const float *y = static_cast<const float *>(r.outputs.at("y").raw());
+  for (int n = 0; n < 4; ++n)
+    for (int h = 0; h < 8; ++h)
+      EXPECT_EQ(y[n * 8 + h], float((n / 2) * 8 + h + 1 + n % 2));
+  expectThrowContaining<ArgumentError>([&] { runOnCpu(*op, DType::F32, {{"q", 0}}, {{"x", x.view()}}); },
+                                       {"user.moe:7:", "division of", "by zero"});
+}
+
 TEST(Sizes, ElementCountsThatOverflowAreRejected) {
   auto op = userOp(R"(op square<T: f32>
   dim N: runtime, M: runtime
