@@ -30,6 +30,7 @@ struct Setup {
   moec::CompiledOp compiled;
   moec::PackedKernelFn fn = nullptr;
   std::vector<int64_t> scalars;
+  std::vector<int64_t> status; // the kernel's bounds-check reports (the ABI's pointer after the tensors)
 
   Setup() {
     std::vector<int32_t> perm(N * K);
@@ -45,11 +46,12 @@ struct Setup {
     compiled = moec::compile(*op, {moec::DType::BF16, call.statics(*op), moec::Target::cpu(), {}});
     fn = compiled.cpu->lookup(compiled.kernels.front().name);
     scalars = call.kernelScalars(*op);
+    status.assign(2 * compiled.kernels.front().checks.size() + 2, 0);
   }
 
   int64_t trafficBytes() const { return grad.bytes() + idx.bytes() + out.bytes(); }
   void runKernel() {
-    moec::launchCpu(fn, {grad.raw(), idx.raw(), out.raw()}, scalars, N, moec::ThreadPool::shared());
+    moec::launchCpu(fn, {grad.raw(), idx.raw(), out.raw(), status.data()}, scalars, N, moec::ThreadPool::shared());
   }
 };
 
