@@ -22,6 +22,8 @@ struct TensorView {
   Device device = Device::Host;
 
   int64_t elements() const;
+  /// Row-major (strides empty, or equal to the row-major ones where a dim is not 1); false for a stride
+  /// count that differs from the rank.
   bool isContiguous() const;
   /// "[4, 7168]"
   std::string shapeString() const;
