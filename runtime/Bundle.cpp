@@ -21,6 +21,16 @@ std::string readFile(const std::filesystem::path &path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+/// A file name inside the bundle directory, as bundle.json must give it: no directories, nothing that
+/// leaves the bundle (an absolute path, "..").
+std::string bundleFileName(const nlohmann::json &j, const char *what) {
+  std::string name = j.get<std::string>();
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos)
+    throw std::runtime_error(std::string(what) + " '" + name + "' is not a file name in the bundle directory");
+  return name;
+}
+
 void writeFile(const std::filesystem::path &path, const std::string &text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -104,8 +114,10 @@ std::unique_ptr<Bundle> Bundle::open(const std::filesystem::path &dir, const Cud
     nlohmann::json index = nlohmann::json::parse(readFile(indexPath));
     if (index.at("format") != kFormat)
       throw std::runtime_error("unsupported bundle format " + index.at("format").dump());
-    for (const auto &[name, file] : index.at("ops").items())
-      b->ops[name] = dsl::loadOpText((dir / file.get<std::string>()).string(), readFile(dir / file.get<std::string>()));
+    for (const auto &[name, file] : index.at("ops").items()) {
+      std::filesystem::path source = dir / bundleFileName(file, "op source");
+      b->ops[name] = dsl::loadOpText(source.string(), readFile(source));
+    }
     for (const nlohmann::json &j : index.at("entries")) {
       Entry e;
       e.op = j.at("op");
@@ -116,7 +128,7 @@ std::unique_ptr<Bundle> Bundle::open(const std::filesystem::path &dir, const Cud
       e.statics = j.at("statics").get<std::map<std::string, int64_t>>();
       e.present = j.at("present").get<std::set<std::string>>();
       e.target = j.at("target");
-      e.codeFile = j.at("code");
+      e.codeFile = bundleFileName(j.at("code"), "code file");
       for (const nlohmann::json &k : j.at("kernels"))
         e.kernels.push_back(kernelFromJson(k));
       b->list.push_back(std::move(e));

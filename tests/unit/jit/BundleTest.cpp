@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <unistd.h>
 
@@ -170,5 +171,27 @@ TEST(Bundle, MissingSpecializationsAndDevicesAreReported) {
           << e.what();
     }
   }
+  fs::remove_all(dir);
+}
+
+TEST(Bundle, FileNamesMustStayInTheBundleDirectory) {
+  fs::path dir = bundleDir();
+  fs::create_directories(dir);
+  std::ofstream(dir / "op.moe") << findBuiltinOp("moe_unpermute")->source;
+  auto open = [&](const std::string &json) {
+    std::ofstream(dir / "bundle.json", std::ios::trunc) << json;
+    return Bundle::open(dir, CudaDriver::instance());
+  };
+  const std::string entry = R"({"op": "moe_unpermute", "dtype": "bf16", "statics": {}, "present": [],
+                                "target": "ptx-sm_90", "kernels": [], "code": )";
+  EXPECT_NO_THROW(open(R"({"format": 1, "ops": {"moe_unpermute": "op.moe"}, "entries": [)" + entry + R"("k.ptx"}]})"));
+  for (const char *bad : {"\"../op.moe\"", "\"/etc/hostname\"", "\"..\"", "\"\""})
+    EXPECT_THROW(open(std::string(R"({"format": 1, "ops": {"moe_unpermute": )") + bad + R"(}, "entries": []})"),
+                 std::runtime_error)
+        << bad;
+  for (const char *bad : {"\"../k.ptx\"", "\"/tmp/k.ptx\"", "\"sub/k.ptx\""})
+    EXPECT_THROW(open(R"({"format": 1, "ops": {"moe_unpermute": "op.moe"}, "entries": [)" + entry + bad + "}]}"),
+                 std::runtime_error)
+        << bad;
   fs::remove_all(dir);
 }
