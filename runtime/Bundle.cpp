@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <fstream>
 
 namespace moec {
@@ -13,6 +14,11 @@ namespace moec {
 namespace {
 
 constexpr int kFormat = 1;
+
+/// A bundle.json field with a value that the JSON types allow but the bundle does not.
+struct BadField : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 std::string readFile(const std::filesystem::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -27,7 +33,7 @@ std::string bundleFileName(const nlohmann::json &j, const char *what) {
   std::string name = j.get<std::string>();
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos)
-    throw std::runtime_error(std::string(what) + " '" + name + "' is not a file name in the bundle directory");
+    throw BadField(std::string(what) + " '" + name + "' is not a file name in the bundle directory");
   return name;
 }
 
@@ -48,10 +54,22 @@ nlohmann::json toJson(const KernelMeta &k) {
           {"pointPerWarp", k.pointPerWarp}};
 }
 
+/// An integer field in [lo, hi]. (A float would convert to int64_t with undefined behaviour when out of range.)
+int64_t intField(const nlohmann::json &j, const char *key, int64_t lo, int64_t hi) {
+  const nlohmann::json &v = j.at(key);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi)) ||
+      v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    throw BadField("'" + std::string(key) + "' is " + v.dump() + ", expected an integer in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v.get<int64_t>();
+}
+
 KernelMeta kernelFromJson(const nlohmann::json &j) {
+  // A launch divides by rowsPerBlock and threads; CUDA allows 1024 threads per block.
   return {j.at("name"),
           j.at("output"),
-          {j.at("rowsPerBlock"), j.at("threads"), j.at("vector"), j.at("unroll")},
+          {intField(j, "rowsPerBlock", 1, 1024), intField(j, "threads", 1, 1024), intField(j, "vector", 1, 1024),
+           intField(j, "unroll", 1, 1024)},
           j.at("pointPerWarp")};
 }
 
@@ -125,7 +143,8 @@ std::unique_ptr<Bundle> Bundle::open(const std::filesystem::path &dir, const Cud
       if (!dtype || !b->ops.count(e.op))
         throw std::runtime_error("entry for '" + e.op + "' has an unknown dtype or op");
       e.dtype = *dtype;
-      e.statics = j.at("statics").get<std::map<std::string, int64_t>>();
+      for (const auto &[name, value] : j.at("statics").items())
+        e.statics[name] = intField(j.at("statics"), name.c_str(), INT64_MIN, INT64_MAX);
       e.present = j.at("present").get<std::set<std::string>>();
       e.target = j.at("target");
       e.codeFile = bundleFileName(j.at("code"), "code file");
@@ -134,6 +153,8 @@ std::unique_ptr<Bundle> Bundle::open(const std::filesystem::path &dir, const Cud
       b->list.push_back(std::move(e));
     }
   } catch (const nlohmann::json::exception &error) {
+    throw std::runtime_error("'" + indexPath.string() + "' is malformed: " + error.what());
+  } catch (const BadField &error) {
     throw std::runtime_error("'" + indexPath.string() + "' is malformed: " + error.what());
   }
   return b;

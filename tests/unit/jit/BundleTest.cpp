@@ -195,3 +195,26 @@ TEST(Bundle, FileNamesMustStayInTheBundleDirectory) {
         << bad;
   fs::remove_all(dir);
 }
+
+// Found while fuzzing bundle.json: numbers that JSON allows but a bundle cannot hold (a float converts to
+// int64_t with undefined behaviour when out of range; a zero schedule field divides by zero at launch).
+TEST(Bundle, OutOfRangeNumbersAreRejected) {
+  fs::path dir = bundleDir();
+  fs::create_directories(dir);
+  std::ofstream(dir / "op.moe") << findBuiltinOp("moe_unpermute")->source;
+  auto open = [&](const std::string &statics, const std::string &kernel) {
+    std::ofstream(dir / "bundle.json", std::ios::trunc)
+        << R"({"format": 1, "ops": {"moe_unpermute": "op.moe"}, "entries": [{"op": "moe_unpermute",
+              "dtype": "bf16", "present": [], "target": "ptx-sm_90", "code": "k.ptx", "statics": )"
+        << statics << R"(, "kernels": [)" << kernel << "]}]}";
+    return Bundle::open(dir, CudaDriver::instance());
+  };
+  const std::string good = R"({"name": "k", "output": "hidden_states", "pointPerWarp": false, "rowsPerBlock": 1,
+                               "threads": 256, "vector": 8, "unroll": )";
+  EXPECT_NO_THROW(open(R"({"H": 4096})", good + "8}"));
+  for (const char *statics : {R"({"H": 1e300})", R"({"H": 4096.5})", R"({"H": 18446744073709551615})"})
+    EXPECT_THROW(open(statics, good + "8}"), std::runtime_error) << statics;
+  for (const char *unroll : {"0", "-1", "1e300", "2.5", "100000"})
+    EXPECT_THROW(open(R"({"H": 4096})", good + unroll + "}"), std::runtime_error) << unroll;
+  fs::remove_all(dir);
+}
