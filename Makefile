@@ -44,7 +44,7 @@ export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1:detect_stack_use_after_re
 export LSAN_OPTIONS ?= suppressions=$(SAN_DIR)/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= suppressions=$(SAN_DIR)/tsan.supp:halt_on_error=1:second_deadlock_stack=1
-TSAN_TESTS ?= ^(Runtime|RuntimeHammer|DiskCacheTest|Bundle|ThreadPool)\.
+TSAN_TESTS ?= ^(Runtime|RuntimeHammer|DiskCacheTest|Bundle|ThreadPool|TensorView)\.
 
 test-asan: setup
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_FLAGS) -DMOEC_SANITIZE=address,undefined > $(ASAN_BUILD).configure.log \

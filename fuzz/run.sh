@@ -25,7 +25,7 @@ for t in "${targets[@]}"; do
   "$bin" "$scratch/$t/corpus" "${dict[@]}" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="$scratch/$t/artifacts/" >"$scratch/$t/log" 2>&1
   rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$scratch/$t/log" | grep -o '[0-9]*$')
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$scratch/$t/log" | tail -1 | grep -o '[0-9]*$')
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$scratch/$t/log" | tail -1)
   artifacts=$(ls "$scratch/$t/artifacts" 2>/dev/null | wc -l)
   line="$t: ${execs:-?} executions, ${cov:-no coverage line}, exit $rc, $artifacts artifact(s)"
