@@ -379,9 +379,6 @@ TEST_F(DiskCacheTest, ListClearAndStats) {
   EXPECT_TRUE(warnings.empty());
 }
 
-} // namespace
-} // namespace moec
-
 // Found by fuzz-cache-meta: a "created" time past system_clock's range overflowed (undefined behaviour) in
 // list(); a size that is a float converted with undefined behaviour when out of range in load().
 TEST_F(DiskCacheTest, OutOfRangeNumbersInMetaJsonAreUnreadableNotUndefined) {
@@ -412,3 +409,6 @@ TEST_F(DiskCacheTest, OutOfRangeNumbersInMetaJsonAreUnreadableNotUndefined) {
     cache->clear();
   }
 }
+
+} // namespace
+} // namespace moec
