@@ -33,11 +33,14 @@ int64_t TensorView::elements() const {
 bool TensorView::isContiguous() const {
   if (strides.empty())
     return true;
+  if (strides.size() != shape.size()) // one stride per dim, or the view is malformed
+    return false;
   int64_t expected = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] != 1 && strides[i] != expected)
       return false;
-    expected *= shape[i];
+    if (i > 0 && __builtin_mul_overflow(expected, shape[i], &expected))
+      return false; // no tensor that large exists
   }
   return true;
 }

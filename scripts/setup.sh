@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # LLVM/MLIR 22 (shared libs, tblgen, lit, FileCheck)
   clang-22 lld-22 ninja-build ccache cmake make            # toolchain
+  libclang-rt-22-dev                                       # sanitizer and libFuzzer runtimes (make test-asan/test-tsan/fuzz)
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev    # libraries
   nlohmann-json3-dev libcli11-dev libxxhash-dev
   python3                                                  # lit

@@ -179,7 +179,10 @@ std::string readArtifact(int dirFd, const std::string &name, const json &record)
   if (!isPlainName(name) || name == kMetaFile)
     throw CorruptEntry("meta.json: bad file name '" + name + "'");
   std::string bytes = readFileAt(dirFd, name);
-  uint64_t size = record.at("size").get<uint64_t>();
+  const json &sizeJson = record.at("size");
+  if (!sizeJson.is_number_unsigned()) // a float would convert with undefined behaviour
+    throw CorruptEntry("meta.json: size of '" + name + "' is " + sizeJson.dump() + ", not a byte count");
+  uint64_t size = sizeJson.get<uint64_t>();
   if (bytes.size() != size)
     throw CorruptEntry(name + ": " + std::to_string(bytes.size()) + " bytes, expected " +
                        std::to_string(size));
@@ -310,9 +313,15 @@ std::optional<DiskCache::EntryInfo> entryInfo(const fs::directory_entry &dirent)
     return std::nullopt;
   try {
     json meta = readMeta(dirFd.get());
+    // Seconds since the epoch that system_clock can hold (its nanoseconds overflow past year 2262).
+    constexpr int64_t kMaxSeconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::duration::max()).count();
+    const json &created = meta.at("created");
+    if (!created.is_number_integer() || (created.is_number_unsigned() && created.get<uint64_t>() > uint64_t(kMaxSeconds)) ||
+        created.get<int64_t>() < -kMaxSeconds || created.get<int64_t>() > kMaxSeconds)
+      return std::nullopt; // not a time: unreadable
     DiskCache::EntryInfo info{keyHash, meta.at("key").get<std::string>(), 0,
-                              std::chrono::system_clock::time_point(
-                                  std::chrono::seconds(meta.at("created").get<int64_t>())),
+                              std::chrono::system_clock::time_point(std::chrono::seconds(created.get<int64_t>())),
                               {}};
     for (const auto &file : meta.at("files").items())
       info.files.push_back(file.key());

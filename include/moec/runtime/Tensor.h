@@ -33,6 +33,8 @@ struct TensorView {
   /// The element count; callers bind shapes with checkedElements() first (Binding does), so this cannot
   /// overflow for a view the runtime accepted.
   int64_t elements() const;
+  /// Row-major (strides empty, or equal to the row-major ones where a dim is not 1); false for a stride
+  /// count that differs from the rank.
   bool isContiguous() const;
   /// "[4, 7168]"
   std::string shapeString() const;

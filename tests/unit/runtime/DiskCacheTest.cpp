@@ -475,5 +475,37 @@ TEST_F(DiskCacheTest, DiscardReportsAndRemovesAnEntry) {
   EXPECT_FALSE(cache->load(hash, kKey));
 }
 
+// Found by fuzz-cache-meta: a "created" time past system_clock's range overflowed (undefined behaviour) in
+// list(); a size that is a float converted with undefined behaviour when out of range in load(). Since
+// meta.json is checksummed, such an edit is also corruption: never listed, never loaded.
+TEST_F(DiskCacheTest, OutOfRangeNumbersInMetaJsonAreUnreadableNotUndefined) {
+  auto cache = open("c");
+  std::string hash = cacheKeyHash(kKey);
+  fs::path meta = root / "c" / hash / "meta.json";
+  for (const char *created : {"17960382991", "-17960382991", "18446744073709551615", "1e300", "\"soon\""}) {
+    SCOPED_TRACE(created);
+    cache->store(hash, sampleEntry());
+    std::string text = readText(meta);
+    size_t at = text.find("\"created\":");
+    ASSERT_NE(at, std::string::npos);
+    size_t end = text.find_first_of(",}", at);
+    writeText(meta, text.substr(0, at) + "\"created\": " + created + text.substr(end));
+    EXPECT_TRUE(cache->list().empty());
+    EXPECT_FALSE(cache->load(hash, kKey)) << "meta.json no longer matches its checksum";
+    cache->clear();
+  }
+  for (const char *size : {"1e300", "-1.5", "200008.0", "-1"}) {
+    SCOPED_TRACE(size);
+    cache->store(hash, sampleEntry());
+    std::string text = readText(meta);
+    size_t at = text.find("\"size\":");
+    ASSERT_NE(at, std::string::npos);
+    size_t end = text.find_first_of(",}", at);
+    writeText(meta, text.substr(0, at) + "\"size\": " + size + text.substr(end));
+    EXPECT_FALSE(cache->load(hash, kKey));
+    cache->clear();
+  }
+}
+
 } // namespace
 } // namespace moec
