@@ -24,32 +24,21 @@ namespace {
   throw std::runtime_error("'" + path + "' is not a regular file" + consequence);
 }
 
-class Fd {
-public:
-  explicit Fd(int fd) : fd(fd) {}
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int fd;
-};
 
 template <typename Buffer> Buffer readRegular(const std::string &path) {
   // O_NONBLOCK: open(2) of a FIFO without a writer would wait forever; the fstat below rejects it.
   Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (file.fd < 0)
+  if (!file)
     fail("open", path, errno);
   struct stat st;
-  if (::fstat(file.fd, &st) != 0)
+  if (::fstat(file.get(), &st) != 0)
     fail("read", path, errno);
   if (!S_ISREG(st.st_mode))
     notRegular(path, "");
   Buffer bytes(size_t(st.st_size), 0);
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::read(file.fd, bytes.data() + done, bytes.size() - done);
+    ssize_t n = ::read(file.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
@@ -89,9 +78,9 @@ void writeFileReplacing(const std::string &path, const std::vector<std::string_v
       notRegular(path, "; not writing it");
     // A character device (/dev/null, a tty) is written as is: renaming over it would replace the node.
     Fd device(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (device.fd < 0)
+    if (!device)
       fail("write", path, errno);
-    if (int err = writeAll(device.fd, parts))
+    if (int err = writeAll(device.get(), parts))
       fail("write", path, err);
     return;
   }
@@ -118,6 +107,11 @@ void writeFileReplacing(const std::string &path, const std::vector<std::string_v
     ::unlink(temp.c_str());
     fail("write", path, err);
   }
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0)
+    ::close(fd_);
 }
 
 } // namespace moec

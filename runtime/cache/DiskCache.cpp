@@ -9,6 +9,7 @@
 // that key, and temp directories named as above.
 //===----------------------------------------------------------------------===//
 #include "moec/runtime/DiskCache.h"
+#include "moec/runtime/Files.h"
 
 #include <xxhash.h>
 
@@ -48,21 +49,6 @@ struct CorruptEntry : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class Fd {
-public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
-private:
-  int fd_;
-};
 
 std::string errnoText(int err) { return std::generic_category().message(err); }
 

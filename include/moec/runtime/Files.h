@@ -13,6 +13,20 @@
 
 namespace moec {
 
+/// An open file descriptor, closed on destruction.
+class Fd {
+public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd();
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+private:
+  int fd_;
+};
+
 /// The contents of `path`. Throws std::runtime_error naming the path: "'x' is not a regular file" for a
 /// FIFO, device, socket or directory (opened without blocking, so a FIFO is reported, not waited on),
 /// or "x: cannot open: <errno text>" (cannot read, ...).

@@ -5,6 +5,8 @@
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/HostTensor.h"
 
+#include "FakeCudaDriver.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -30,42 +32,20 @@ std::vector<Launch> launches;
 std::string loadedPtx;
 size_t paramCount = 0; // set by the test: how many parameters the kernel takes
 
-CUresult ok() { return CUDA_SUCCESS; }
 
+/// The shared fake driver, recording loaded PTX and launches.
 CudaDriverTable fakeDriver() {
-  CudaDriverTable t;
-  t.init = [](unsigned) { return ok(); };
-  t.deviceGet = [](CUdevice *d, int) { *d = 0; return ok(); };
-  t.deviceGetCount = [](int *n) { *n = 1; return ok(); };
-  t.deviceGetAttribute = [](int *v, CUdevice_attribute a, CUdevice) {
-    *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
-    return ok();
-  };
-  t.deviceGetName = [](char *name, int, CUdevice) { std::strcpy(name, "fake H200"); return ok(); };
-  t.devicePrimaryCtxRetain = [](CUcontext *c, CUdevice) { *c = reinterpret_cast<CUcontext>(0x10); return ok(); };
-  t.devicePrimaryCtxRelease = [](CUdevice) { return ok(); };
-  t.ctxSetCurrent = [](CUcontext) { return ok(); };
-  t.ctxGetCurrent = [](CUcontext *c) { *c = nullptr; return ok(); };
+  CudaDriverTable t = moec::fake::fakeCudaDriverTable();
   t.moduleLoadDataEx = [](CUmodule *m, const void *image, unsigned, CUjit_option *, void **) {
     loadedPtx = static_cast<const char *>(image);
     *m = reinterpret_cast<CUmodule>(0x20);
-    return ok();
-  };
-  t.moduleUnload = [](CUmodule) { return ok(); };
-  t.moduleGetFunction = [](CUfunction *f, CUmodule, const char *) {
-    *f = reinterpret_cast<CUfunction>(0x30);
-    return ok();
+    return CUDA_SUCCESS;
   };
   t.launchKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                       unsigned, CUstream s, void **params, void **) {
     launches.push_back({{gx, gy, gz}, {bx, by, bz}, paramCount, s});
-    return ok();
+    return CUDA_SUCCESS;
   };
-  t.memAlloc = [](CUdeviceptr *p, size_t) { *p = 0x40; return ok(); }; // the kernels' status buffer
-  t.memFree = [](CUdeviceptr) { return ok(); };
-  t.memcpyHtoD = [](CUdeviceptr, const void *, size_t) { return ok(); };
-  t.getErrorName = [](CUresult, const char **s) { *s = "CUDA_ERROR_FAKE"; return ok(); };
-  t.getErrorString = [](CUresult, const char **s) { *s = "fake"; return ok(); };
   return t;
 }
 
