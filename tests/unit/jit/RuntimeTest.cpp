@@ -148,6 +148,27 @@ TEST(Runtime, KeyChangesWithWhatChangesTheCode) {
   EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, s));
 }
 
+/// The build ID the build generated (ctest build_id checks it is the hash of the sources now).
+std::string generatedBuildId() {
+  std::ifstream in(MOEC_BINARY_DIR "/include/moec/BuildId.h");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = text.find("#define MOEC_BUILD_ID \"");
+  if (at == std::string::npos)
+    return "";
+  at += std::strlen("#define MOEC_BUILD_ID \"");
+  return text.substr(at, text.find('"', at) - at);
+}
+
+TEST(Runtime, KeyNamesTheCompilerBuiltFromTheseSources) {
+  TestRuntime t(freshDir("buildid"));
+  const BuiltinOp &b = *findBuiltinOp("moe_init_routing_v2_grad");
+  auto op = dsl::loadOpText(b.path, b.source);
+  std::string id = generatedBuildId();
+  ASSERT_GE(id.size(), 24u) << "no build ID in " MOEC_BINARY_DIR "/include/moec/BuildId.h";
+  Specialization s{DType::F32, {{"H", 64}, {"top_k", 2}}, Target::cpu(), {}, {}};
+  EXPECT_NE(t.rt.cacheKey(*op, b.source, s).find("\ncompiler " + id + "\n"), std::string::npos);
+}
+
 TEST(Runtime, RuntimeAttributesAndDimsAreNotInTheKey) {
   TestRuntime t(freshDir("rtattr"));
   KernelRequest a = b2Request(7, 3), b = b2Request(7, 3);
