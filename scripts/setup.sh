@@ -8,7 +8,8 @@ packages=(
   clang-22 lld-22 ninja-build ccache cmake make            # toolchain
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev    # libraries
   nlohmann-json3-dev libcli11-dev libxxhash-dev
-  python3                                                  # lit
+  python3 python3-psutil                                   # lit (psutil: lit --timeout)
+  python3-numpy                                            # NpyTest.InteroperatesWithNumpy
 )
 
 missing=()
