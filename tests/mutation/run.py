@@ -72,6 +72,7 @@ def main():
         sys.exit(f"the unmutated copy does not build, see {log}")
     print(f"baseline build: {time.time() - start:.0f} s", flush=True)
     rows = []
+    baselines = {}  # (ctest regex, lit filter) -> the tests that fail unmutated (should be none)
     for name, what, path, old, new, ctest_regex, lit_filter in MUTATIONS:
         if only and name not in only:
             continue
@@ -81,7 +82,9 @@ def main():
         if original.count(old) != 1:
             rows.append((name, what, "not applied", f"the text to replace occurs {original.count(old)} times in {path}", 0))
             continue
-        baseline = run_tests(build, ctest_regex, lit_filter, log)  # the chosen tests pass unmutated
+        if (ctest_regex, lit_filter) not in baselines:
+            baselines[(ctest_regex, lit_filter)] = run_tests(build, ctest_regex, lit_filter, log)
+        baseline = baselines[(ctest_regex, lit_filter)]
         open(file, "w").write(original.replace(old, new))
         try:
             if sh(["ninja", "-C", build, "-j", JOBS], src, log) != 0:
