@@ -29,11 +29,19 @@ def sh(cmd, cwd, log):
 
 def prepare(repo, scratch, log):
     src = os.path.join(scratch, "src")
+    build = os.path.join(src, "build")
+    # A build left by an earlier run is kept (moved aside while the sources are replaced); the files are
+    # extracted with the current time (tar -m), so ninja rebuilds them all and ccache serves them.
+    kept = os.path.join(scratch, "build.kept")
+    shutil.rmtree(kept, ignore_errors=True)
+    if os.path.isdir(build):
+        os.rename(build, kept)
     shutil.rmtree(src, ignore_errors=True)
     os.makedirs(src)
     archive = subprocess.run(["git", "-C", repo, "archive", "HEAD"], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", src], input=archive, check=True)
-    build = os.path.join(src, "build")
+    subprocess.run(["tar", "-x", "-m", "-C", src], input=archive, check=True)
+    if os.path.isdir(kept):
+        os.rename(kept, build)
     rc = sh(["cmake", "-S", ".", "-B", "build", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
              "-DCMAKE_C_COMPILER=clang-22", "-DCMAKE_CXX_COMPILER=clang++-22"], src, log)
     if rc != 0:
@@ -93,13 +101,14 @@ def main():
             failed = [t for t in run_tests(build, ctest_regex, lit_filter, log) if t not in baseline]
         finally:
             open(file, "w").write(original)
+            # Rebuilt unmutated before the next baseline or mutation (ccache serves the original objects).
+            sh(["ninja", "-C", build, "-j", JOBS], src, log)
         caught = "yes" if failed else "NO"
         shown = ", ".join(failed[:4]) + (f" (+{len(failed) - 4} more)" if len(failed) > 4 else "")
         if baseline:
             shown += f" [failing before the mutation too: {', '.join(baseline[:3])}]"
         rows.append((name, what, caught, shown or "-", time.time() - start))
         print(f"{name}: {caught} ({time.time() - start:.0f} s) {shown}", flush=True)
-    sh(["ninja", "-C", build, "-j", JOBS], src, log)  # leave the copy built unmutated
 
     print("\n| mutation | what | caught? | by which tests | seconds |")
     print("|---|---|---|---|---|")
