@@ -81,26 +81,31 @@ def main():
     print(f"baseline build: {time.time() - start:.0f} s", flush=True)
     rows = []
     baselines = {}  # (ctest regex, lit filter) -> the tests that fail unmutated (should be none)
-    for name, what, path, old, new, ctest_regex, lit_filter in MUTATIONS:
+    for name, what, edits, ctest_regex, lit_filter in MUTATIONS:
         if only and name not in only:
             continue
         start = time.time()
-        file = os.path.join(src, path)
-        original = open(file).read()
-        if original.count(old) != 1:
-            rows.append((name, what, "not applied", f"the text to replace occurs {original.count(old)} times in {path}", 0))
+        originals = {path: open(os.path.join(src, path)).read() for path, _, _ in edits}
+        counts = [originals[path].count(old) for path, old, _ in edits]
+        if counts != [1] * len(edits):
+            rows.append((name, what, "not applied", f"the texts to replace occur {counts} times", 0))
             continue
         if (ctest_regex, lit_filter) not in baselines:
             baselines[(ctest_regex, lit_filter)] = run_tests(build, ctest_regex, lit_filter, log)
         baseline = baselines[(ctest_regex, lit_filter)]
-        open(file, "w").write(original.replace(old, new))
+        mutated = dict(originals)
+        for path, old, new in edits:
+            mutated[path] = mutated[path].replace(old, new)
         try:
+            for path, text in mutated.items():
+                open(os.path.join(src, path), "w").write(text)
             if sh(["ninja", "-C", build, "-j", JOBS], src, log) != 0:
                 rows.append((name, what, "build failed", "the mutant does not compile", time.time() - start))
                 continue
             failed = [t for t in run_tests(build, ctest_regex, lit_filter, log) if t not in baseline]
         finally:
-            open(file, "w").write(original)
+            for path, text in originals.items():
+                open(os.path.join(src, path), "w").write(text)
             # Rebuilt unmutated before the next baseline or mutation (ccache serves the original objects).
             sh(["ninja", "-C", build, "-j", JOBS], src, log)
         caught = "yes" if failed else "NO"
