@@ -28,7 +28,7 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 bench: build
-	$(BUILD)/bin/moec-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	MOEC_CACHE_DIR=$(BUILD)/bench-cache/default $(BUILD)/bin/moec-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log out

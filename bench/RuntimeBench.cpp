@@ -14,13 +14,20 @@
 
 namespace {
 
-std::filesystem::path benchCacheDir() {
-  static std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("moec-bench-cache-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(d);
-    return d;
-  }();
-  return dir;
+/// The benchmarks' own cache, under the build tree, empty at the start and removed at the end.
+struct BenchCache {
+  std::filesystem::path dir =
+      std::filesystem::path(MOEC_BENCH_CACHE_ROOT) / std::to_string(::getpid());
+  BenchCache() { std::filesystem::remove_all(dir); }
+  ~BenchCache() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+const std::filesystem::path &benchCacheDir() {
+  static BenchCache cache;
+  return cache.dir;
 }
 
 moec::Runtime::Options cpuOptions(bool alwaysCompile = false) {

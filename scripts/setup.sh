@@ -9,7 +9,8 @@ packages=(
   libclang-rt-22-dev                                       # sanitizer and libFuzzer runtimes (make test-asan/test-tsan/fuzz)
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev    # libraries
   nlohmann-json3-dev libcli11-dev libxxhash-dev
-  python3                                                  # lit
+  python3 python3-psutil                                   # lit (psutil: lit --timeout)
+  python3-numpy                                            # NpyTest.InteroperatesWithNumpy
 )
 
 missing=()

@@ -152,8 +152,7 @@ int main(int argc, char **argv) {
         kernel.launch(call.tensors, nullptr, small.attrs);
         driver.check(driver.api().ctxSynchronize(), "cuCtxSynchronize");
         for (const auto &[name, expected] : small.expected) {
-          double err = worstError(call.download(name, expected), expected);
-          double allowed = small.tolerance.count(name) ? small.tolerance.at(name) : 0;
+          auto [err, allowed] = outputError(small, name, call.download(name, expected));
           if (err < 0 || err > allowed) {
             ++failures;
             std::printf("FAIL %s %s %s T=%lld: %s off by %g (allowed %g)\n", e.op.c_str(), dsl::dtypeName(e.dtype),

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "moec/Runtime.h"
 
+#include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
+
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Bundle.h"

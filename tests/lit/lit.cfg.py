@@ -1,18 +1,27 @@
 # lit configuration for moec's IR and CLI tests: each .mlir / .moe / .test file runs its RUN lines.
 import os
 import shutil
+import sys
 
-import lit.formats
+sys.path.insert(0, os.path.dirname(__file__))
+from moec_litformat import ShTestWithOwnCache  # noqa: E402  (each test gets its own empty cache)
 
 config.name = "moec"
-config.test_format = lit.formats.ShTest(execute_external=False)
+config.test_format = ShTestWithOwnCache(execute_external=False)
 config.suffixes = [".mlir", ".moe", ".test"]
-config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py", "moec_litformat.py", "__pycache__"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.moec_binary_dir, "tests", "lit")
 
 config.environment["PATH"] = os.pathsep.join(
     [config.moec_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Nothing reaches the user's cache: HOME and XDG_CACHE_HOME point into the build tree, emptied per run.
+scratch_home = os.path.join(config.test_exec_root, "home")
+shutil.rmtree(scratch_home, ignore_errors=True)
+os.makedirs(scratch_home, exist_ok=True)
+config.environment["HOME"] = scratch_home
+config.environment["XDG_CACHE_HOME"] = os.path.join(scratch_home, ".cache")
+
 config.substitutions.append(("%moec_src", config.moec_source_dir))
 config.substitutions.append(("%moec_bin", config.moec_tools_dir))
 

@@ -27,11 +27,19 @@ static std::string describe(const dsl::OpDef &op) {
                        a.defaultValue ? " = " + std::to_string(*a.defaultValue) : ", required");
   }
   for (const dsl::TensorDecl &t : op.tensors) {
-    out += fmt::format("\n  {:<7} {}: {}[", t.isOutput ? "out" : "in", t.name,
+    // As the DSL writes it: `name?` for an optional tensor, then its value range, `unique`, and when an
+    // optional output exists.
+    out += fmt::format("\n  {:<7} {}{}: {}[", t.isOutput ? "out" : "in", t.name, t.optional ? "?" : "",
                        t.elem.generic ? op.typeParam : dsl::dtypeName(t.elem.fixed));
     for (size_t i = 0; i < t.shape.size(); ++i)
       out += std::string(i ? ", " : "") + (t.shape[i].flattenLeading ? "*" : "") + dsl::printExpr(*t.shape[i].size);
     out += "]";
+    if (t.rangeLo && t.rangeHi)
+      out += " in [" + dsl::printExpr(*t.rangeLo) + ", " + dsl::printExpr(*t.rangeHi) + ")";
+    if (t.unique)
+      out += " unique";
+    if (t.when)
+      out += " when " + dsl::printExpr(*t.when);
   }
   return out;
 }

@@ -22,6 +22,10 @@
 // SCHED: moe.scatter {{.*}} {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>}
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // GPU-SAME: known_block_size = array<i32: 32, 8, 1>
+// A warp per (t, e) point: the guard bounds the point index by Tk * E points, not by the Tk rows.
+// GPU: %[[ROWS:.*]] = arith.muli %{{.*}}, %arg8 : index
+// GPU-NEXT: %[[POINTS:.*]] = arith.muli %[[ROWS]], %c4 : index
+// GPU-NEXT: %{{.*}} = arith.cmpi ult, %{{.*}}, %[[POINTS]] : index
 // GPU: %[[LEADER:.*]] = arith.cmpi eq, %thread_id_x
 // GPU: vector.load {{.*}} {alignment = 16 : i64} : memref<?x16xf32>, vector<4xf32>
 // GPU: vector.reduction <add>

@@ -124,6 +124,64 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   fs::remove_all(dir);
 }
 
+// Row counts that are not a multiple of the rows per block: the grid is rounded up (ceil_div), or the
+// last rows are never written. Only the launch geometry is checked, on the fake driver.
+TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {
+  auto [b2, b2Ptx] = compileEntry("moe_init_routing_v2_grad", DType::F16, {{"H", 7}, {"top_k", 2}});
+  auto [a3, a3Ptx] = compileEntry("moe_token_unpermute_with_routing_map_grad", DType::F32, {{"H", 7}, {"E", 3}},
+                                  {"routing_map", "permuted_tokens", "probs"});
+  fs::path dir = bundleDir();
+  Bundle::write(dir, {b2, a3}, {b2Ptx, a3Ptx},
+                {{b2.op, findBuiltinOp(b2.op)->source}, {a3.op, findBuiltinOp(a3.op)->source}}, "test");
+  auto driver = CudaDriver::fromTable(fakeDriver());
+  auto bundle = Bundle::open(dir, *driver);
+  auto expectCovers = [](const Launch &l, const KernelMeta &k, int64_t units) {
+    const int64_t perBlock = k.schedule.rowsPerBlock;
+    EXPECT_EQ(l.block[1], unsigned(perBlock)) << k.name;
+    EXPECT_EQ(int64_t(l.grid[0]), (units + perBlock - 1) / perBlock) << k.name << ": " << units << " units";
+  };
+
+  // B2, N = 5 tokens, H = 7: scalar rows, several per block.
+  Kernel k = bundle->get("moe_init_routing_v2_grad", {DType::F16, {{"H", 7}}, {{"top_k", 2}}, {}, {}});
+  ASSERT_EQ(b2.kernels.size(), 1u);
+  ASSERT_GT(b2.kernels[0].schedule.rowsPerBlock, 1) << "the case needs several rows per block";
+  for (int64_t n : {1, 5, 7}) {
+    ASSERT_NE(n % b2.kernels[0].schedule.rowsPerBlock, 0);
+    launches.clear();
+    paramCount = 7;
+    k.launch({device(DType::F16, {n * 2, 7}, 0x100000), device(DType::I32, {n * 2}, 0x200000)},
+             {device(DType::F16, {n, 7}, 0x300000)});
+    ASSERT_EQ(launches.size(), 1u);
+    expectCovers(launches[0], b2.kernels[0], n);
+  }
+
+  // A3 with probs, T = 5 tokens, K = 2 of E = 3 (R = 10): zero fill (R rows), probs_grad (a warp per
+  // (t, e): 15 points), permuted_tokens_grad (rows of (t, e)).
+  Kernel g = bundle->get("moe_token_unpermute_with_routing_map_grad",
+                         {DType::F32, {{"H", 7}, {"E", 3}}, {}, {"routing_map", "permuted_tokens", "probs"}, {}});
+  std::map<std::string, TensorView> t = {
+      {"unpermuted_tokens_grad", device(DType::F32, {5, 7}, 0x100000)},
+      {"out_index", device(DType::I32, {10}, 0x200000)},
+      {"permute_token_id", device(DType::I32, {10}, 0x210000)},
+      {"routing_map", device(DType::Bool, {5, 3}, 0x220000)},
+      {"permuted_tokens", device(DType::F32, {10, 7}, 0x300000)},
+      {"probs", device(DType::F32, {5, 3}, 0x400000)},
+      {"permuted_tokens_grad", device(DType::F32, {10, 7}, 0x500000)},
+      {"probs_grad", device(DType::F32, {5, 3}, 0x600000)}};
+  launches.clear();
+  g.launch(t);
+  ASSERT_EQ(launches.size(), 3u);
+  ASSERT_EQ(a3.kernels.size(), 3u);
+  const int64_t units[3] = {10, 5 * 3, 5 * 3};
+  bool someRemainder = false;
+  for (int i = 0; i < 3; ++i) {
+    expectCovers(launches[i], a3.kernels[i], units[i]);
+    someRemainder |= units[i] % a3.kernels[i].schedule.rowsPerBlock != 0;
+  }
+  EXPECT_TRUE(someRemainder) << "no kernel of the case has a partial last block";
+  fs::remove_all(dir);
+}
+
 TEST(Bundle, MissingSpecializationsAndDevicesAreReported) {
   auto [b2, b2Ptx] = compileEntry("moe_init_routing_v2_grad", DType::BF16, {{"H", 7168}, {"top_k", 8}});
   fs::path dir = bundleDir();

@@ -22,8 +22,7 @@ void expectAgreement(const std::string &opName, DType dtype, Case c) {
     inputs[name] = const_cast<HostTensor &>(t).view();
   CpuRunResult result = runOnCpu(*op, dtype, c.attrs, inputs);
   for (const auto &[name, expected] : c.expected) {
-    double err = worstError(result.outputs.at(name), expected);
-    double allowed = c.tolerance.count(name) ? c.tolerance.at(name) : 0;
+    auto [err, allowed] = outputError(c, name, result.outputs.at(name));
     EXPECT_GE(err, 0) << opName << " " << name << ": NaN mismatch";
     EXPECT_LE(err, allowed) << opName << " " << dsl::dtypeName(dtype) << " " << name;
   }

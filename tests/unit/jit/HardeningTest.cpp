@@ -184,9 +184,7 @@ TEST(Sizes, HostTensorsNameTheirLimit) {
 
 TEST(Schedules, InvalidSchedulesAreRejectedBeforeCompiling) {
   const dsl::OpDef &b2 = builtinOp("moe_init_routing_v2_grad");
-  auto compileWith = [&](Schedule s, Target t) {
-    compile(b2, {DType::BF16, {{"H", 64}, {"top_k", 4}}, t, s, {}});
-  };
+  auto compileWith = [&](Schedule s, Target t) { return compile(b2, {DType::BF16, {{"H", 64}, {"top_k", 4}}, t, s, {}}); };
   expectThrowContaining<CompileError>([&] { compileWith({0, 100000, 0, 0}, Target::ptx("sm_90")); },
                                       {"schedule 'threads': 100000 is not in [0, 1024]"});
   expectThrowContaining<CompileError>([&] { compileWith({0, 48, 0, 0}, Target::ptx("sm_90")); },
@@ -198,7 +196,11 @@ TEST(Schedules, InvalidSchedulesAreRejectedBeforeCompiling) {
   expectThrowContaining<CompileError>([&] { compileWith({0, 0, 0, -1}, Target::cpu()); }, {"'unroll': -1 is not in [0, 64]"});
   expectThrowContaining<CompileError>([&] { compileWith({-1, 0, 0, 0}, Target::cpu()); },
                                       {"'rowsPerBlock': -1 is not in [0, 1024]"});
-  EXPECT_NO_THROW(compileWith({2, 64, 8, 4}, Target::ptx("sm_90")));
+  // A valid schedule is the one the kernel gets, and the PTX has its block size.
+  CompiledOp ok = compileWith({2, 64, 8, 4}, Target::ptx("sm_90"));
+  ASSERT_EQ(ok.kernels.size(), 1u);
+  EXPECT_EQ(ok.kernels[0].schedule, (Schedule{2, 64, 8, 4}));
+  EXPECT_NE(ok.ptx.find(".maxntid 64, 2, 1"), std::string::npos);
 }
 
 TEST(Attributes, AnAttributeAndItsAliasTogetherAreAnError) {

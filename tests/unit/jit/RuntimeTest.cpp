@@ -18,6 +18,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -133,6 +134,9 @@ TEST(Runtime, KeyChangesWithWhatChangesTheCode) {
   s.statics["drop_pad_mode"] = 1;
   differs(s, b.source, "static attribute");
   s = base;
+  s.statics["top_k"] = 4;
+  differs(s, b.source, "static attribute top_k");
+  s = base;
   s.target = Target::ptx("sm_90");
   differs(s, b.source, "target");
   Specialization sm80 = s;
@@ -142,10 +146,47 @@ TEST(Runtime, KeyChangesWithWhatChangesTheCode) {
   s.schedule.vector = 4;
   differs(s, b.source, "schedule");
   differs(base, std::string(b.source) + "\n# edited\n", "DSL source");
+  // A3: each static dim and attribute, and the set of optional tensors given.
+  const BuiltinOp &a3 = *findBuiltinOp("moe_token_unpermute_with_routing_map_grad");
+  auto a3op = dsl::loadOpText(a3.path, a3.source);
+  Specialization a3base{DType::F32, {{"E", 8}, {"H", 64}}, Target::cpu(), {}, {}};
+  std::set<std::string> keys{t.rt.cacheKey(*a3op, a3.source, a3base)};
+  for (auto [name, value] : {std::pair<const char *, int64_t>{"E", 16}, {"H", 32}, {"drop_and_pad", 1}}) {
+    Specialization v = a3base;
+    v.statics[name] = value;
+    EXPECT_TRUE(keys.insert(t.rt.cacheKey(*a3op, a3.source, v)).second) << name;
+  }
+  for (std::set<std::string> present : std::vector<std::set<std::string>>{
+           {"routing_map"}, {"routing_map", "permuted_tokens"}, {"routing_map", "permuted_tokens", "probs"}}) {
+    Specialization v = a3base;
+    v.present = present;
+    EXPECT_TRUE(keys.insert(t.rt.cacheKey(*a3op, a3.source, v)).second) << present.size() << " present";
+  }
   // A default written out is the same specialization.
   s = base;
   s.statics["drop_pad_mode"] = 0;
   EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, s));
+}
+
+/// The build ID the build generated (ctest build_id checks it is the hash of the sources now).
+std::string generatedBuildId() {
+  std::ifstream in(MOEC_BINARY_DIR "/include/moec/BuildId.h");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = text.find("#define MOEC_BUILD_ID \"");
+  if (at == std::string::npos)
+    return "";
+  at += std::strlen("#define MOEC_BUILD_ID \"");
+  return text.substr(at, text.find('"', at) - at);
+}
+
+TEST(Runtime, KeyNamesTheCompilerBuiltFromTheseSources) {
+  TestRuntime t(freshDir("buildid"));
+  const BuiltinOp &b = *findBuiltinOp("moe_init_routing_v2_grad");
+  auto op = dsl::loadOpText(b.path, b.source);
+  std::string id = generatedBuildId();
+  ASSERT_GE(id.size(), 24u) << "no build ID in " MOEC_BINARY_DIR "/include/moec/BuildId.h";
+  Specialization s{DType::F32, {{"H", 64}, {"top_k", 2}}, Target::cpu(), {}, {}};
+  EXPECT_NE(t.rt.cacheKey(*op, b.source, s).find("\ncompiler " + id + "\n"), std::string::npos);
 }
 
 TEST(Runtime, RuntimeAttributesAndDimsAreNotInTheKey) {
@@ -156,6 +197,122 @@ TEST(Runtime, RuntimeAttributesAndDimsAreNotInTheKey) {
   t.rt.get("moe_init_routing_v2_grad", a);
   t.rt.get("moe_init_routing_v2_grad", b);
   EXPECT_EQ(t.rt.stats().compiles, 1u);
+}
+
+// A repeat call with the same shapes and attributes reuses the checked signature, which covers shapes, not
+// values: the index data must still be checked on every launch.
+TEST(Runtime, RepeatLaunchWithTheSameShapesStillChecksIndexValues) {
+  TestRuntime t(freshDir("recheck"));
+  // Active mode (active_num = 3): the kernel skips rows r >= 3, so an index of N*K = 4 never reaches
+  // memory and only the host's range check [0, N*K) can reject it.
+  KernelRequest request = b2Request(4, 2);
+  request.attrs["active_num"] = 3;
+  Kernel k = t.rt.get("moe_init_routing_v2_grad", request);
+  HostTensor grad(DType::F32, {3, 4}), idx(DType::I32, {4}), out(DType::F32, {2, 4});
+  for (int i = 0; i < 12; ++i)
+    static_cast<float *>(grad.raw())[i] = float(i);
+  auto launchWith = [&](std::vector<int32_t> rows) {
+    std::memcpy(idx.raw(), rows.data(), 16);
+    std::fill_n(static_cast<float *>(out.raw()), 8, -7.0f);
+    k.launch({grad.view(), idx.view()}, {out.view()});
+  };
+  auto expectGood = [&] {
+    // Token 0: rows 2 and 0; token 1: row 1 (row 3 is past active_num).
+    const float *o = static_cast<const float *>(out.raw());
+    for (int h = 0; h < 4; ++h) {
+      EXPECT_EQ(o[h], float(8 + h) + float(h)) << h;
+      EXPECT_EQ(o[4 + h], float(4 + h)) << h;
+    }
+  };
+  launchWith({2, 0, 3, 1});
+  expectGood();
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    try {
+      launchWith({2, 0, 4, 1});
+      ADD_FAILURE() << "an index outside [0, N*K) was accepted on launch " << repeat + 2;
+    } catch (const std::exception &e) {
+      EXPECT_NE(std::string(e.what()).find("element 2 is 4, outside the valid range [0, 4)"), std::string::npos)
+          << e.what();
+    }
+  }
+  launchWith({2, 0, 3, 1}); // and a good call after the bad ones still runs
+  expectGood();
+}
+
+/// A3 non-pad, f32, Tk = 3 tokens, K = 2 of E = 4 experts each, H = 5; small integers, so exact.
+struct A3Case {
+  static constexpr int64_t Tk = 3, E = 4, H = 5, K = 2, R = Tk * K;
+  HostTensor grad{DType::F32, {Tk, H}}, outIndex{DType::I32, {R}}, tokenId{DType::I32, {R}},
+      map{DType::Bool, {Tk, E}}, permuted{DType::F32, {R, H}}, probs{DType::F32, {Tk, E}};
+  const std::vector<std::vector<int>> experts{{1, 3}, {0, 1}, {2, 3}};
+  const std::vector<int32_t> rows{4, 0, 2, 5, 1, 3}; // out_index: slot t*K + k -> permuted row
+
+  A3Case() {
+    auto *g = static_cast<float *>(grad.raw()), *p = static_cast<float *>(permuted.raw()),
+         *pr = static_cast<float *>(probs.raw());
+    for (int i = 0; i < Tk * H; ++i)
+      g[i] = float(i % 7 - 3);
+    for (int i = 0; i < R * H; ++i)
+      p[i] = float(i % 5 - 2);
+    for (int i = 0; i < Tk * E; ++i)
+      pr[i] = float(i + 1);
+    std::memcpy(outIndex.raw(), rows.data(), R * 4);
+    auto *m = static_cast<bool *>(map.raw());
+    std::fill_n(m, Tk * E, false);
+    for (int t = 0; t < Tk; ++t)
+      for (int k = 0; k < K; ++k) {
+        m[t * E + experts[t][k]] = true;
+        static_cast<int32_t *>(tokenId.raw())[rows[t * K + k]] = t;
+      }
+  }
+  /// probs_grad[t, e] = <permuted_tokens[row], grad[t]> for the row token t sent to expert e, else 0.
+  std::vector<float> expectedProbsGrad() const {
+    std::vector<float> out(Tk * E, 0.0f);
+    auto *g = static_cast<const float *>(grad.raw()), *p = static_cast<const float *>(permuted.raw());
+    for (int t = 0; t < Tk; ++t)
+      for (int k = 0; k < K; ++k)
+        for (int j = 0; j < H; ++j)
+          out[t * E + experts[t][k]] += p[rows[t * K + k] * H + j] * g[t * H + j];
+    return out;
+  }
+};
+
+// The optional-tensor set is part of both keys (memory and disk): a kernel compiled without probs must not
+// serve a call with probs (it left probs_grad all zero).
+TEST(Runtime, KernelWithoutOptionalTensorsDoesNotServeACallWithThem) {
+  fs::path dir = freshDir("present");
+  A3Case c;
+  const KernelRequest plain{DType::F32, {{"E", A3Case::E}, {"H", A3Case::H}}, {}, {}, {}};
+  KernelRequest withProbs = plain;
+  withProbs.with = {"routing_map", "permuted_tokens", "probs"};
+  for (int pass = 0; pass < 2; ++pass) { // pass 1: a new runtime, the same disk cache
+    TestRuntime t(dir);
+    HostTensor ptGrad(DType::F32, {A3Case::R, A3Case::H});
+    t.rt.get("moe_token_unpermute_with_routing_map_grad", plain)
+        .launch({{"unpermuted_tokens_grad", c.grad.view()}, {"out_index", c.outIndex.view()},
+                 {"permute_token_id", c.tokenId.view()}, {"permuted_tokens_grad", ptGrad.view()}});
+    HostTensor probsGrad(DType::F32, {A3Case::Tk, A3Case::E});
+    std::fill_n(static_cast<float *>(probsGrad.raw()), A3Case::Tk * A3Case::E, -99.0f);
+    t.rt.get("moe_token_unpermute_with_routing_map_grad", withProbs)
+        .launch({{"unpermuted_tokens_grad", c.grad.view()}, {"out_index", c.outIndex.view()},
+                 {"permute_token_id", c.tokenId.view()}, {"routing_map", c.map.view()},
+                 {"permuted_tokens", c.permuted.view()}, {"probs", c.probs.view()},
+                 {"permuted_tokens_grad", ptGrad.view()}, {"probs_grad", probsGrad.view()}});
+    std::vector<float> expected = c.expectedProbsGrad();
+    const float *got = static_cast<const float *>(probsGrad.raw());
+    for (int i = 0; i < A3Case::Tk * A3Case::E; ++i)
+      EXPECT_EQ(got[i], expected[i]) << "pass " << pass << " probs_grad[" << i / A3Case::E << ", "
+                                     << i % A3Case::E << "]";
+    // permuted_tokens_grad[row] = grad[t] * probs[t, e]: the probs were used, too.
+    const float *pg = static_cast<const float *>(ptGrad.raw()), *g = static_cast<const float *>(c.grad.raw()),
+                *pr = static_cast<const float *>(c.probs.raw());
+    for (int t = 0; t < A3Case::Tk; ++t)
+      for (int k = 0; k < A3Case::K; ++k)
+        for (int h = 0; h < A3Case::H; ++h)
+          EXPECT_EQ(pg[c.rows[t * A3Case::K + k] * A3Case::H + h],
+                    g[t * A3Case::H + h] * pr[t * A3Case::E + c.experts[t][k]]);
+    EXPECT_EQ(t.rt.stats().compiles, pass == 0 ? 2u : 0u);
+  }
 }
 
 TEST(Runtime, WarmStartLoadsFromDiskWithoutCompiling) {

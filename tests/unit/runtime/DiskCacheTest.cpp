@@ -57,7 +57,7 @@ std::vector<std::string> names(const fs::path &dir) {
 class DiskCacheTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    std::string pattern = "/tmp/moec-cache-test-XXXXXX";
+    std::string pattern = (fs::temp_directory_path() / "moec-cache-test-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root = pattern;
   }

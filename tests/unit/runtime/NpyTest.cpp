@@ -343,13 +343,21 @@ if mode == 'save':
     np.save(os.path.join(d, 'np_empty.npy'), np.zeros((0, 3), np.int32))
 )";
 
-bool hasNumpy() { return std::system("python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
+/// A python3 with numpy: the one on PATH, else the system's (scripts/setup.sh installs python3-numpy for
+/// /usr/bin/python3, which a pyenv or venv python3 earlier on PATH does not see). Empty if none.
+std::string pythonWithNumpy() {
+  for (std::string python : {"python3", "/usr/bin/python3"})
+    if (std::system((python + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0)
+      return python;
+  return "";
+}
 
 TEST_F(NpyTest, InteroperatesWithNumpy) {
-  if (!hasNumpy())
+  std::string python = pythonWithNumpy();
+  if (python.empty())
     GTEST_SKIP() << "python3 with numpy is not available; the numpy round trip is not checked";
   std::string script = write("check.py", kNumpyScript);
-  ASSERT_EQ(std::system(("python3 " + script + " " + dir.string() + " save").c_str()), 0);
+  ASSERT_EQ(std::system((python + " " + script + " " + dir.string() + " save").c_str()), 0);
   for (NpyType type : kAllTypes) {
     SCOPED_TRACE(npyTypeName(type));
     expectSame(readNpy(path(std::string("np_") + npyTypeName(type) + ".npy")), counting(type));
@@ -359,7 +367,7 @@ TEST_F(NpyTest, InteroperatesWithNumpy) {
   put(scalar, 0, 2.5);
   expectSame(readNpy(path("np_scalar.npy")), scalar);
   expectSame(readNpy(path("np_empty.npy")), NpyArray{NpyType::I32, {0, 3}, {}});
-  EXPECT_EQ(std::system(("python3 " + script + " " + dir.string() + " check").c_str()), 0);
+  EXPECT_EQ(std::system((python + " " + script + " " + dir.string() + " check").c_str()), 0);
 }
 
 } // namespace

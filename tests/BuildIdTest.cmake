@@ -1,0 +1,46 @@
+# ctest build_id: the build ID in cache keys tracks the compiler sources (cmake/BuildId.cmake).
+#   cmake -DROOT=<source dir> -DHEADER=<build>/include/moec/BuildId.h -DSCRATCH=<empty dir> -P BuildIdTest.cmake
+include(${ROOT}/cmake/BuildId.cmake)
+
+# 1. The header the build generated is the hash of the sources as they are now: an edit built without a
+#    reconfigure regenerated it (the custom command depends on every hashed file).
+moec_build_id(now ${ROOT})
+file(READ ${HEADER} header)
+if(NOT header MATCHES "#define MOEC_BUILD_ID \"([^\"]+)\"")
+  message(FATAL_ERROR "no MOEC_BUILD_ID in ${HEADER}")
+endif()
+if(NOT CMAKE_MATCH_1 STREQUAL now)
+  message(FATAL_ERROR "stale build ID: ${HEADER} has ${CMAKE_MATCH_1}, the sources hash to ${now}")
+endif()
+
+# 2. On a scratch tree: a changed byte in any hashed folder, a renamed file and an added file each change
+#    the ID; restoring the content restores it; a file outside the hashed folders does not count.
+file(REMOVE_RECURSE ${SCRATCH})
+foreach(d IN LISTS MOEC_BUILD_ID_DIRS)
+  file(WRITE ${SCRATCH}/${d}/sub/a.cpp "int f() { return 1; }\n")
+endforeach()
+moec_build_id(base ${SCRATCH})
+function(expect what cmp)
+  moec_build_id(id ${SCRATCH})
+  if(cmp STREQUAL "differs" AND id STREQUAL base)
+    message(FATAL_ERROR "the build ID did not change: ${what}")
+  elseif(cmp STREQUAL "same" AND NOT id STREQUAL base)
+    message(FATAL_ERROR "the build ID changed: ${what}")
+  endif()
+endfunction()
+foreach(d IN LISTS MOEC_BUILD_ID_DIRS)
+  file(WRITE ${SCRATCH}/${d}/sub/a.cpp "int f() { return 2; }\n")
+  expect("edit in ${d}/" differs)
+  file(WRITE ${SCRATCH}/${d}/sub/a.cpp "int f() { return 1; }\n")
+  expect("edit in ${d}/ undone" same)
+endforeach()
+file(RENAME ${SCRATCH}/compiler/sub/a.cpp ${SCRATCH}/compiler/sub/b.cpp)
+expect("renamed file" differs)
+file(RENAME ${SCRATCH}/compiler/sub/b.cpp ${SCRATCH}/compiler/sub/a.cpp)
+file(WRITE ${SCRATCH}/ops/new.moe "")
+expect("added file" differs)
+file(REMOVE ${SCRATCH}/ops/new.moe)
+file(WRITE ${SCRATCH}/tests/t.cpp "")
+expect("file outside the hashed folders" same)
+file(REMOVE_RECURSE ${SCRATCH})
+message(STATUS "build ID ${now} matches the sources")

@@ -1,0 +1,73 @@
+"""The mutations tests/mutation/run.sh applies, one at a time, to a scratch copy of the repository.
+
+Each is a small bug that once went (or could go) unnoticed: (name, what, edits, ctest regex, lit filter),
+edits a list of (file, old text, new text); each `old` must occur exactly once in its file. The ctest regex
+and lit filter pick the tests that should catch it (a subset, to keep a run short); None skips that runner.
+"""
+
+MUTATIONS = [
+    ("cpu-row-loop-short",
+     "CPU row loop stops one row early (each chunk passes end - 1)",
+     [("runtime/CpuLauncher.cpp",
+       "    ints.push_back(end);\n",
+       "    ints.push_back(end - 1);\n")],
+     r"^Runtime\.|Vectors", None),
+    ("bf16-truncate",
+     "f32 -> bf16 truncates instead of rounding to nearest even (CPU: the MLIR expansion off, so LLVM "
+     "calls __truncsfbf2, made to truncate)",
+     [("compiler/Pipeline.cpp",
+       "arith::createArithExpandOpsPass({/*includeBf16=*/true})",
+       "arith::createArithExpandOpsPass({/*includeBf16=*/false})"),
+      ("compiler/Targets/CPUTarget.cpp",
+       "  uint16_t bits = floatToBf16(x);\n",
+       "  uint32_t wide;\n  std::memcpy(&wide, &x, sizeof wide);\n  uint16_t bits = uint16_t(wide >> 16);\n")],
+     r"Vectors|GpuCheckCases", None),
+    ("fold-reversed",
+     "a fold runs its iterations in reverse order",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "      Block &body = fold.getBody().front();\n"
+       "      scalars.map(body.getArgument(0), loop.getInductionVar());\n",
+       "      Block &body = fold.getBody().front();\n"
+       "      scalars.map(body.getArgument(0),\n"
+       "                  arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, bound, c1).getResult(),\n"
+       "                                        loop.getInductionVar()).getResult());\n")],
+     r"MoeUnpermute", None),
+    ("a3-no-row-check",
+     "A3 (non-pad, no probs) drops its `row >= 0` check",
+     [("ops/moe_token_unpermute_with_routing_map_grad.moe",
+       "        let row = out_index[t * K + k]\n        if row >= 0 {\n",
+       "        let row = out_index[t * K + k]\n        if true {\n")],
+     r"UnpermuteGrad(Errors|Edge|Vectors)", "Run/a3"),
+    ("key-no-dtype",
+     "the cache key omits the dtype",
+     [("runtime/jit/Runtime.cpp", '"\\ndtype " + dsl::dtypeName(spec.dtype) + ', "")],
+     r"^Runtime\.", "Runtime/"),
+    ("grid-floor-div",
+     "the GPU grid uses floor division instead of ceil_div",
+     [("runtime/Kernel.cpp",
+       "int64_t blocks = (checked->units[k] + perBlock - 1) / perBlock;",
+       "int64_t blocks = checked->units[k] / perBlock;")],
+     r"^Bundle\.", None),
+    ("requires-never-fail",
+     "dim-dependent requires never fail",
+     [("runtime/Binding.cpp", "    if (!holds)\n", "    if (false && !holds)\n")],
+     r"Errors", "Run/.*errors"),
+    ("npy-fortran-order",
+     "the npy reader accepts fortran_order True",
+     [("runtime/Npy.cpp", "  if (header.fortranOrder)", "  if (false && header.fortranOrder)")],
+     r"Npy", "Run/errors"),
+    ("repeat-launch-skips-index-checks",
+     "a repeat launch with a cached call signature skips the index checks",
+     [("runtime/Kernel.cpp", "      checkIndexData(*l.op, inputs, it->second->call.bindings);\n", "")],
+     r"^Runtime\.|Errors", None),
+    ("warp-guard-row-count",
+     "the warp-per-point guard uses the row count (GPU only)",
+     [("compiler/Transforms/LowerToGPU.cpp",
+       "Value count = warpPerPoint ? emitPointCount(b, domain) : emitRowCount(b, domain);",
+       "Value count = emitRowCount(b, domain);")],
+     r"^Bundle\.|GpuCheckCases|Hardening|Schedules", "Transforms/|PTX/"),
+    ("key-no-present",
+     "the cache key omits the set of optional tensors",
+     [("runtime/jit/Runtime.cpp", '"\\npresent " + joined(spec.present) + ', "")],
+     r"^Runtime\.", "Runtime/"),
+]
