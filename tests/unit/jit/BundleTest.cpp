@@ -73,18 +73,33 @@ fs::path bundleDir() {
                                       std::to_string(std::random_device{}()));
 }
 
+/// A bundle of B2 (bf16 or f16, `b2Statics`) and A3 with probs (`a3Dtype`, `a3Statics`), written and opened
+/// on the fake driver; removed with the object.
+struct TwoOpBundle {
+  std::pair<Bundle::Entry, std::string> b2, a3;
+  fs::path dir = bundleDir();
+  std::unique_ptr<CudaDriver> driver = CudaDriver::fromTable(fakeDriver());
+  std::unique_ptr<Bundle> bundle;
+
+  TwoOpBundle(DType b2Dtype, std::map<std::string, int64_t> b2Statics, DType a3Dtype,
+              std::map<std::string, int64_t> a3Statics)
+      : b2(compileEntry("moe_init_routing_v2_grad", b2Dtype, std::move(b2Statics))),
+        a3(compileEntry("moe_token_unpermute_with_routing_map_grad", a3Dtype, std::move(a3Statics),
+                        {"routing_map", "permuted_tokens", "probs"})) {
+    Bundle::write(dir, {b2.first, a3.first}, {b2.second, a3.second},
+                  {{b2.first.op, findBuiltinOp(b2.first.op)->source}, {a3.first.op, findBuiltinOp(a3.first.op)->source}},
+                  "test");
+    bundle = Bundle::open(dir, *driver);
+  }
+  ~TwoOpBundle() { fs::remove_all(dir); }
+};
+
 } // namespace
 
 TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
-  auto [b2, b2Ptx] = compileEntry("moe_init_routing_v2_grad", DType::BF16, {{"H", 7168}, {"top_k", 8}});
-  auto [a3, a3Ptx] = compileEntry("moe_token_unpermute_with_routing_map_grad", DType::BF16, {{"H", 4096}, {"E", 64}},
-                                  {"routing_map", "permuted_tokens", "probs"});
-  fs::path dir = bundleDir();
-  Bundle::write(dir, {b2, a3}, {b2Ptx, a3Ptx},
-                {{b2.op, findBuiltinOp(b2.op)->source}, {a3.op, findBuiltinOp(a3.op)->source}}, "test");
-
-  auto driver = CudaDriver::fromTable(fakeDriver());
-  auto bundle = Bundle::open(dir, *driver);
+  TwoOpBundle two(DType::BF16, {{"H", 7168}, {"top_k", 8}}, DType::BF16, {{"H", 4096}, {"E", 64}});
+  const std::unique_ptr<Bundle> &bundle = two.bundle;
+  const std::string &b2Ptx = two.b2.second;
   ASSERT_EQ(bundle->entries().size(), 2u);
 
   // B2 at N = 4096 tokens: a row per block of 256 threads (8 bf16 lanes each: 2048 elements a pass).
@@ -121,20 +136,14 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(launches[1].block[0], 32u);
   EXPECT_EQ(launches[1].block[1], 8u);
   EXPECT_EQ(launches[2].grid[0], 100u * 64);
-  fs::remove_all(dir);
 }
 
 // Row counts that are not a multiple of the rows per block: the grid is rounded up (ceil_div), or the
 // last rows are never written. Only the launch geometry is checked, on the fake driver.
 TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {
-  auto [b2, b2Ptx] = compileEntry("moe_init_routing_v2_grad", DType::F16, {{"H", 7}, {"top_k", 2}});
-  auto [a3, a3Ptx] = compileEntry("moe_token_unpermute_with_routing_map_grad", DType::F32, {{"H", 7}, {"E", 3}},
-                                  {"routing_map", "permuted_tokens", "probs"});
-  fs::path dir = bundleDir();
-  Bundle::write(dir, {b2, a3}, {b2Ptx, a3Ptx},
-                {{b2.op, findBuiltinOp(b2.op)->source}, {a3.op, findBuiltinOp(a3.op)->source}}, "test");
-  auto driver = CudaDriver::fromTable(fakeDriver());
-  auto bundle = Bundle::open(dir, *driver);
+  TwoOpBundle two(DType::F16, {{"H", 7}, {"top_k", 2}}, DType::F32, {{"H", 7}, {"E", 3}});
+  const std::unique_ptr<Bundle> &bundle = two.bundle;
+  const Bundle::Entry &b2 = two.b2.first, &a3 = two.a3.first;
   auto expectCovers = [](const Launch &l, const KernelMeta &k, int64_t units) {
     const int64_t perBlock = k.schedule.rowsPerBlock;
     EXPECT_EQ(l.block[1], unsigned(perBlock)) << k.name;
@@ -179,7 +188,6 @@ TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {
     someRemainder |= units[i] % a3.kernels[i].schedule.rowsPerBlock != 0;
   }
   EXPECT_TRUE(someRemainder) << "no kernel of the case has a partial last block";
-  fs::remove_all(dir);
 }
 
 TEST(Bundle, MissingSpecializationsAndDevicesAreReported) {
