@@ -207,18 +207,19 @@ NpyType parseDescr(const std::string &path, const std::string &descr) {
   fail(path, "unsupported dtype '" + descr + "'; supported: " + supportedTypes());
 }
 
-/// Bytes of data an array of `shape` holds; fails if that does not fit in int64_t.
+/// Bytes of data an array of `shape` holds; fails if that does not fit in int64_t. An empty array (a 0 dim)
+/// holds none, but its other dims must still multiply without overflow: NpyArray::elements() and every
+/// stride computed from the shape rely on it (fuzz-npy found a (0, 46733841708, 87904, ...) shape).
 int64_t dataBytes(const std::string &path, const std::vector<int64_t> &shape, int elementBytes) {
-  for (int64_t dim : shape)
-    if (dim == 0)
-      return 0;
   int64_t total = elementBytes;
+  bool empty = false;
   for (int64_t dim : shape) {
-    if (total > std::numeric_limits<int64_t>::max() / dim)
+    empty |= dim == 0;
+    if (dim != 0 && total > std::numeric_limits<int64_t>::max() / dim)
       fail(path, "shape " + shapeText(shape) + " is too large");
-    total *= dim;
+    total *= dim == 0 ? 1 : dim;
   }
-  return total;
+  return empty ? 0 : total;
 }
 
 uint32_t readLittleEndian(const uint8_t *p, size_t n) {

@@ -223,6 +223,17 @@ TEST_F(NpyTest, ReportsWrongDataSize) {
             "F: trailing bytes after the data: expected 24 bytes of data, found 25");
 }
 
+// Found by fuzz-npy: an empty array (a 0 dim) needs no data, but its other dims overflowed int64 when
+// multiplied (NpyArray::elements(), strides): undefined behaviour. Now the shape is too large.
+TEST_F(NpyTest, AnEmptyArrayWhoseOtherDimsOverflowIsTooLarge) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4000708, 87904, 46733841708, 0), }";
+  EXPECT_EQ(readError(image(1, header, "")), "F: shape (4000708, 87904, 46733841708, 0) is too large");
+  std::string fine = "{'descr': '<f4', 'fortran_order': False, 'shape': (4000708, 87904, 0), }";
+  NpyArray empty = readNpy(write("empty.npy", image(1, fine, "")));
+  EXPECT_EQ(empty.shape, (std::vector<int64_t>{4000708, 87904, 0}));
+  EXPECT_EQ(empty.elements(), 0);
+}
+
 TEST_F(NpyTest, ReportsUnsupportedLayoutsAndTypes) {
   EXPECT_EQ(readError(image(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }\n", std::string(24, 'x'))),
             "F: Fortran-order arrays are not supported; use np.ascontiguousarray");
