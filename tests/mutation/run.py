@@ -56,8 +56,10 @@ def run_tests(build, ctest_regex, lit_filter, log):
         out = subprocess.run(["ctest", "--test-dir", build, "-R", ctest_regex, "-j", JOBS, "--timeout", "300"],
                              capture_output=True, text=True)
         open(log, "a").write(out.stdout + out.stderr)
-        failed += re.findall(r"^\s*\d+ - (\S+) \((?:Failed|Timeout|SEGFAULT|Subprocess aborted|Exception)",
-                             out.stdout, re.M)
+        # Every test ctest lists as failed, whatever the reason: Failed, Timeout, SEGFAULT, NUMERICAL (SIGFPE), ...
+        listed = out.stdout.split("The following tests FAILED:", 1)
+        if len(listed) == 2:
+            failed += re.findall(r"^\s*\d+ - (\S+) \([^)]*\)\s*$", listed[1], re.M)
         if "No tests were found" in out.stdout + out.stderr:
             failed.append("(no ctest matched " + ctest_regex + ")")
     if lit_filter:
