@@ -1,6 +1,11 @@
 //===- CudaDriver.cpp ------------------------------------------------------===//
 #include "moec/runtime/CudaDriver.h"
 
+#include "moec/runtime/ptxemu/EmuDriver.h"
+
+#include <cstdlib>
+#include <cstring>
+
 #include <cstdint>
 #include <vector>
 
@@ -116,11 +121,24 @@ void checkGeometry(CudaDim3 grid, CudaDim3 block) {
 //===- CudaDriver ---------------------------------------------------------===//
 
 CudaDriver &CudaDriver::instance() {
-  static CudaDriver driver = [] {
+  static CudaDriver &driver = []() -> CudaDriver & {
+    const char *choice = std::getenv("MOEC_GPU");
+    if (choice && std::strcmp(choice, "emu") == 0)
+      return emulator();
     CudaDriverTable table;
-    std::string error = openLibcuda(table);
-    return CudaDriver(table, std::move(error));
+    std::string error;
+    if (choice && *choice && std::strcmp(choice, "cuda") != 0)
+      error = std::string("MOEC_GPU=") + choice + ": expected 'cuda' (libcuda, the default) or 'emu' (the PTX emulator)";
+    else
+      error = openLibcuda(table);
+    static CudaDriver system(table, std::move(error));
+    return system;
   }();
+  return driver;
+}
+
+CudaDriver &CudaDriver::emulator() {
+  static CudaDriver driver(ptxemu::emulatorTable(), {});
   return driver;
 }
 

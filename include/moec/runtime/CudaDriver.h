@@ -60,8 +60,11 @@ private:
 
 class CudaDriver {
 public:
-  /// The process-wide driver: libcuda.so.1, opened and initialized once (thread-safe) on first call.
+  /// The process-wide driver: libcuda.so.1, opened and initialized once (thread-safe) on first call;
+  /// the PTX emulator instead when the environment says MOEC_GPU=emu.
   static CudaDriver &instance();
+  /// The process-wide PTX emulator (runtime/ptxemu): PTX executed on the host, behind the same API.
+  static CudaDriver &emulator();
   /// A driver over the given entry points, all of which must be set; cuInit runs here as it does for
   /// instance().
   static std::unique_ptr<CudaDriver> fromTable(const CudaDriverTable &table);

@@ -1,0 +1,107 @@
+//===- Emulator.h - Executes a PTX kernel launch on the CPU -----*- C++ -*-===//
+//
+// Functional execution of a launch, warp by warp: 32 lanes in lockstep under an active mask, divergent
+// branches reconverging at their immediate post-dominator, shfl.sync / vote.sync / bar.sync with the PTX
+// ISA's rules. Like compute-sanitizer it stops at an access outside every allocation, a misaligned
+// access, or a read of a register no instruction wrote, with a message naming the kernel, the PTX line,
+// the block and the thread. Each launch also yields a profile: warp instructions by class, global memory
+// requests, 32-byte sectors and the bytes they carry, and from them an H200 time bound.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/runtime/ptxemu/Ptx.h"
+
+#include <cuda.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace moec::ptxemu {
+
+/// A launch the emulator stopped; code() is what the driver returns (CUDA_ERROR_ILLEGAL_ADDRESS, ...).
+class EmuFault : public std::runtime_error {
+public:
+  EmuFault(CUresult code, const std::string &message) : std::runtime_error(message), result(code) {}
+  CUresult code() const { return result; }
+
+private:
+  CUresult result;
+};
+
+/// The emulated device's global memory: allocations at addresses of their own (never host addresses),
+/// separated by unmapped gaps so a one-past-the-end access is caught.
+class DeviceMemory {
+public:
+  /// A zero-filled allocation; 0 when `bytes` exceeds `limitBytes` in all.
+  uint64_t allocate(size_t bytes);
+  /// False when `address` is not the start of an allocation.
+  bool release(uint64_t address);
+  /// Host memory for [address, address + bytes) when one allocation holds all of it, else null.
+  uint8_t *find(uint64_t address, size_t bytes);
+  size_t allocatedBytes() const { return total; }
+  size_t limitBytes = size_t(64) << 30;
+
+private:
+  struct Allocation {
+    size_t bytes;
+    std::unique_ptr<uint8_t[]> data;
+  };
+  std::map<uint64_t, Allocation> allocations; // by base address
+  uint64_t nextAddress = uint64_t(1) << 36;
+  size_t total = 0;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+};
+
+/// Counts for one launch (scaled to the whole grid when only a sample of blocks ran).
+struct Profile {
+  std::string kernel;
+  Dim3 grid, block;
+  uint64_t blocks = 0, blocksRun = 0;       // blocksRun < blocks: sampled, counts scaled by blocks / blocksRun
+  std::array<double, kInstrClasses> warpInstructions{};
+  double globalLoadRequests = 0, globalStoreRequests = 0;
+  double loadSectors = 0, storeSectors = 0; // 32-byte sectors touched per request, summed over requests
+  double loadBytes = 0, storeBytes = 0;     // distinct bytes the lanes of each request asked for, summed
+
+  double totalWarpInstructions() const;
+  double sectorBytes() const { return 32 * (loadSectors + storeSectors); }
+  double usefulBytes() const { return loadBytes + storeBytes; }
+  /// Useful bytes over the bytes of the sectors they sit in: 1.0 when every request is perfectly coalesced.
+  double coalescing() const { return sectorBytes() > 0 ? usefulBytes() / sectorBytes() : 1.0; }
+  bool sampled() const { return blocksRun < blocks; }
+  void add(const Profile &other); // sums the counts of several launches
+};
+
+/// The H200 figures of the time bound.
+struct GpuModel {
+  double bandwidth = 4.3e12;      // HBM3e bytes per second
+  double sms = 132, issuePerSm = 4, clock = 1.98e9;
+};
+
+/// time >= max(sector bytes / bandwidth, warp instructions / (SMs * issue slots * clock)).
+double boundSeconds(const Profile &p, const GpuModel &gpu = {});
+/// The fraction of copy bandwidth the bound allows for an op whose minimum traffic is `minimumBytes`:
+/// (minimumBytes / bandwidth) / boundSeconds.
+double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu = {});
+/// A few lines: instructions by class, requests, sectors, coalescing, the bound.
+std::string formatProfile(const Profile &p, double minimumBytes = 0);
+
+struct LaunchOptions {
+  /// Run at most this many blocks, spread evenly over the grid, and scale the profile (0: every block).
+  /// Outputs are then incomplete: for profiling only.
+  uint64_t sampleBlocks = 0;
+  /// Stop a launch after this many warp instructions (a kernel that never ends is an error, not a hang).
+  uint64_t maxWarpInstructions = uint64_t(1) << 36;
+};
+
+/// Runs `kernel` over `grid` x `block` with the parameter values `params` (one pointer per parameter,
+/// as cuLaunchKernel takes them). Throws EmuFault on a fault; returns the launch's profile.
+Profile launchKernel(const Kernel &kernel, Dim3 grid, Dim3 block, unsigned dynamicSharedBytes, void **params,
+                     DeviceMemory &memory, const LaunchOptions &options = {});
+
+} // namespace moec::ptxemu

@@ -1,0 +1,78 @@
+//===- Profile.cpp - Launch counts and the H200 time bound ----------------===//
+#include "moec/runtime/ptxemu/Emulator.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace moec::ptxemu {
+
+double Profile::totalWarpInstructions() const {
+  double n = 0;
+  for (double c : warpInstructions)
+    n += c;
+  return n;
+}
+
+void Profile::add(const Profile &o) {
+  if (kernel.empty())
+    kernel = o.kernel, grid = o.grid, block = o.block;
+  blocks += o.blocks;
+  blocksRun += o.blocksRun;
+  for (int i = 0; i < kInstrClasses; ++i)
+    warpInstructions[size_t(i)] += o.warpInstructions[size_t(i)];
+  globalLoadRequests += o.globalLoadRequests;
+  globalStoreRequests += o.globalStoreRequests;
+  loadSectors += o.loadSectors;
+  storeSectors += o.storeSectors;
+  loadBytes += o.loadBytes;
+  storeBytes += o.storeBytes;
+}
+
+double boundSeconds(const Profile &p, const GpuModel &gpu) {
+  double memory = p.sectorBytes() / gpu.bandwidth;
+  double issue = p.totalWarpInstructions() / (gpu.sms * gpu.issuePerSm * gpu.clock);
+  return std::max(memory, issue);
+}
+
+double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu) {
+  double bound = boundSeconds(p, gpu);
+  return bound > 0 ? (minimumBytes / gpu.bandwidth) / bound : 0;
+}
+
+std::string formatProfile(const Profile &p, double minimumBytes) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: grid (%u,%u,%u) block (%u,%u,%u)", p.kernel.c_str(), p.grid.x, p.grid.y,
+                p.grid.z, p.block.x, p.block.y, p.block.z);
+  out += line;
+  if (p.sampled()) {
+    std::snprintf(line, sizeof line, ", sampled %llu of %llu blocks (counts scaled)", (unsigned long long)p.blocksRun,
+                  (unsigned long long)p.blocks);
+    out += line;
+  }
+  out += "\n  warp instructions:";
+  for (int i = 0; i < kInstrClasses; ++i)
+    if (p.warpInstructions[size_t(i)] > 0) {
+      std::snprintf(line, sizeof line, " %s %.0f,", className(InstrClass(i)), p.warpInstructions[size_t(i)]);
+      out += line;
+    }
+  std::snprintf(line, sizeof line, " total %.0f\n", p.totalWarpInstructions());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "  global requests: %.0f loads, %.0f stores; sectors %.0f + %.0f (%.0f bytes); useful bytes %.0f; "
+                "coalescing %.1f%%\n",
+                p.globalLoadRequests, p.globalStoreRequests, p.loadSectors, p.storeSectors, p.sectorBytes(),
+                p.usefulBytes(), 100 * p.coalescing());
+  out += line;
+  double minimum = minimumBytes > 0 ? minimumBytes : p.usefulBytes();
+  GpuModel gpu;
+  std::snprintf(line, sizeof line,
+                "  H200 bound: %.2f us (memory %.2f us, issue %.2f us); %.1f%% of copy bandwidth for %.0f bytes\n",
+                1e6 * boundSeconds(p), 1e6 * p.sectorBytes() / gpu.bandwidth,
+                1e6 * p.totalWarpInstructions() / (gpu.sms * gpu.issuePerSm * gpu.clock),
+                100 * boundFractionOfCopy(p, minimum), minimum);
+  out += line;
+  return out;
+}
+
+} // namespace moec::ptxemu
