@@ -14,8 +14,10 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -318,6 +320,47 @@ inline std::pair<double, double> outputError(const Case &c, const std::string &n
   if (auto b = c.bounds.find(name); b != c.bounds.end())
     return {worstExcess(got, b->second), 1.0};
   return {worstError(got, c.expected.at(name)), 0.0};
+}
+
+/// Spec §8.1: DeepSeek-V3 (H 7168) at 4096 tokens, Qwen3 / Mixtral (H 4096) at 8192, else 8192.
+inline int64_t productionTokens(int64_t H) { return H == 7168 ? 4096 : 8192; }
+
+/// The case of `op` specialized to `statics` (static dims and attributes by public name) with the optional
+/// inputs `present`, at `tokens` tokens; `active`: B2's active_num mode. A3 in drop_and_pad mode gets the
+/// capacity of 8 experts' share; dropless A3 routes each token to 8 experts (E when fewer).
+inline Case caseFor(const std::string &op, DType dtype, const std::map<std::string, int64_t> &statics,
+                    const std::set<std::string> &present, int64_t tokens, bool active, std::mt19937 &rng,
+                    bool reference = true) {
+  auto get = [&](const char *name, int64_t fallback) {
+    auto it = statics.find(name);
+    return it == statics.end() ? fallback : it->second;
+  };
+  const int64_t H = get("H", 0);
+  if (op == "moe_init_routing_v2_grad")
+    return initRoutingGrad(dtype, tokens, get("top_k", 1), H, int(get("drop_pad_mode", 0)), active, rng, reference);
+  const int64_t E = get("E", 8);
+  if (op == "moe_token_unpermute_with_routing_map_grad" && get("drop_and_pad", 0))
+    return unpermuteGradPad(dtype, tokens, E, std::max<int64_t>(1, tokens * 8 / E), H, present.count("probs") > 0, rng,
+                            reference);
+  if (op == "moe_token_unpermute_with_routing_map_grad")
+    return unpermuteGradNonPad(dtype, tokens, E, std::min<int64_t>(8, E), H, present.count("probs") > 0, rng, reference);
+  if (op == "moe_unpermute")
+    return paddleUnpermute(dtype, tokens, E, get("K", 1), H, get("using_weighted_combine", 0) != 0, rng, reference);
+  throw std::invalid_argument("no benchmark inputs for op '" + op + "' (built-in ops only)");
+}
+
+/// "drop_pad_mode,+probs,active": the attributes set, the optional tensors present, the variant.
+inline std::string modeName(const std::map<std::string, int64_t> &statics, const std::set<std::string> &present,
+                            bool active) {
+  std::string m;
+  for (const char *a : {"drop_pad_mode", "drop_and_pad", "using_weighted_combine"})
+    if (auto it = statics.find(a); it != statics.end() && it->second)
+      m += std::string(m.empty() ? "" : ",") + a;
+  for (const std::string &p : present)
+    m += (m.empty() ? "+" : ",+") + p;
+  if (active)
+    m += m.empty() ? "active" : ",active";
+  return m.empty() ? "default" : m;
 }
 
 } // namespace moec::gpucheck

@@ -90,35 +90,6 @@ int64_t get(const Bundle::Entry &e, const char *name, int64_t fallback = 0) {
   return it == e.statics.end() ? fallback : it->second;
 }
 
-/// The case of entry `e` at `tokens` tokens, with the variant `active` (B2 active mode).
-Case makeCase(const Bundle::Entry &e, int64_t tokens, bool active, std::mt19937 &rng, bool reference) {
-  int64_t H = get(e, "H");
-  if (e.op == "moe_init_routing_v2_grad")
-    return initRoutingGrad(e.dtype, tokens, get(e, "top_k"), H, int(get(e, "drop_pad_mode")), active, rng, reference);
-  if (e.op == "moe_token_unpermute_with_routing_map_grad" && get(e, "drop_and_pad")) // capacity: 8 experts' share
-    return unpermuteGradPad(e.dtype, tokens, get(e, "E", 8), std::max<int64_t>(1, tokens * 8 / get(e, "E", 8)), H,
-                            e.present.count("probs") > 0, rng, reference);
-  if (e.op == "moe_token_unpermute_with_routing_map_grad")
-    return unpermuteGradNonPad(e.dtype, tokens, get(e, "E", 8), 8, H, e.present.count("probs") > 0, rng, reference);
-  return paddleUnpermute(e.dtype, tokens, get(e, "E"), get(e, "K"), H, get(e, "using_weighted_combine") != 0, rng,
-                         reference);
-}
-
-std::string mode(const Bundle::Entry &e, bool active) {
-  std::string m;
-  for (const char *a : {"drop_pad_mode", "drop_and_pad", "using_weighted_combine"})
-    if (get(e, a))
-      m += std::string(m.empty() ? "" : ",") + a;
-  for (const std::string &p : e.present)
-    m += (m.empty() ? "+" : ",+") + p;
-  if (active)
-    m += m.empty() ? "active" : ",active";
-  return m.empty() ? "default" : m;
-}
-
-/// Spec §8.1: DeepSeek-V3 (H 7168) at 4096 tokens, Qwen3 / Mixtral (H 4096) at 8192, else 8192.
-int64_t productionTokens(int64_t H) { return H == 7168 ? 4096 : 8192; }
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -147,7 +118,7 @@ int main(int argc, char **argv) {
       // Token counts that stress the launch geometry: one token, and counts that are not multiples of the
       // rows per block or of the warp size.
       for (int64_t checkTokens : {int64_t(1), int64_t(37), int64_t(301)}) {
-        Case small = makeCase(e, checkTokens, active, rng, true);
+        Case small = caseFor(e.op, e.dtype, e.statics, e.present, checkTokens, active, rng, true);
         DeviceCall call(driver, small);
         kernel.launch(call.tensors, nullptr, small.attrs);
         driver.check(driver.api().ctxSynchronize(), "cuCtxSynchronize");
@@ -156,7 +127,7 @@ int main(int argc, char **argv) {
           if (err < 0 || err > allowed) {
             ++failures;
             std::printf("FAIL %s %s %s T=%lld: %s off by %g (allowed %g)\n", e.op.c_str(), dsl::dtypeName(e.dtype),
-                        mode(e, active).c_str(), (long long)checkTokens, name.c_str(), err, allowed);
+                        modeName(e.statics, e.present, active).c_str(), (long long)checkTokens, name.c_str(), err, allowed);
           }
           worst = std::max(worst, err);
         }
@@ -164,7 +135,7 @@ int main(int argc, char **argv) {
       if (reps == 0) // check only (the memory checker's run)
         continue;
       int64_t tokens = productionTokens(get(e, "H"));
-      Case big = makeCase(e, tokens, active, rng, false);
+      Case big = caseFor(e.op, e.dtype, e.statics, e.present, tokens, active, rng, false);
       DeviceCall bigCall(driver, big);
       double ms = medianMs(driver, reps, [&] { kernel.launch(bigCall.tensors, nullptr, big.attrs); });
       DeviceBuffer src(driver, size_t(big.bytesMoved / 2)), dst(driver, size_t(big.bytesMoved / 2));
@@ -173,7 +144,7 @@ int main(int argc, char **argv) {
       });
       double tbs = big.bytesMoved / (ms * 1e-3) / 1e12, copyTbs = big.bytesMoved / (copyMs * 1e-3) / 1e12;
       std::snprintf(line, sizeof line, "%-42s %-5s %-44s H=%-5lld T=%-5lld %9.1f us %6.2f TB/s  copy %5.2f TB/s  %5.1f%%  err %.1e",
-                    e.op.c_str(), dsl::dtypeName(e.dtype), mode(e, active).c_str(), (long long)get(e, "H"),
+                    e.op.c_str(), dsl::dtypeName(e.dtype), modeName(e.statics, e.present, active).c_str(), (long long)get(e, "H"),
                     (long long)tokens, ms * 1e3, tbs, copyTbs, 100 * tbs / copyTbs, worst);
       table.push_back(line);
     }

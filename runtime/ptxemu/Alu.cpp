@@ -199,7 +199,7 @@ uint64_t convert(const Instr &in, uint64_t a) {
       bits = flushF32(uint32_t(bits));
     long double x = decodeFloat(bits, from);
     if (!isFloat(to))
-      return floatToInt(x, to, r);
+      return floatToInt(x, from, to, r);
     bool integral = r == Rounding::Rni || r == Rounding::Rzi || r == Rounding::Rmi || r == Rounding::Rpi;
     if (integral)
       x = roundIntegral(x, r);

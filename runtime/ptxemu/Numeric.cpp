@@ -154,11 +154,11 @@ long double roundIntegral(long double x, Rounding r) {
   }
 }
 
-uint64_t floatToInt(long double x, Type to, Rounding r) {
-  if (std::isnan(x))
-    return 0;
-  long double v = roundIntegral(x, r);
+uint64_t floatToInt(long double x, Type from, Type to, Rounding r) {
   int bits = typeBytes(to) * 8;
+  if (std::isnan(x))
+    return from == Type::F64 || bits == 64 ? uint64_t(1) << (bits - 1) : 0;
+  long double v = roundIntegral(x, r);
   if (isSigned(to)) {
     long double lo = -std::ldexp(1.0L, bits - 1), hi = std::ldexp(1.0L, bits - 1) - 1;
     int64_t i = v <= lo ? int64_t(lo) : v >= hi ? (bits == 64 ? std::numeric_limits<int64_t>::max() : int64_t(hi))

@@ -32,8 +32,9 @@ float floatOp(FloatOp op, float a, float b, float c, Rounding r);
 double doubleOp(FloatOp op, double a, double b, double c, Rounding r);
 
 /// cvt to an integer type from a float value: rounded per the integral rounding r (.rni/.rzi/.rmi/.rpi;
-/// .rzi when None), saturated to the type's range, NaN -> 0.
-uint64_t floatToInt(long double x, Type to, Rounding r);
+/// .rzi when None), saturated to the type's range. NaN gives 0, except from an f64 or to a 64-bit type,
+/// where the PTX ISA gives 1 << (bits - 1).
+uint64_t floatToInt(long double x, Type from, Type to, Rounding r);
 /// An integral rounding (cvt.rni.f32.f32 and kin) of x.
 long double roundIntegral(long double x, Rounding r);
 

@@ -50,6 +50,12 @@ std::vector<Token> lexPtx(std::string_view s) {
         ++j;
       out.push_back({Token::Kind::Number, s.substr(i, j - i), line});
       i = j;
+    } else if (c == '"') {
+      size_t end = s.find_first_of("\"\n", i + 1);
+      if (end == std::string_view::npos || s[end] != '"')
+        throw PtxError("PTX line " + std::to_string(line) + ": unterminated string");
+      out.push_back({Token::Kind::String, s.substr(i, end + 1 - i), line});
+      i = end + 1;
     } else if (std::string_view(",;:[]{}()+-!@<>|=").find(c) != std::string_view::npos) {
       out.push_back({Token::Kind::Punct, s.substr(i, 1), line});
       ++i;

@@ -9,8 +9,9 @@
 namespace moec::ptxemu {
 
 struct Token {
-  enum class Kind : uint8_t { Word, Number, Punct, End } kind;
-  std::string_view text; // Word: identifiers, directives, opcodes, registers ("%tid.x"); Punct: one char
+  enum class Kind : uint8_t { Word, Number, Punct, String, End } kind;
+  std::string_view text; // Word: identifiers, directives, opcodes, registers ("%tid.x"); Punct: one char;
+                         // String: "..." with its quotes
   int32_t line;
 };
 

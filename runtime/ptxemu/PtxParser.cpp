@@ -412,8 +412,12 @@ private:
         addShared(k, parseSharedDecl());
       } else if (w == ".local" || w == ".const" || w == ".global") {
         fail("'" + std::string(w) + "' variables are not supported by the emulator");
-      } else if (w == ".pragma") {
-        fail("unsupported directive '.pragma'");
+      } else if (w == ".pragma") { // .pragma "nounroll"; a hint to ptxas, nothing to execute
+        next();
+        if (!at(Token::Kind::String))
+          fail("expected a string after .pragma");
+        next();
+        expectPunct(";");
       } else if (at(Token::Kind::Word) && peek(1).kind == Token::Kind::Punct && peek(1).text == ":") {
         if (!labels.emplace(w, int32_t(k.instrs.size())).second)
           fail("label '" + std::string(w) + "' defined twice");

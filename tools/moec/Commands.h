@@ -11,5 +11,6 @@ void registerEmitAllCommand(CLI::App &app);
 void registerRunCommand(CLI::App &app);
 void registerCacheCommand(CLI::App &app);
 void registerBundleCommand(CLI::App &app);
+void registerBenchCommand(CLI::App &app);
 
 } // namespace moec::cli

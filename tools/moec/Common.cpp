@@ -53,7 +53,9 @@ std::set<std::string> presentTensors(const dsl::OpDef &op, const std::vector<std
 
 void TargetOptions::add(CLI::App &cmd) {
   cmd.add_option("--dtype", dtype, "element type of the op's type parameter: f16, bf16, f32")->capture_default_str();
-  cmd.add_option("--target", target, "cpu or ptx")->check(CLI::IsMember({"cpu", "ptx"}))->capture_default_str();
+  cmd.add_option("--target", target, "cpu, ptx, or ptx-emu (sm_90 PTX run on the PTX emulator)")
+      ->check(CLI::IsMember({"cpu", "ptx", "ptx-emu"}))
+      ->capture_default_str();
   cmd.add_option("--arch", arch, "GPU arch for --target ptx: sm_80, sm_90, sm_100")->capture_default_str();
   cmd.add_option("--vector", schedule.vector, "schedule: vector width (0: compiler's choice)");
   cmd.add_option("--threads", schedule.threads, "schedule: GPU threads along a row (0: choice)");
@@ -61,7 +63,11 @@ void TargetOptions::add(CLI::App &cmd) {
   cmd.add_option("--unroll", schedule.unroll, "schedule: reduction unroll (0: choice)");
 }
 
-Target TargetOptions::resolveTarget() const { return target == "cpu" ? Target::cpu() : Target::ptx(arch); }
+Target TargetOptions::resolveTarget() const {
+  if (target == "cpu")
+    return Target::cpu();
+  return Target::ptx(target == "ptx-emu" ? "sm_90" : arch);
+}
 
 void writeFile(const std::string &path, const std::string &text) {
   std::filesystem::path target(path);

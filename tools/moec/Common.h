@@ -26,7 +26,9 @@ struct TargetOptions {
   Schedule schedule;
 
   void add(CLI::App &cmd);
+  /// cpu, or ptx for --arch (ptx-emu: sm_90 PTX, to run on the PTX emulator).
   Target resolveTarget() const;
+  bool emulated() const { return target == "ptx-emu"; }
 };
 
 /// The optional tensors named by --with; throws CLI::ValidationError for a name that is not one.

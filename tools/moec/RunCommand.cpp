@@ -4,7 +4,9 @@
 
 #include "moec/ops/BuiltinOps.h"
 #include "moec/Runtime.h"
+#include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/HostTensor.h"
+#include "moec/runtime/ptxemu/EmuDriver.h"
 
 #include <fmt/core.h>
 
@@ -20,11 +22,39 @@ struct RunOptions {
   std::vector<std::string> attrs;
   std::vector<std::string> inputs;
   std::string outDir;
+  bool profile = false;
+};
+
+/// Device memory for one call's tensors on `driver`; freed on destruction.
+class DeviceTensors {
+public:
+  explicit DeviceTensors(const CudaDriver &driver) : driver(driver) {}
+  ~DeviceTensors() {
+    for (CUdeviceptr p : buffers)
+      driver.api().memFree(p);
+  }
+  TensorView upload(const HostTensor &t, bool copy) {
+    CUdeviceptr p = 0;
+    driver.check(driver.api().memAlloc(&p, std::max<size_t>(t.bytes(), 1)), "cuMemAlloc");
+    buffers.push_back(p);
+    if (copy && t.bytes())
+      driver.check(driver.api().memcpyHtoD(p, t.raw(), t.bytes()), "cuMemcpyHtoD");
+    return {reinterpret_cast<void *>(p), t.type(), t.dims(), {}, Device::Cuda};
+  }
+  void download(HostTensor &t, const TensorView &from) {
+    if (t.bytes())
+      driver.check(driver.api().memcpyDtoH(t.raw(), reinterpret_cast<CUdeviceptr>(from.data), t.bytes()),
+                   "cuMemcpyDtoH");
+  }
+
+private:
+  const CudaDriver &driver;
+  std::vector<CUdeviceptr> buffers;
 };
 
 void runRun(const RunOptions &o) {
-  if (o.target.target != "cpu")
-    throw CLI::ValidationError("--target", "moec run executes on the cpu target only (GPU launches need a device)");
+  if (o.profile && !o.target.emulated())
+    throw CLI::ValidationError("--profile", "the profile comes from the PTX emulator: use --target ptx-emu");
   std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
   DType dtype = parseDType(o.target.dtype);
 
@@ -56,15 +86,37 @@ void runRun(const RunOptions &o) {
     if (!op->findTensor(name)->isOutput)
       request.with.insert(name);
   Runtime::Options options;
-  options.target = Target::cpu();
-  Kernel kernel = Runtime(options).get(o.op, request);
+  options.target = o.target.resolveTarget();
+  if (o.target.emulated())
+    options.driver = &CudaDriver::emulator();
+  Runtime runtime(options);
+  Kernel kernel = runtime.get(o.op, request);
 
   std::map<std::string, HostTensor> outputs;
-  for (const auto &[name, shape] : call.outputShapes) {
-    auto [it, _] = outputs.emplace(name, HostTensor(op->findTensor(name)->elem.resolve(dtype), shape));
-    views[name] = it->second.view();
+  for (const auto &[name, shape] : call.outputShapes)
+    outputs.emplace(name, HostTensor(op->findTensor(name)->elem.resolve(dtype), shape));
+  if (options.target->kind == TargetKind::CPU) {
+    for (auto &[name, tensor] : outputs)
+      views[name] = tensor.view();
+    kernel.launch(views);
+  } else { // through the driver: the GPU's, or the emulator's for ptx-emu
+    const CudaDriver &driver = o.target.emulated() ? CudaDriver::emulator() : CudaDriver::instance();
+    DeviceTensors device(driver);
+    std::map<std::string, TensorView> onDevice;
+    for (auto &[name, tensor] : owned)
+      onDevice[name] = device.upload(tensor, true);
+    for (auto &[name, tensor] : outputs)
+      onDevice[name] = device.upload(tensor, false);
+    if (o.target.emulated())
+      ptxemu::takeProfiles();
+    kernel.launch(onDevice);
+    driver.check(driver.api().ctxSynchronize(), "cuCtxSynchronize");
+    for (auto &[name, tensor] : outputs)
+      device.download(tensor, onDevice.at(name));
+    if (o.profile)
+      for (const ptxemu::Profile &p : ptxemu::takeProfiles())
+        fmt::print("{}", ptxemu::formatProfile(p));
   }
-  kernel.launch(views);
   std::filesystem::create_directories(o.outDir);
   for (const auto &[name, tensor] : outputs) {
     std::string path = (std::filesystem::path(o.outDir) / (name + ".npy")).string();
@@ -77,12 +129,13 @@ void runRun(const RunOptions &o) {
 
 void registerRunCommand(CLI::App &app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App *cmd = app.add_subcommand("run", "Run an op on the CPU on .npy inputs (compiled, or from the cache)");
+  CLI::App *cmd = app.add_subcommand("run", "Run an op on .npy inputs: on the CPU, a GPU, or the PTX emulator (--target ptx-emu)");
   cmd->add_option("op", o->op, "built-in op name or path to a .moe file")->required();
   o->target.add(*cmd);
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
   cmd->add_option("--in", o->inputs, "NAME=FILE.npy for each input tensor (repeatable)")->required();
   cmd->add_option("--out-dir", o->outDir, "where each output is written as <name>.npy")->required();
+  cmd->add_flag("--profile", o->profile, "ptx-emu: print each launch's instruction and memory profile");
   cmd->callback([o] { runRun(*o); });
 }
 

@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
   moec::cli::registerRunCommand(app);
   moec::cli::registerCacheCommand(app);
   moec::cli::registerBundleCommand(app);
+  moec::cli::registerBenchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

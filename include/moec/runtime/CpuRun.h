@@ -15,6 +15,8 @@
 
 namespace moec {
 
+class CudaDriver;
+
 struct CpuRunResult {
   std::map<std::string, HostTensor> outputs;
   StageTimes compileTimes;
@@ -23,5 +25,11 @@ struct CpuRunResult {
 /// Throws ArgumentError for a call that does not fit the op, CompileError if compiling fails.
 CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
                       const std::map<std::string, TensorView> &inputs, const Schedule &schedule = {});
+
+/// The same through the GPU path: compiled for `target` (ptx), the host inputs copied to `driver`'s device
+/// (a GPU, or CudaDriver::emulator()), launched with Kernel::launch, the outputs copied back.
+CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                         const std::map<std::string, TensorView> &inputs, const Schedule &schedule,
+                         const Target &target, const CudaDriver &driver);
 
 } // namespace moec

@@ -176,7 +176,7 @@ Problem makeProblem(Mode mode, DType dtype, int64_t N, int64_t K, int64_t H, std
 }
 
 HostTensor run(Problem &p, const Schedule &schedule = {}) {
-  CpuRunResult r = runOnCpu(op(), p.grad.dtype, p.attrs(), p.inputs(), schedule);
+  CpuRunResult r = runOp(op(), p.grad.dtype, p.attrs(), p.inputs(), schedule);
   EXPECT_EQ(r.outputs.size(), 1u);
   return std::move(r.outputs.at(kOut));
 }
@@ -450,7 +450,7 @@ void expectError(DType dtype, const std::map<std::string, int64_t> &attrs,
                  bool compileErrorOk = false) {
   std::string message, kind;
   try {
-    runOnCpu(op(), dtype, attrs, inputs);
+    runOp(op(), dtype, attrs, inputs);
     ADD_FAILURE() << "no error thrown; expected one containing '" << substrings.at(0) << "'";
     return;
   } catch (const ArgumentError &e) {
@@ -627,7 +627,7 @@ TEST(InitRoutingV2GradErrors, ExplicitRowMajorStridesAreAccepted) {
   p = makeProblem(Mode::Dropless, DType::F32, 4, 2, 3, rng);
   auto inputs = p.inputs();
   inputs[kGrad].strides = {3, 1};
-  CpuRunResult r = runOnCpu(op(), DType::F32, p.attrs(), inputs);
+  CpuRunResult r = runOp(op(), DType::F32, p.attrs(), inputs);
   EXPECT_TRUE(bitsEqual(p.expected(), r.outputs.at(kOut)));
 }
 
@@ -635,7 +635,7 @@ TEST(InitRoutingV2GradErrors, TopKAliasK) {
   // The attribute's inner name works as an alias of the public one.
   std::mt19937 rng(2);
   Problem p = makeProblem(Mode::Dropless, DType::F32, 3, 2, 5, rng);
-  CpuRunResult r = runOnCpu(op(), DType::F32, {{"K", 2}}, p.inputs());
+  CpuRunResult r = runOp(op(), DType::F32, {{"K", 2}}, p.inputs());
   EXPECT_TRUE(bitsEqual(p.expected(), r.outputs.at(kOut)));
 }
 

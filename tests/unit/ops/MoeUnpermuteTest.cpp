@@ -124,7 +124,7 @@ Expected reference(const Problem &p) {
   return x;
 }
 
-CpuRunResult run(Problem &p) { return runOnCpu(op(), p.dtype, p.attrs(), p.inputs()); }
+CpuRunResult run(Problem &p) { return runOp(op(), p.dtype, p.attrs(), p.inputs()); }
 
 void checkProblem(Problem &p) {
   SCOPED_TRACE(p.describe());
@@ -538,7 +538,7 @@ TEST(MoeUnpermuteErrors, BadFlagValue) {
   attrs["using_weighted_combine"] = 2;
   std::string message;
   try {
-    runOnCpu(op(), DType::BF16, attrs, p.inputs());
+    runOp(op(), DType::BF16, attrs, p.inputs());
   } catch (const ArgumentError &e) {
     message = e.what();
   }

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/runtime/CpuRun.h"
+#include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/Half.h"
 #include "moec/runtime/HostTensor.h"
 #include "moec/runtime/Tensor.h"
@@ -27,6 +29,16 @@
 namespace moec::test {
 
 using dsl::DType;
+
+/// Runs an op the way every op test does: through the CPU JIT, or, when ctest sets MOEC_TEST_TARGET=ptx-emu,
+/// through the GPU path (PTX, Kernel::launch, device memory) on the PTX emulator.
+inline CpuRunResult runOp(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                          const std::map<std::string, TensorView> &inputs, const Schedule &schedule = {}) {
+  const char *target = std::getenv("MOEC_TEST_TARGET");
+  if (target && std::string(target) == "ptx-emu")
+    return runOnDevice(op, dtype, attrs, inputs, schedule, Target::ptx("sm_90"), CudaDriver::emulator());
+  return runOnCpu(op, dtype, attrs, inputs, schedule);
+}
 
 inline const char *typeName(DType t) {
   switch (t) {

@@ -222,7 +222,7 @@ Expected reference(const Problem &p) {
 }
 
 CpuRunResult run(Problem &p, const Schedule &schedule = {}) {
-  return runOnCpu(op(), p.dtype, p.attrs(), p.inputs(), schedule);
+  return runOp(op(), p.dtype, p.attrs(), p.inputs(), schedule);
 }
 
 /// Runs `p` and checks every output against the reference.
@@ -666,7 +666,7 @@ TEST(UnpermuteGradAdjoint, DotProductIdentity) {
 void expectError(Problem &p, const std::vector<std::string> &substrings, DType dtype = DType::F32) {
   std::string message;
   try {
-    runOnCpu(op(), dtype, p.attrs(), p.inputs());
+    runOp(op(), dtype, p.attrs(), p.inputs());
     ADD_FAILURE() << "no error thrown; expected one containing '" << substrings.at(0) << "'";
     return;
   } catch (const ArgumentError &e) {
@@ -891,7 +891,7 @@ TEST(UnpermuteGradErrors, MissingInputs) {
   in.erase(kOutIndex);
   std::string message;
   try {
-    runOnCpu(op(), DType::F32, p.attrs(), in);
+    runOp(op(), DType::F32, p.attrs(), in);
   } catch (const ArgumentError &e) {
     message = e.what();
   }
@@ -900,7 +900,7 @@ TEST(UnpermuteGradErrors, MissingInputs) {
   in2.erase(kG);
   message.clear();
   try {
-    runOnCpu(op(), DType::F32, p.attrs(), in2);
+    runOp(op(), DType::F32, p.attrs(), in2);
   } catch (const ArgumentError &e) {
     message = e.what();
   }
@@ -911,7 +911,7 @@ TEST(UnpermuteGradErrors, BadDropAndPadValue) {
   Problem p = specNonPad();
   std::string message;
   try {
-    runOnCpu(op(), DType::F32, {{"drop_and_pad", 2}}, p.inputs());
+    runOp(op(), DType::F32, {{"drop_and_pad", 2}}, p.inputs());
   } catch (const ArgumentError &e) {
     message = e.what();
   }
