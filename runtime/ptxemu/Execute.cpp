@@ -212,9 +212,7 @@ private:
 
   /// Host memory for an access of `bytes` at `addr` in the instruction's space; faults when outside.
   uint8_t *locate(const Warp &w, int lane, const Instr &in, uint64_t addr, uint32_t bytes, bool isStore) {
-    const char *what = isStore ? "store" : "load";
-    char size[64];
-    std::snprintf(size, sizeof size, "%u-byte %s", bytes, what);
+    auto what = [&] { return std::to_string(bytes) + "-byte " + (isStore ? "store" : "load"); };
     Space space = in.space;
     if (space == Space::None && addr >= kSharedWindow && addr - kSharedWindow < (uint64_t(1) << 32)) {
       space = Space::Shared;
@@ -222,25 +220,25 @@ private:
     }
     if (addr % bytes != 0)
       fault(CUDA_ERROR_MISALIGNED_ADDRESS, w, lane, in,
-            std::string(size) + " at " + hex(addr) + " is not aligned to " + std::to_string(bytes) + " bytes");
+            what() + " at " + hex(addr) + " is not aligned to " + std::to_string(bytes) + " bytes");
     if (space == Space::Param) {
       if (addr > params.size() || bytes > params.size() - addr)
         fault(CUDA_ERROR_ILLEGAL_ADDRESS, w, lane, in,
-              std::string(size) + " at parameter offset " + std::to_string(addr) + " is past the parameters");
+              what() + " at parameter offset " + std::to_string(addr) + " is past the parameters");
       return const_cast<uint8_t *>(params.data()) + addr;
     }
     if (space == Space::Shared) {
       if (addr > shared.size() || bytes > shared.size() - addr)
         fault(CUDA_ERROR_ILLEGAL_ADDRESS, w, lane, in,
-              std::string(size) + " at shared offset " + hex(addr) + " is outside the block's " +
-                  std::to_string(shared.size()) + " bytes of shared memory");
+              what() + " at shared offset " + hex(addr) + " is outside the block's " + std::to_string(shared.size()) +
+                  " bytes of shared memory");
       return shared.data() + addr;
     }
     if (space == Space::Local || space == Space::Const)
       fault(CUDA_ERROR_ILLEGAL_INSTRUCTION, w, lane, in, "local and const memory are not supported");
     uint8_t *p = memory.find(addr, bytes);
     if (!p)
-      fault(CUDA_ERROR_ILLEGAL_ADDRESS, w, lane, in, std::string(size) + " at " + hex(addr) + " is outside every allocation");
+      fault(CUDA_ERROR_ILLEGAL_ADDRESS, w, lane, in, what() + " at " + hex(addr) + " is outside every allocation");
     return p;
   }
 

@@ -180,7 +180,7 @@ TEST(EmulatedGpu, MoeUnpermute) {
     for (int64_t H : {1, 9, 72, 130})
       for (bool weighted : {false, true})
         for (int64_t T : {1, 37})
-          for (auto [E, K] : {std::pair<int64_t, int64_t>{1, 1}, {8, 1}, {8, 4}}) {
+          for (auto [E, K] : {std::pair<int64_t, int64_t>{1, 1}, {8, 1}, {8, 4}, {2, 4}}) { // K > E: -1 slots
             SCOPED_TRACE("H=" + std::to_string(H) + " T=" + std::to_string(T) + " E=" + std::to_string(E) +
                          " K=" + std::to_string(K) + (weighted ? " weighted" : ""));
             expectGpuMatchesCpu("moe_unpermute", c2Request(dt, E, K, H, weighted),
@@ -200,6 +200,58 @@ TEST(EmulatedGpu, ExplicitSchedules) {
       expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", a3Request(dt, 8, 72, false, c, s), std::move(c));
       expectGpuMatchesCpu("moe_unpermute", c2Request(dt, 8, 2, 130, true, s), paddleUnpermute(dt, 37, 8, 2, 130, true, rng()));
     }
+  }
+}
+
+/// The kernel's status words (per bounds check: failing dim + 1, then the index) after a launch.
+std::vector<int64_t> statusWords(const Kernel &k) {
+  const LoadedOp &l = k.specialization();
+  std::vector<int64_t> words(l.deviceStatus->size() / sizeof(int64_t));
+  CudaDriver::emulator().check(CudaDriver::emulator().api().memcpyDtoH(words.data(), l.deviceStatus->pointer(),
+                                                                       l.deviceStatus->size()),
+                               "cuMemcpyDtoH");
+  return words;
+}
+
+/// Launches `c` with index tensor `tensor`'s element `at` set to `bad`, and expects no fault (the emulator
+/// stops at any access outside the allocations) and, when `flagged`, the index in the status buffer.
+void launchWithBadIndex(const std::string &op, const KernelRequest &request, Case c, const std::string &tensor,
+                        int64_t at, int32_t bad, bool flagged) {
+  SCOPED_TRACE(op + ": " + tensor + "[" + std::to_string(at) + "] = " + std::to_string(bad));
+  ints(c.inputs.at(tensor))[at] = bad;
+  Kernel k = gpuRuntime().get(op, request);
+  DeviceCall call(c);
+  ASSERT_NO_THROW(k.launch(call.tensors, nullptr, c.attrs));
+  std::vector<int64_t> status = statusWords(k);
+  bool named = std::find(status.begin(), status.end(), bad) != status.end();
+  EXPECT_EQ(named, flagged) << "status words: " << ::testing::PrintToString(status);
+  std::vector<int64_t> zeros(status.size()); // the buffer is sticky until read: clear it for the next launch
+  const LoadedOp &l = k.specialization();
+  CudaDriver::emulator().api().memcpyHtoD(l.deviceStatus->pointer(), zeros.data(), l.deviceStatus->size());
+}
+
+TEST(EmulatedGpu, OutOfRangeIndicesNeverReachMemory) {
+  // Index tensors with values outside their declared ranges, passed on the device where the runtime does
+  // not read them (MOEC_CHECK_INDICES unset): the compiler's bounds checks must skip every such gather and
+  // scatter and report the index. A negative row where the op means "no row" is skipped by the op itself.
+  for (int32_t bad : {1 << 30, -7}) {
+    launchWithBadIndex("moe_init_routing_v2_grad", b2Request(DType::BF16, 2, 72, 0),
+                       initRoutingGrad(DType::BF16, 9, 2, 72, 0, false, rng()), "expanded_row_idx", 5, bad, true);
+    Case a3 = unpermuteGradNonPad(DType::F32, 9, 8, 3, 72, true, rng());
+    KernelRequest a3r = a3Request(DType::F32, 8, 72, false, a3);
+    launchWithBadIndex("moe_token_unpermute_with_routing_map_grad", a3r, std::move(a3), "out_index", 4, bad, bad > 0);
+    Case pad = unpermuteGradPad(DType::BF16, 9, 8, 3, 72, true, rng());
+    KernelRequest padr = a3Request(DType::BF16, 8, 72, true, pad);
+    const int32_t *outIndex = ints(pad.inputs.at("out_index"));
+    int64_t kept = std::find_if(outIndex, outIndex + pad.inputs.at("out_index").elements(),
+                                [](int32_t row) { return row >= 0; }) - outIndex; // a slot whose token is read
+    launchWithBadIndex("moe_token_unpermute_with_routing_map_grad", padr, std::move(pad), "permute_token_id", kept,
+                       bad, true);
+    launchWithBadIndex("moe_unpermute", c2Request(DType::BF16, 8, 2, 72, true),
+                       paddleUnpermute(DType::BF16, 9, 8, 2, 72, true, rng()), "zipped_expertwise_rowmap", 3, bad,
+                       bad > 0);
+    launchWithBadIndex("moe_unpermute", c2Request(DType::BF16, 8, 2, 72, true),
+                       paddleUnpermute(DType::BF16, 9, 8, 2, 72, true, rng()), "expert_routemap_topk", 1, bad, bad > 0);
   }
 }
 
