@@ -65,7 +65,7 @@ MUTATIONS = [
      [("compiler/Transforms/LowerToGPU.cpp",
        "Value count = warpPerPoint ? emitPointCount(b, domain) : emitRowCount(b, domain);",
        "Value count = emitRowCount(b, domain);")],
-     r"^Bundle\.|GpuCheckCases|Hardening|Schedules", "Transforms/|PTX/"),
+     r"^Bundle\.|GpuCheckCases|Hardening|Schedules|EmulatedGpu", "Transforms/|PTX/"),
     ("key-no-present",
      "the cache key omits the set of optional tensors",
      [("runtime/jit/Runtime.cpp", '"\\npresent " + joined(spec.present) + ', "")],
@@ -82,4 +82,11 @@ MUTATIONS = [
        "    return arith::SelectOp::create(b, l, bad, constIndex(1), y);\n",
        "    return y;\n")],
      r"BoundsChecks\.IntegerDivision", None),
+    ("gpu-shuffle-skips-first-step",
+     "the warp reduction's butterfly starts at lanes / 4, skipping the first shuffle (GPU only: only the "
+     "PTX emulator runs it)",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "    for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {\n",
+       "    for (int64_t offset = lanes / 4; offset > 0; offset /= 2) {\n")],
+     r"EmulatedGpu|^ptx-emu\..*Vectors", None),
 ]
