@@ -5,13 +5,16 @@
 //   1. check: random inputs at a small token count, the kernel's outputs against a plain C++ reference;
 //   2. time: the production token count of spec §8.1 for its hidden size, CUDA events around the launch
 //      after warm-up, the median, and the achieved TB/s next to a device-to-device copy of the same
-//      bytes measured in the same run.
-// The table comes last.
+//      bytes measured in the same run;
+//   3. with --predict: the PTX emulator's H200 bound for the same call (a sample of blocks, counts scaled),
+//      next to the measurement.
+// With MOEC_GPU=emu the whole check runs on the emulator (no timing). The table comes last.
 //===----------------------------------------------------------------------===//
 #include "Cases.h"
 
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/ptxemu/EmuDriver.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -90,20 +93,44 @@ int64_t get(const Bundle::Entry &e, const char *name, int64_t fallback = 0) {
   return it == e.statics.end() ? fallback : it->second;
 }
 
+/// The PTX emulator's H200 bound for `kernel` (loaded on the emulator) on `big`, as a fraction of copy
+/// bandwidth: a sample of each launch's blocks runs, and the counts are scaled to the grid.
+double predictedFraction(const Kernel &kernel, const Case &big) {
+  const CudaDriver &emu = CudaDriver::emulator();
+  ptxemu::LaunchOptions options = ptxemu::launchOptions();
+  options.sampleBlocks = 256;
+  ptxemu::setLaunchOptions(options);
+  DeviceCall call(emu, big);
+  ptxemu::takeProfiles();
+  kernel.launch(call.tensors, nullptr, big.attrs);
+  double seconds = 0;
+  for (const ptxemu::Profile &p : ptxemu::takeProfiles())
+    seconds += ptxemu::boundSeconds(p);
+  options.sampleBlocks = 0;
+  ptxemu::setLaunchOptions(options);
+  return seconds > 0 ? (big.bytesMoved / ptxemu::GpuModel{}.bandwidth) / seconds : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::cerr << "usage: moec-gpu-check BUNDLE_DIR [REPS]   (REPS 0: check only, no timing)\n";
+  std::vector<std::string> args(argv + 1, argv + argc);
+  bool predict = std::erase(args, "--predict") > 0;
+  if (args.empty()) {
+    std::cerr << "usage: moec-gpu-check BUNDLE_DIR [REPS] [--predict]\n"
+                 "  REPS 0: check only, no timing; --predict: also the PTX emulator's H200 bound per entry\n"
+                 "  MOEC_GPU=emu: everything on the emulator (checks at 1 and 37 tokens, no timing)\n";
     return 2;
   }
-  int reps = argc > 2 ? std::atoi(argv[2]) : 20;
+  int reps = args.size() > 1 ? std::atoi(args[1].c_str()) : 20;
   CudaDriver &driver = CudaDriver::instance();
   if (!driver.available()) {
     std::cerr << "moec-gpu-check: " << driver.unavailableReason() << "\n";
     return 1;
   }
-  std::unique_ptr<Bundle> bundle = Bundle::open(argv[1], driver);
+  const bool emulated = &driver == &CudaDriver::emulator();
+  std::unique_ptr<Bundle> bundle = Bundle::open(args[0], driver);
+  std::unique_ptr<Bundle> predictor = predict ? Bundle::open(args[0], CudaDriver::emulator()) : nullptr;
   std::mt19937 rng(std::random_device{}());
   std::vector<std::string> table;
   int failures = 0;
@@ -114,10 +141,13 @@ int main(int argc, char **argv) {
     for (bool active : {false, true}) {
       if (active && (e.op != "moe_init_routing_v2_grad" || get(e, "drop_pad_mode")))
         continue;
+      const std::string mode = modeName(e.statics, e.present, active);
       double worst = 0;
       // Token counts that stress the launch geometry: one token, and counts that are not multiples of the
-      // rows per block or of the warp size.
+      // rows per block or of the warp size (the emulator skips the largest: it runs every block).
       for (int64_t checkTokens : {int64_t(1), int64_t(37), int64_t(301)}) {
+        if (emulated && checkTokens > 37)
+          continue;
         Case small = caseFor(e.op, e.dtype, e.statics, e.present, checkTokens, active, rng, true);
         DeviceCall call(driver, small);
         kernel.launch(call.tensors, nullptr, small.attrs);
@@ -127,30 +157,41 @@ int main(int argc, char **argv) {
           if (err < 0 || err > allowed) {
             ++failures;
             std::printf("FAIL %s %s %s T=%lld: %s off by %g (allowed %g)\n", e.op.c_str(), dsl::dtypeName(e.dtype),
-                        modeName(e.statics, e.present, active).c_str(), (long long)checkTokens, name.c_str(), err, allowed);
+                        mode.c_str(), (long long)checkTokens, name.c_str(), err, allowed);
           }
           worst = std::max(worst, err);
         }
       }
-      if (reps == 0) // check only (the memory checker's run)
+      if (reps == 0 && !predict) // check only (the memory checker's run)
         continue;
       int64_t tokens = productionTokens(get(e, "H"));
       Case big = caseFor(e.op, e.dtype, e.statics, e.present, tokens, active, rng, false);
-      DeviceCall bigCall(driver, big);
-      double ms = medianMs(driver, reps, [&] { kernel.launch(bigCall.tensors, nullptr, big.attrs); });
-      DeviceBuffer src(driver, size_t(big.bytesMoved / 2)), dst(driver, size_t(big.bytesMoved / 2));
-      double copyMs = medianMs(driver, reps, [&] {
-        driver.check(driver.api().memcpyDtoDAsync(dst.ptr, src.ptr, src.bytes, nullptr), "cuMemcpyDtoDAsync");
-      });
-      double tbs = big.bytesMoved / (ms * 1e-3) / 1e12, copyTbs = big.bytesMoved / (copyMs * 1e-3) / 1e12;
-      std::snprintf(line, sizeof line, "%-42s %-5s %-44s H=%-5lld T=%-5lld %9.1f us %6.2f TB/s  copy %5.2f TB/s  %5.1f%%  err %.1e",
-                    e.op.c_str(), dsl::dtypeName(e.dtype), modeName(e.statics, e.present, active).c_str(), (long long)get(e, "H"),
-                    (long long)tokens, ms * 1e3, tbs, copyTbs, 100 * tbs / copyTbs, worst);
+      std::string measured = "        (emulated: not timed)                           ";
+      if (!emulated && reps > 0) {
+        DeviceCall bigCall(driver, big);
+        double ms = medianMs(driver, reps, [&] { kernel.launch(bigCall.tensors, nullptr, big.attrs); });
+        DeviceBuffer src(driver, size_t(big.bytesMoved / 2)), dst(driver, size_t(big.bytesMoved / 2));
+        double copyMs = medianMs(driver, reps, [&] {
+          driver.check(driver.api().memcpyDtoDAsync(dst.ptr, src.ptr, src.bytes, nullptr), "cuMemcpyDtoDAsync");
+        });
+        double tbs = big.bytesMoved / (ms * 1e-3) / 1e12, copyTbs = big.bytesMoved / (copyMs * 1e-3) / 1e12;
+        std::snprintf(line, sizeof line, "%9.1f us %6.2f TB/s  copy %5.2f TB/s  %5.1f%%", ms * 1e3, tbs, copyTbs,
+                      100 * tbs / copyTbs);
+        measured = line;
+      }
+      std::string predicted = "      -";
+      if (predictor) {
+        std::snprintf(line, sizeof line, "%6.1f%%", 100 * predictedFraction(predictor->get(index), big));
+        predicted = line;
+      }
+      std::snprintf(line, sizeof line, "%-42s %-5s %-44s H=%-5lld T=%-5lld %s  %s  err %.1e", e.op.c_str(),
+                    dsl::dtypeName(e.dtype), mode.c_str(), (long long)get(e, "H"), (long long)tokens, measured.c_str(),
+                    predicted.c_str(), worst);
       table.push_back(line);
     }
   }
-  std::printf("\n%-42s %-5s %-44s %-7s %-7s %12s %11s  %15s  %6s\n", "op", "dtype", "mode", "H", "T", "median",
-              "achieved", "baseline", "of copy");
+  std::printf("\n%-42s %-5s %-44s %-7s %-7s %12s %11s  %15s  %6s  %9s\n", "op", "dtype", "mode", "H", "T", "median",
+              "achieved", "baseline", "of copy", "predicted");
   for (const std::string &row : table)
     std::printf("%s\n", row.c_str());
   std::printf("%d check failures\n", failures);
