@@ -467,13 +467,13 @@ private:
 
   void alu(Warp &w, const Instr &in, uint32_t exec) {
     const size_t n = in.ops.size();
-    const Type result = resultType(in);
+    const Type result = in.result;
     for (int lane = 0; lane < 32; ++lane) {
       if (!((exec >> lane) & 1))
         continue;
-      uint64_t a = read(w, lane, in.ops[1], operandType(in, 1), in);
-      uint64_t b = n > 2 ? read(w, lane, in.ops[2], operandType(in, 2), in) : 0;
-      uint64_t c = n > 3 ? read(w, lane, in.ops[3], operandType(in, 3), in) : 0;
+      uint64_t a = read(w, lane, in.ops[1], in.operandTypes[1], in);
+      uint64_t b = n > 2 ? read(w, lane, in.ops[2], in.operandTypes[2], in) : 0;
+      uint64_t c = n > 3 ? read(w, lane, in.ops[3], in.operandTypes[3], in) : 0;
       uint64_t d;
       try {
         d = evaluate(in, a, b, c);

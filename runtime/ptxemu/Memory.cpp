@@ -28,11 +28,15 @@ bool DeviceMemory::release(uint64_t address) {
   if (it == allocations.end())
     return false;
   total -= it->second.bytes;
+  if (lastData == it->second.data.get())
+    lastData = nullptr;
   allocations.erase(it);
   return true;
 }
 
 uint8_t *DeviceMemory::find(uint64_t address, size_t bytes) {
+  if (lastData && address >= lastBase && address - lastBase <= lastBytes && bytes <= lastBytes - (address - lastBase))
+    return lastData + (address - lastBase);
   auto it = allocations.upper_bound(address);
   if (it == allocations.begin())
     return nullptr;
@@ -40,7 +44,8 @@ uint8_t *DeviceMemory::find(uint64_t address, size_t bytes) {
   uint64_t offset = address - it->first;
   if (offset > it->second.bytes || bytes > it->second.bytes - offset)
     return nullptr;
-  return it->second.data.get() + offset;
+  lastBase = it->first, lastBytes = it->second.bytes, lastData = it->second.data.get();
+  return lastData + offset;
 }
 
 } // namespace moec::ptxemu

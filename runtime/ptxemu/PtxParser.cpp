@@ -4,6 +4,7 @@
 // (plus shared memory, barriers, warp votes and atomics). Registers and symbols are resolved to indices
 // and labels to instruction indices here, so the interpreter never looks up a name.
 //===----------------------------------------------------------------------===//
+#include "Alu.h"
 #include "PtxLexer.h"
 
 #include "moec/runtime/ptxemu/Ptx.h"
@@ -15,21 +16,6 @@
 namespace moec::ptxemu {
 
 void computeReconvergence(Kernel &kernel); // ControlFlow.cpp
-
-int typeBytes(Type t) {
-  switch (t) {
-  case Type::Pred: return 1;
-  case Type::B8: case Type::U8: case Type::S8: return 1;
-  case Type::B16: case Type::U16: case Type::S16: case Type::F16: case Type::BF16: return 2;
-  case Type::B32: case Type::U32: case Type::S32: case Type::F32: case Type::F16x2: case Type::BF16x2: return 4;
-  case Type::B64: case Type::U64: case Type::S64: case Type::F64: return 8;
-  case Type::None: return 0;
-  }
-  return 0;
-}
-
-bool isSigned(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
-bool isFloat(Type t) { return t == Type::F16 || t == Type::BF16 || t == Type::F32 || t == Type::F64; }
 
 namespace {
 
@@ -581,6 +567,9 @@ private:
     expectPunct(";");
     validate(k, in);
     in.cls = classify(in);
+    for (size_t i = 0; i < in.ops.size() && i < 4; ++i)
+      in.operandTypes[i] = operandType(in, i);
+    in.result = resultType(in);
     return in;
   }
 

@@ -190,7 +190,8 @@ TEST(EmulatedGpu, MoeUnpermute) {
 
 TEST(EmulatedGpu, ExplicitSchedules) {
   // --threads / --rows-per-block / --vector variants: each must cover every element exactly once.
-  for (Schedule s : {Schedule{1, 32, 1, 0}, Schedule{2, 64, 4, 0}, Schedule{8, 32, 2, 0}, Schedule{4, 128, 1, 0}}) {
+  for (Schedule s : {Schedule{1, 32, 1, 0}, Schedule{2, 64, 4, 0}, Schedule{8, 32, 2, 0}, Schedule{4, 128, 1, 0},
+                     Schedule{1, 1024, 8, 0}, Schedule{32, 32, 16, 0}, Schedule{4, 64, 16, 3}}) {
     SCOPED_TRACE("vector " + std::to_string(s.vector) + " threads " + std::to_string(s.threads) + " rows " +
                  std::to_string(s.rowsPerBlock));
     for (DType dt : {DType::BF16, DType::F32}) {
@@ -252,6 +253,23 @@ TEST(EmulatedGpu, OutOfRangeIndicesNeverReachMemory) {
                        bad > 0);
     launchWithBadIndex("moe_unpermute", c2Request(DType::BF16, 8, 2, 72, true),
                        paddleUnpermute(DType::BF16, 9, 8, 2, 72, true, rng()), "expert_routemap_topk", 1, bad, bad > 0);
+  }
+}
+
+TEST(EmulatedGpu, ProductionShapesAtFewTokens) {
+  // The kernels bench/gpu times (spec §8.1, DeepSeek-V3: H 7168, top-8 of 256 experts), at 3 tokens.
+  const int64_t H = 7168, E = 256, K = 8, T = 3;
+  for (DType dt : {DType::BF16}) { // the other dtypes' kernels differ only in element width, tested above
+    expectGpuMatchesCpu("moe_init_routing_v2_grad", b2Request(dt, K, H, 0), initRoutingGrad(dt, T, K, H, 0, false, rng()));
+    expectGpuMatchesCpu("moe_init_routing_v2_grad", b2Request(dt, K, H, 1), initRoutingGrad(dt, T, K, H, 1, false, rng()));
+    for (bool probs : {false, true}) {
+      Case c = unpermuteGradNonPad(dt, T, E, K, H, probs, rng());
+      expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", a3Request(dt, E, H, false, c), std::move(c));
+      Case p = unpermuteGradPad(dt, T, E, 2, H, probs, rng());
+      expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", a3Request(dt, E, H, true, p), std::move(p));
+    }
+    for (bool weighted : {false, true})
+      expectGpuMatchesCpu("moe_unpermute", c2Request(dt, E, K, H, weighted), paddleUnpermute(dt, T, E, K, H, weighted, rng()));
   }
 }
 

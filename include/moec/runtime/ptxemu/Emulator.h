@@ -49,6 +49,8 @@ private:
     std::unique_ptr<uint8_t[]> data;
   };
   std::map<uint64_t, Allocation> allocations; // by base address
+  uint64_t lastBase = 0, lastBytes = 0;        // the allocation find() hit last (most accesses hit it again)
+  uint8_t *lastData = nullptr;
   uint64_t nextAddress = uint64_t(1) << 36;
   size_t total = 0;
 };

@@ -24,9 +24,12 @@ public:
 enum class Type : uint8_t {
   None, Pred, B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F16, BF16, F32, F64, F16x2, BF16x2
 };
-int typeBytes(Type t);
-bool isSigned(Type t);
-bool isFloat(Type t); // scalar f16/bf16/f32/f64
+inline int typeBytes(Type t) {
+  constexpr int8_t bytes[] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 4, 4}; // in Type's order
+  return bytes[size_t(t)];
+}
+inline bool isSigned(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
+inline bool isFloat(Type t) { return t == Type::F16 || t == Type::BF16 || t == Type::F32 || t == Type::F64; }
 const char *typeName(Type t);
 
 enum class Space : uint8_t { None, Global, Shared, Param, Local, Const }; // None: generic addressing
@@ -94,6 +97,8 @@ struct Instr {
   int32_t line = 0;           // 1-based line in the PTX text
   std::string text;           // the opcode with its modifiers, for messages
   std::vector<Operand> ops;
+  Type operandTypes[4] = {};  // how each operand is read (operandType(), decoded once)
+  Type result = Type::None;   // how the destination is written (resultType())
 };
 
 struct Register {
