@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/Half.h"
 #include "moec/runtime/HostTensor.h"
 
@@ -362,5 +363,20 @@ inline std::string modeName(const std::map<std::string, int64_t> &statics, const
     m += m.empty() ? "active" : ",active";
   return m.empty() ? "default" : m;
 }
+
+/// A case's tensors on a device (a GPU or the PTX emulator): inputs copied, outputs filled with 0xFF bytes
+/// (NaN in every float type), so an element the kernel never writes fails the comparison.
+struct DeviceCall {
+  DeviceTensors device;
+  std::map<std::string, TensorView> tensors;
+
+  DeviceCall(const CudaDriver &driver, const Case &c) : device(driver) {
+    for (const auto &[name, t] : c.inputs)
+      tensors[name] = device.upload(t);
+    for (const auto &[name, t] : c.expected)
+      tensors[name] = device.allocate(t.type(), t.dims(), 0xFF);
+  }
+  HostTensor download(const std::string &name) const { return device.download(tensors.at(name)); }
+};
 
 } // namespace moec::gpucheck

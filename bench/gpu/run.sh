@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine with CMake, a C++20 compiler and a CUDA driver (no LLVM needed): builds the
-# runtime-only GPU check and runs it on the bundle bench/gpu/prepare.sh emitted. Prints a table last.
+# runtime-only GPU check and runs it on the bundle bench/gpu/prepare.sh emitted. Prints a table last;
+# PREDICT=1 adds the PTX emulator's H200 bound next to each measurement (host time: minutes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD:-/tmp/moec-gpu-build}
@@ -8,4 +9,6 @@ cuda=${CUDA_ROOT:-/usr/local/cuda}
 cmake -S . -B "$build" -DMOEC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release -DMOEC_CUDA_ROOT="$cuda" \
   -DMOEC_DEPS_INCLUDE="$PWD/.gpu-deps/include" > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target moec-gpu-check
-"$build/bin/moec-gpu-check" bench/gpu/bundle "${REPS:-20}"
+predict=()
+[ "${PREDICT:-0}" = 1 ] && predict=(--predict)
+"$build/bin/moec-gpu-check" bench/gpu/bundle "${REPS:-20}" "${predict[@]}"

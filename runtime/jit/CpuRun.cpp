@@ -3,6 +3,7 @@
 
 #include "moec/Runtime.h"
 #include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/DeviceTensors.h"
 
 namespace moec {
 
@@ -38,29 +39,22 @@ CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::
   std::shared_ptr<const dsl::OpDef> borrowed(&op, [](const dsl::OpDef *) {});
   Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.ptx, nullptr, &driver, context), attrs);
 
-  std::vector<std::unique_ptr<CudaBuffer>> buffers;
-  auto deviceCopy = [&](const TensorView &host, size_t bytes, bool copy) {
-    auto &b = buffers.emplace_back(std::make_unique<CudaBuffer>(driver, std::max<size_t>(bytes, 1), context));
-    if (copy && bytes)
-      driver.check(driver.api().memcpyHtoD(b->pointer(), host.data, bytes), "cuMemcpyHtoD");
-    TensorView v = host;
-    v.data = reinterpret_cast<void *>(b->pointer());
-    v.device = Device::Cuda;
-    return v;
-  };
+  DeviceTensors device(driver);
   std::map<std::string, TensorView> tensors;
   for (const auto &[name, view] : inputs)
-    tensors[name] = view.data ? deviceCopy(view, size_t(view.elements()) * dtypeBytes(view.dtype), true) : view;
+    // An absent optional input stays empty; a non-contiguous one goes as it is, for launch() to refuse.
+    tensors[name] = view.data && view.isContiguous() ? device.upload(view) : view;
   for (const auto &[name, shape] : call.outputShapes) {
     auto [it, _] = result.outputs.emplace(name, HostTensor(op.findTensor(name)->elem.resolve(dtype), shape));
-    tensors[name] = deviceCopy(it->second.view(), it->second.bytes(), false);
+    tensors[name] = device.allocate(it->second.type(), shape);
   }
-  kernel.launch(tensors);
-  driver.check(driver.api().ctxSynchronize(), "cuCtxSynchronize");
+  {
+    CudaContext::Scope current(driver, context.get());
+    kernel.launch(tensors);
+    driver.check(driver.api().ctxSynchronize(), "cuCtxSynchronize");
+  }
   for (auto &[name, out] : result.outputs)
-    if (out.bytes())
-      driver.check(driver.api().memcpyDtoH(out.raw(), reinterpret_cast<CUdeviceptr>(tensors.at(name).data), out.bytes()),
-                   "cuMemcpyDtoH");
+    device.download(out, tensors.at(name));
   return result;
 }
 

@@ -37,32 +37,6 @@ struct BenchOptions {
   uint64_t sampleBlocks = 256;
 };
 
-/// Device copies of a case's tensors on the emulator, freed on destruction.
-struct EmulatedCall {
-  const CudaDriver &driver = CudaDriver::emulator();
-  std::vector<CUdeviceptr> buffers;
-  std::map<std::string, TensorView> tensors;
-
-  explicit EmulatedCall(const gpucheck::Case &c) {
-    for (const auto &[name, t] : c.inputs)
-      tensors[name] = upload(t, true);
-    for (const auto &[name, t] : c.expected)
-      tensors[name] = upload(t, false);
-  }
-  ~EmulatedCall() {
-    for (CUdeviceptr p : buffers)
-      driver.api().memFree(p);
-  }
-  TensorView upload(const HostTensor &t, bool copy) {
-    CUdeviceptr p = 0;
-    driver.check(driver.api().memAlloc(&p, std::max<size_t>(t.bytes(), 1)), "cuMemAlloc");
-    buffers.push_back(p);
-    if (copy)
-      driver.check(driver.api().memcpyHtoD(p, t.raw(), t.bytes()), "cuMemcpyHtoD");
-    return {reinterpret_cast<void *>(p), t.type(), t.dims(), {}, Device::Cuda};
-  }
-};
-
 template <typename F> double medianSeconds(int reps, F f) {
   f(); // warm-up
   std::vector<double> times;
@@ -79,7 +53,7 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
   ptxemu::LaunchOptions launch = ptxemu::launchOptions();
   launch.sampleBlocks = o.sampleBlocks;
   ptxemu::setLaunchOptions(launch);
-  EmulatedCall call(c);
+  gpucheck::DeviceCall call(CudaDriver::emulator(), c);
   ptxemu::takeProfiles();
   kernel.launch(call.tensors, nullptr, c.attrs);
   std::vector<ptxemu::Profile> profiles = ptxemu::takeProfiles();

@@ -5,6 +5,7 @@
 #include "moec/ops/BuiltinOps.h"
 #include "moec/Runtime.h"
 #include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/HostTensor.h"
 #include "moec/runtime/ptxemu/EmuDriver.h"
 
@@ -23,33 +24,6 @@ struct RunOptions {
   std::vector<std::string> inputs;
   std::string outDir;
   bool profile = false;
-};
-
-/// Device memory for one call's tensors on `driver`; freed on destruction.
-class DeviceTensors {
-public:
-  explicit DeviceTensors(const CudaDriver &driver) : driver(driver) {}
-  ~DeviceTensors() {
-    for (CUdeviceptr p : buffers)
-      driver.api().memFree(p);
-  }
-  TensorView upload(const HostTensor &t, bool copy) {
-    CUdeviceptr p = 0;
-    driver.check(driver.api().memAlloc(&p, std::max<size_t>(t.bytes(), 1)), "cuMemAlloc");
-    buffers.push_back(p);
-    if (copy && t.bytes())
-      driver.check(driver.api().memcpyHtoD(p, t.raw(), t.bytes()), "cuMemcpyHtoD");
-    return {reinterpret_cast<void *>(p), t.type(), t.dims(), {}, Device::Cuda};
-  }
-  void download(HostTensor &t, const TensorView &from) {
-    if (t.bytes())
-      driver.check(driver.api().memcpyDtoH(t.raw(), reinterpret_cast<CUdeviceptr>(from.data), t.bytes()),
-                   "cuMemcpyDtoH");
-  }
-
-private:
-  const CudaDriver &driver;
-  std::vector<CUdeviceptr> buffers;
 };
 
 void runRun(const RunOptions &o) {
@@ -104,9 +78,9 @@ void runRun(const RunOptions &o) {
     DeviceTensors device(driver);
     std::map<std::string, TensorView> onDevice;
     for (auto &[name, tensor] : owned)
-      onDevice[name] = device.upload(tensor, true);
+      onDevice[name] = device.upload(tensor);
     for (auto &[name, tensor] : outputs)
-      onDevice[name] = device.upload(tensor, false);
+      onDevice[name] = device.allocate(tensor.type(), tensor.dims());
     if (o.target.emulated())
       ptxemu::takeProfiles();
     kernel.launch(onDevice);
