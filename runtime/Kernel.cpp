@@ -54,6 +54,31 @@ void checkAlignment(const LoadedOp &l, const std::map<std::string, TensorView> &
       fail(l, "tensor '" + name + "' must be 16-byte aligned on the GPU");
 }
 
+/// The kernels' tensor arguments are noalias: an output may share no byte with any other tensor (inputs
+/// may share memory with each other; nothing writes them).
+void checkNoOverlap(const LoadedOp &l, const std::map<std::string, TensorView> &inputs,
+                    const std::map<std::string, TensorView> &outputs) {
+  auto range = [](const TensorView &v) {
+    auto begin = reinterpret_cast<uintptr_t>(v.data);
+    return std::make_pair(begin, begin + uintptr_t(v.elements()) * uintptr_t(dtypeBytes(v.dtype)));
+  };
+  for (auto out = outputs.begin(); out != outputs.end(); ++out) {
+    auto [b0, e0] = range(out->second);
+    if (!out->second.data || b0 == e0)
+      continue;
+    auto clash = [&](const std::string &kind, const std::string &name, const TensorView &v) {
+      auto [b1, e1] = range(v);
+      if (v.data && b1 != e1 && b0 < e1 && b1 < e0)
+        fail(l, "output '" + out->first + "' overlaps " + kind + " '" + name +
+                    "': an output may share no memory with another tensor");
+    };
+    for (const auto &[name, view] : inputs)
+      clash("input", name, view);
+    for (auto other = std::next(out); other != outputs.end(); ++other)
+      clash("output", other->first, other->second);
+  }
+}
+
 std::map<std::string, TensorView> byName(const LoadedOp &l, const std::vector<TensorView> &views, bool outputs) {
   std::map<std::string, TensorView> named;
   size_t i = 0;
@@ -240,6 +265,7 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
     (t->isOutput ? outputs : inputs)[name] = view;
   }
   std::shared_ptr<const LoadedOp::CheckedCall> checked = check(inputs, outputs, overrides);
+  checkNoOverlap(l, inputs, outputs); // depends on the pointers: checked on every launch
 
   // The ABI: one pointer per tensor, the status buffer of the bounds checks, then the scalars.
   std::vector<void *> pointers;

@@ -182,6 +182,15 @@ private:
     func = func::FuncOp::create(b, loc(at), name, b.getFunctionType(argTypes, {}));
     for (auto [i, argName] : llvm::enumerate(argNames))
       func.setArgAttr(i, "moe.arg", b.getStringAttr(argName));
+    // Tensors never alias (the runtime checks outputs against every other tensor at launch), and inputs are
+    // only read: LLVM may then keep loads across stores, vectorize without runtime alias checks, and on the
+    // GPU read inputs through the non-coherent cache (ld.global.nc).
+    for (auto [i, t] : llvm::enumerate(op.tensors)) {
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+      if (!t.isOutput)
+        func.setArgAttr(i, LLVM::LLVMDialect::getReadonlyAttrName(), b.getUnitAttr());
+    }
+    func.setArgAttr(op.tensors.size(), LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr()); // status
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     // Parameters and views are created on first use, before this anchor, so they dominate everything.

@@ -107,8 +107,9 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(loadedPtx, b2Ptx);
   launches.clear();
   paramCount = 7; // 3 tensors, the status buffer, N, R, active_num
-  k.launch({device(DType::BF16, {4096 * 8, 7168}, 0x100000), device(DType::I32, {4096 * 8}, 0x200000)},
-           {device(DType::BF16, {4096, 7168}, 0x300000)}, reinterpret_cast<void *>(0x77));
+  // Fake device addresses 1 GiB apart: the launch refuses outputs that overlap another tensor.
+  k.launch({device(DType::BF16, {4096 * 8, 7168}, 0x40000000), device(DType::I32, {4096 * 8}, 0x80000000)},
+           {device(DType::BF16, {4096, 7168}, 0xC0000000)}, reinterpret_cast<void *>(0x77));
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].grid[0], 4096u);
   EXPECT_EQ(launches[0].block[0], 256u);
@@ -121,14 +122,14 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
                          {DType::BF16, {{"H", 4096}, {"E", 64}}, {}, {"routing_map", "permuted_tokens", "probs"}, {}});
   launches.clear();
   std::map<std::string, TensorView> t = {
-      {"unpermuted_tokens_grad", device(DType::BF16, {100, 4096}, 0x100000)},
-      {"out_index", device(DType::I32, {800}, 0x200000)},
-      {"permute_token_id", device(DType::I32, {800}, 0x210000)},
-      {"routing_map", device(DType::Bool, {100, 64}, 0x220000)},
-      {"permuted_tokens", device(DType::BF16, {800, 4096}, 0x300000)},
-      {"probs", device(DType::BF16, {100, 64}, 0x400000)},
-      {"permuted_tokens_grad", device(DType::BF16, {800, 4096}, 0x500000)},
-      {"probs_grad", device(DType::BF16, {100, 64}, 0x600000)}};
+      {"unpermuted_tokens_grad", device(DType::BF16, {100, 4096}, 0x40000000)},
+      {"out_index", device(DType::I32, {800}, 0x80000000)},
+      {"permute_token_id", device(DType::I32, {800}, 0x90000000)},
+      {"routing_map", device(DType::Bool, {100, 64}, 0xA0000000)},
+      {"permuted_tokens", device(DType::BF16, {800, 4096}, 0xC0000000)},
+      {"probs", device(DType::BF16, {100, 64}, 0x100000000)},
+      {"permuted_tokens_grad", device(DType::BF16, {800, 4096}, 0x140000000)},
+      {"probs_grad", device(DType::BF16, {100, 64}, 0x180000000)}};
   g.launch(t);
   ASSERT_EQ(launches.size(), 3u);
   EXPECT_EQ(launches[0].grid[0], 800u);

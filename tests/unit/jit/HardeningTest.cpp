@@ -249,3 +249,53 @@ TEST(CompileTime, NestedReductionsCompileToLinearCode) {
 }
 
 } // namespace
+
+// Kernel arguments are noalias (LLVM keeps loads across stores, the GPU reads inputs through the
+// non-coherent cache), so a call whose output shares memory with another tensor would be undefined: the
+// launch refuses it, naming both tensors. Inputs may share memory with each other (nothing writes them).
+TEST(Aliasing, AnOutputOverlappingAnotherTensorIsRefused) {
+  Runtime::Options o;
+  o.target = Target::cpu();
+  Runtime rt(o);
+  KernelRequest request;
+  request.dtype = DType::F32;
+  request.dims = {{"H", 4}};
+  request.attrs = {{"top_k", 1}};
+  Kernel k = rt.get("moe_init_routing_v2_grad", request);
+  HostTensor buffer = iota(8, 4), idx = ints({1, 0, 3, 2});
+  auto view = [&](int64_t firstRow, int64_t rows) {
+    return TensorView{static_cast<float *>(buffer.raw()) + firstRow * 4, DType::F32, {rows, 4}};
+  };
+  // grad_x's last row is grad_expanded_x's first.
+  expectThrowContaining<ArgumentError>(
+      [&] { k.launch({{"grad_expanded_x", view(3, 4)}, {"expanded_row_idx", idx.view()}, {"grad_x", view(0, 4)}}); },
+      {"output 'grad_x' overlaps input 'grad_expanded_x'", "may share no memory"});
+  // Adjacent, not overlapping: accepted, and the result is right.
+  ASSERT_NO_THROW(
+      k.launch({{"grad_expanded_x", view(4, 4)}, {"expanded_row_idx", idx.view()}, {"grad_x", view(0, 4)}}));
+  const float *rows = static_cast<const float *>(buffer.raw());
+  for (int64_t n = 0; n < 4; ++n) // top_k 1: grad_x[n] = grad_expanded_x[idx[n]]
+    EXPECT_EQ(rows[n * 4 + 1], rows[(4 + static_cast<const int32_t *>(idx.raw())[n]) * 4 + 1]);
+
+  // Two outputs of one op in one buffer.
+  KernelRequest c2;
+  c2.dtype = DType::F32;
+  c2.dims = {{"E", 2}, {"K", 2}, {"H", 2}};
+  Kernel unpermute = rt.get("moe_unpermute", c2);
+  HostTensor yu(DType::F32, {2, 2}), rowmap = ints({0, 1}), routemap = ints({0, 1}), pu(DType::F32, {2});
+  HostTensor out(DType::F32, {4});
+  TensorView hidden{out.raw(), DType::F32, {1, 2}}, probs{static_cast<float *>(out.raw()) + 1, DType::F32, {1, 2}};
+  TensorView rowmap2{rowmap.raw(), DType::I32, {1, 2}}, routemap2{routemap.raw(), DType::I32, {1, 2}};
+  expectThrowContaining<ArgumentError>(
+      [&] {
+        unpermute.launch({{"hidden_states_unzipped", yu.view()}, {"zipped_expertwise_rowmap", rowmap2},
+                          {"expert_routemap_topk", routemap2}, {"token_prob_unzipped", pu.view()},
+                          {"hidden_states", hidden}, {"expert_prob_topk", probs}});
+      },
+      {"output 'expert_prob_topk' overlaps output 'hidden_states'"});
+  // Inputs sharing memory are fine: the rowmap and the routemap here are the same two ints.
+  TensorView probsApart{static_cast<float *>(out.raw()) + 2, DType::F32, {1, 2}};
+  EXPECT_NO_THROW(unpermute.launch({{"hidden_states_unzipped", yu.view()}, {"zipped_expertwise_rowmap", rowmap2},
+                                    {"expert_routemap_topk", rowmap2}, {"token_prob_unzipped", pu.view()},
+                                    {"hidden_states", hidden}, {"expert_prob_topk", probsApart}}));
+}
