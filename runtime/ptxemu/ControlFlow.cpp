@@ -48,8 +48,8 @@ void computeReconvergence(Kernel &k) {
     size_t last = (b + 1 < blocks ? start[b + 1] : n) - 1;
     const Instr &in = k.instrs[last];
     auto fallthrough = [&] { succ[b].push_back(last + 1 < n ? blockOf[last + 1] : exitBlock); };
-    if (in.op == Opcode::Bra) {
-      succ[b].push_back(blockOf[size_t(in.target)]);
+    if (in.op == Opcode::Bra) { // a label after the last instruction is the exit
+      succ[b].push_back(size_t(in.target) < n ? blockOf[size_t(in.target)] : exitBlock);
       if (in.guard >= 0)
         fallthrough();
     } else if (in.op == Opcode::Ret || in.op == Opcode::Exit) {

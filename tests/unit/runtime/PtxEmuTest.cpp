@@ -928,6 +928,34 @@ SKIP2:
   EXPECT_EQ(download<uint32_t>(dOut2, 32), std::vector<uint32_t>(32, 1u));
 }
 
+// A branch to a label placed after the last instruction leaves the kernel (found by fuzz-ptx: the
+// post-dominator pass indexed past its block table).
+TEST_F(PtxEmu, BranchToALabelAfterTheLastInstructionExits) {
+  const std::string text = ptx(R"PTX(
+.visible .entry tail(.param .u64 .ptr .align 1 tail_param_0)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+
+  ld.param.u64 %rd1, [tail_param_0];
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 7;
+  @%p1 bra END;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u32 [%rd4], %r1;
+END:
+}
+)PTX");
+  uint64_t dOut = zeros<uint32_t>(32);
+  run(text, "tail", {1}, {32}, dOut);
+  std::vector<uint32_t> expected(32, 0);
+  for (uint32_t lane = 7; lane < 32; ++lane)
+    expected[lane] = lane;
+  EXPECT_EQ(download<uint32_t>(dOut, 32), expected);
+}
+
 // ===================================================================================================
 // 6. Errors
 // ===================================================================================================
