@@ -610,6 +610,11 @@ Profile launchKernel(const Kernel &k, Dim3 grid, Dim3 block, unsigned dynamicSha
                                                    std::to_string(block.y) + "," + std::to_string(block.z) +
                                                    ") exceeds the kernel's .maxntid/.reqntid");
   }
+  // The emulated register file: 8 bytes a register a lane, for every warp of the block.
+  if (uint64_t(k.regs.size()) * 8 * 32 * ((threads + 31) / 32) > (uint64_t(1) << 30))
+    throw EmuFault(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, k.name + ": " + std::to_string(k.regs.size()) +
+                                                           " registers for " + std::to_string(threads) +
+                                                           " threads need more than 1 GiB of emulated registers");
   if (uint64_t(k.sharedBytes) + dynamicSharedBytes > 228 * 1024)
     throw EmuFault(CUDA_ERROR_INVALID_VALUE, k.name + ": more than 228 KiB of shared memory");
   std::vector<uint8_t> paramBuffer(size_t(k.paramBytes));

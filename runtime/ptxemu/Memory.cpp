@@ -3,12 +3,21 @@
 
 #include <new>
 
+#include <unistd.h>
+
 namespace moec::ptxemu {
 
 namespace {
 constexpr uint64_t kAlignment = 256;  // what cuMemAlloc guarantees
 constexpr uint64_t kGap = 1 << 20;    // unmapped bytes between allocations
 } // namespace
+
+size_t DeviceMemory::defaultLimitBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return size_t(4) << 30;
+  return size_t(pages) / 2 * size_t(pageSize);
+}
 
 uint64_t DeviceMemory::allocate(size_t bytes) {
   if (bytes > limitBytes || total > limitBytes - bytes)

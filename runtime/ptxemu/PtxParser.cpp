@@ -98,6 +98,10 @@ bool ignoredModifier(std::string_view m) {
   return false;
 }
 
+// LLVM's PTX declares a few thousand virtual registers for the largest kernels moec emits; past this a
+// block's emulated register file would take gigabytes.
+constexpr size_t kMaxRegisters = 1 << 16;
+
 class Parser {
 public:
   explicit Parser(std::string_view text) : toks(lexPtx(text)) {}
@@ -361,8 +365,8 @@ private:
           fail("a register range of " + std::to_string(count));
       }
       auto declare = [&](const std::string &n) {
-        if (k.regs.size() >= 1u << 20)
-          fail("too many registers");
+        if (k.regs.size() >= kMaxRegisters)
+          fail("more than " + std::to_string(kMaxRegisters) + " registers in kernel '" + k.name + "'");
         scopes.back()[n] = int32_t(k.regs.size());
         k.regs.push_back({n, t, t == Type::Pred ? 1 : std::max(typeBytes(t), 2)});
       };

@@ -41,7 +41,10 @@ public:
   /// Host memory for [address, address + bytes) when one allocation holds all of it, else null.
   uint8_t *find(uint64_t address, size_t bytes);
   size_t allocatedBytes() const { return total; }
-  size_t limitBytes = size_t(64) << 30;
+  /// All allocations together stay below this: half the host's memory (the emulated device's memory is the
+  /// host's, zero-filled at allocation, so a larger one would wake the OOM killer instead of failing).
+  size_t limitBytes = defaultLimitBytes();
+  static size_t defaultLimitBytes();
 
 private:
   struct Allocation {
