@@ -74,9 +74,7 @@ double predictedFraction(const Kernel &kernel, const Case &big) {
   DeviceCall call(emu, big);
   ptxemu::takeProfiles();
   kernel.launch(call.tensors, nullptr, big.attrs);
-  double seconds = 0;
-  for (const ptxemu::Profile &p : ptxemu::takeProfiles())
-    seconds += ptxemu::boundSeconds(p);
+  double seconds = ptxemu::boundSeconds(ptxemu::takeProfiles());
   options.sampleBlocks = 0;
   ptxemu::setLaunchOptions(options);
   return seconds > 0 ? (big.bytesMoved / ptxemu::GpuModel{}.bandwidth) / seconds : 0;

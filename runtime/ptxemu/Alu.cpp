@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace moec::ptxemu {
@@ -16,27 +15,10 @@ namespace {
 using u128 = unsigned __int128;
 using s128 = __int128;
 
-float asF32(uint64_t bits) {
-  uint32_t b = uint32_t(bits);
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-uint64_t fromF32(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-double asF64(uint64_t bits) {
-  double d;
-  std::memcpy(&d, &bits, 8);
-  return d;
-}
-uint64_t fromF64(double d) {
-  uint64_t b;
-  std::memcpy(&b, &d, 8);
-  return b;
-}
+float asF32(uint64_t bits) { return std::bit_cast<float>(uint32_t(bits)); }
+uint64_t fromF32(float f) { return std::bit_cast<uint32_t>(f); }
+double asF64(uint64_t bits) { return std::bit_cast<double>(bits); }
+uint64_t fromF64(double d) { return std::bit_cast<uint64_t>(d); }
 
 Type widened(Type t) {
   switch (t) {

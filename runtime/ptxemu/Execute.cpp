@@ -52,7 +52,7 @@ struct Access {
 class BlockRunner {
 public:
   BlockRunner(const Kernel &k, Dim3 grid, Dim3 block, const std::vector<uint8_t> &params, uint64_t sharedBytes,
-              DeviceMemory &memory, Profile &profile, uint64_t &budget)
+              DeviceMemory &memory, Profile &profile, uint64_t budget)
       : k(k), grid(grid), block(block), params(params), shared(sharedBytes), memory(memory), profile(profile),
         budget(budget) {
     unsigned threads = unsigned(block.count());
@@ -84,12 +84,9 @@ public:
       w.stack.assign(1, Frame{0, w.lanes, -1});
     }
     for (;;) {
-      bool progressed = false;
       for (Warp &w : warps)
-        if (!w.stack.empty() && !w.atBarrier) {
+        if (!w.stack.empty() && !w.atBarrier)
           runWarp(w);
-          progressed = true;
-        }
       bool waiting = false;
       for (Warp &w : warps)
         waiting |= w.atBarrier;
@@ -97,7 +94,6 @@ public:
         break;
       for (Warp &w : warps) // every warp still running waits here: release the barrier
         w.atBarrier = false;
-      (void)progressed;
     }
   }
 
@@ -581,7 +577,7 @@ private:
   std::vector<uint8_t> shared;
   DeviceMemory &memory;
   Profile &profile;
-  uint64_t &budget;
+  const uint64_t budget;
   std::vector<Warp> warps;
   std::vector<Access> accesses;
   unsigned ctaid[3] = {0, 0, 0};
@@ -624,9 +620,8 @@ Profile launchKernel(const Kernel &k, Dim3 grid, Dim3 block, unsigned dynamicSha
       throw EmuFault(CUDA_ERROR_INVALID_VALUE, k.name + ": parameter " + std::to_string(i) + " has no value");
     std::memcpy(paramBuffer.data() + s.offset, params[i], size_t(s.size));
   }
-  uint64_t budget = options.maxWarpInstructions;
   BlockRunner runner(k, grid, block, paramBuffer, uint64_t(k.sharedBytes) + dynamicSharedBytes, memory, profile,
-                     budget);
+                     options.maxWarpInstructions);
   uint64_t total = profile.blocks;
   uint64_t run = options.sampleBlocks && options.sampleBlocks < total ? options.sampleBlocks : total;
   for (uint64_t i = 0; i < run; ++i) {

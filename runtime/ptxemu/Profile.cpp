@@ -34,6 +34,13 @@ double boundSeconds(const Profile &p, const GpuModel &gpu) {
   return std::max(memory, issue);
 }
 
+double boundSeconds(const std::vector<Profile> &launches, const GpuModel &gpu) {
+  double seconds = 0;
+  for (const Profile &p : launches)
+    seconds += boundSeconds(p, gpu);
+  return seconds;
+}
+
 double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu) {
   double bound = boundSeconds(p, gpu);
   return bound > 0 ? (minimumBytes / gpu.bandwidth) / bound : 0;

@@ -569,7 +569,7 @@ private:
       while (acceptPunct(","));
     }
     expectPunct(";");
-    validate(k, in);
+    validate(in);
     in.cls = classify(in);
     for (size_t i = 0; i < in.ops.size() && i < 4; ++i)
       in.operandTypes[i] = operandType(in, i);
@@ -637,7 +637,7 @@ private:
   }
 
   // Operand counts and kinds, so the interpreter can index operands without checking.
-  void validate(const Kernel &k, const Instr &in) {
+  void validate(const Instr &in) {
     auto need = [&](size_t lo, size_t hi) {
       if (in.ops.size() < lo || in.ops.size() > hi)
         fail("'" + in.text + "' takes " + std::to_string(lo) + (lo == hi ? "" : "-" + std::to_string(hi)) +
@@ -774,7 +774,6 @@ private:
     if (!isReg(in.ops[0]))
       fail("the destination of '" + in.text + "' must be a register");
     noVector(1);
-    (void)k;
   }
 
   static InstrClass classify(const Instr &in) {

@@ -57,21 +57,17 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
   ptxemu::takeProfiles();
   kernel.launch(call.tensors, nullptr, c.attrs);
   std::vector<ptxemu::Profile> profiles = ptxemu::takeProfiles();
-  double boundSeconds = 0;
   ptxemu::Profile total;
   for (const ptxemu::Profile &p : profiles) {
     fmt::print("{}", ptxemu::formatProfile(p));
-    boundSeconds += ptxemu::boundSeconds(p);
     total.add(p);
   }
-  ptxemu::GpuModel gpu;
-  double moved = total.loadBytes + total.storeBytes;
+  double boundSeconds = ptxemu::boundSeconds(profiles);
   fmt::print("total: {:.1f} MB minimum traffic; {:.2f} warp instructions per 16 bytes; coalescing {:.1f}%; "
              "H200 bound {:.2f} us = {:.1f}% of copy bandwidth{}\n",
              c.bytesMoved / 1e6, 16 * total.totalWarpInstructions() / std::max(c.bytesMoved, 1.0),
-             100 * total.coalescing(), 1e6 * boundSeconds, 100 * (c.bytesMoved / gpu.bandwidth) / boundSeconds,
-             total.sampled() ? " (sampled)" : "");
-  (void)moved;
+             100 * total.coalescing(), 1e6 * boundSeconds,
+             100 * (c.bytesMoved / ptxemu::GpuModel{}.bandwidth) / boundSeconds, total.sampled() ? " (sampled)" : "");
 }
 
 void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c) {

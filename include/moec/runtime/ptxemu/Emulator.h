@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace moec::ptxemu {
 
@@ -90,6 +91,8 @@ struct GpuModel {
 
 /// time >= max(sector bytes / bandwidth, warp instructions / (SMs * issue slots * clock)).
 double boundSeconds(const Profile &p, const GpuModel &gpu = {});
+/// The bound of launches that run one after another (an op's kernels): the sum of theirs.
+double boundSeconds(const std::vector<Profile> &launches, const GpuModel &gpu = {});
 /// The fraction of copy bandwidth the bound allows for an op whose minimum traffic is `minimumBytes`:
 /// (minimumBytes / bandwidth) / boundSeconds.
 double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu = {});
