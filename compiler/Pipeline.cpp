@@ -3,7 +3,7 @@
 //   OpDef (checked AST)
 //     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
 //     ▼
-//   moe dialect ── moe-specialize ── moe-schedule
+//   moe dialect ── moe-specialize ── moe-schedule ── moe-compact-predicated-folds ── moe-hoist-row-invariants
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
@@ -270,6 +270,12 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   moe::MoeScheduleOptions schedule{isGpu ? "gpu" : "cpu", spec.schedule.vector, spec.schedule.threads,
                                    spec.schedule.rowsPerBlock, spec.schedule.unroll};
   moePasses.addPass(moe::createMoeSchedule(schedule));
+  // A GPU list is built by a warp's converged lanes, so only in a row's prologue: it needs the hoisting.
+  bool hoist = !(spec.schedule.disabled & kHoistRowInvariants);
+  if (!(spec.schedule.disabled & kCompactPredicatedFolds) && (hoist || !isGpu))
+    moePasses.addPass(moe::createMoeCompactPredicatedFolds({isGpu ? "gpu" : "cpu"}));
+  if (hoist)
+    moePasses.addPass(moe::createMoeHoistRowInvariants());
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");
   // Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
@@ -297,6 +303,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     loopPasses.addPass(moe::createMoeLowerToGPU());
   else
     loopPasses.addPass(moe::createMoeLowerToLoops());
+  // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
+  loopPasses.addPass(arith::createIntRangeOptimizationsPass());
   loopPasses.addPass(createCanonicalizerPass());
   loopPasses.addPass(createCSEPass());
   if (failed(loopPasses.run(*module)))

@@ -2,6 +2,7 @@
 #include "moec/runtime/ThreadPool.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace moec {
 
@@ -22,8 +23,18 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
+/// $MOEC_THREADS, when it is a whole number in [1, 1024]; else 0 (one thread per hardware thread).
+static unsigned threadsFromEnvironment() {
+  const char *text = std::getenv("MOEC_THREADS");
+  if (!text || !*text)
+    return 0;
+  char *end = nullptr;
+  long n = std::strtol(text, &end, 10);
+  return *end == '\0' && n >= 1 && n <= 1024 ? unsigned(n) : 0;
+}
+
 ThreadPool &ThreadPool::shared() {
-  static ThreadPool pool;
+  static ThreadPool pool(threadsFromEnvironment());
   return pool;
 }
 

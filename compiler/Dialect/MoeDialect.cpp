@@ -137,6 +137,22 @@ LogicalResult FoldOp::verify() {
   return success();
 }
 
+LogicalResult CompactOp::verify() {
+  APInt bound;
+  auto type = cast<MemRefType>(getList().getType());
+  if (!matchPattern(getBound(), m_ConstantInt(&bound)))
+    return emitOpError("needs a constant bound");
+  if (!type.hasStaticShape() || type.getDimSize(0) != bound.getSExtValue())
+    return emitOpError("list must be memref<") << bound.getSExtValue() << "xi32>, got " << type;
+  Block &block = getPredicate().front();
+  if (block.getNumArguments() != 1 || !block.getArgument(0).getType().isIndex())
+    return emitOpError("predicate takes (index)");
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || !yield.getValue().getType().isInteger(1))
+    return emitOpError("predicate must yield an i1");
+  return success();
+}
+
 LogicalResult ScatterOp::verify() {
   auto type = cast<MemRefType>(getOutput().getType());
   Block &block = getBody().front();

@@ -699,8 +699,14 @@ private:
     if (!index)
       return true;
     std::string dimText = printExpr(dim);
-    if (const Expr *bound = boundOf(*index))
-      return printExpr(*bound) == dimText;
+    // j < e with e < E proves j < E: follow variables bounded by variables (all start at 0). Locals never
+    // shadow, so a bound's name still means the variable it meant where the bounded one was declared.
+    if (const Expr *bound = boundOf(*index)) {
+      for (int depth = 0; bound && depth < 64; ++depth, bound = boundOf(*bound))
+        if (printExpr(*bound) == dimText)
+          return true;
+      return false;
+    }
     if (index->kind != ExprKind::Binary || index->binOp != BinOp::Add)
       return false;
     const Expr &product = *index->operands[0], &inner = *index->operands[1];

@@ -13,10 +13,15 @@
 #include "moec/compiler/Transforms/BodyLowering.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/ScopeExit.h"
 
 #include <optional>
 
@@ -69,6 +74,7 @@ public:
   }
 
   bool isVarying(Value v) const { return varying.contains(v); }
+  const DenseSet<Value> &varyingValues() const { return varying; }
   Value innerIndex() const { return inner; }
 
   /// Why the body cannot be vectorized, or null.
@@ -174,13 +180,37 @@ struct ReductionSplit {
   Value lane;
 };
 
+/// Which of the body's top-level ops an emitter clones: all of them, only the row-invariant ones (the
+/// row's prologue), or all but those (the loop along the row, after a prologue).
+enum class Part { All, RowPrologue, AfterPrologue };
+
 /// Clones a compute body for one (row, h) position, vectorized when width > 1.
 class BodyEmitter {
 public:
   BodyEmitter(OpBuilder &b, DomainOp domain, const VaryingAnalysis &analysis, int64_t width,
-              int64_t unroll, int64_t maxAlignment, ReductionSplit split = {}, Value storeGuard = {})
+              int64_t unroll, int64_t maxAlignment, ReductionSplit split = {}, Value storeGuard = {},
+              Part part = Part::All)
       : b(b), domain(domain), analysis(analysis), width(width), unroll(unroll), maxAlignment(maxAlignment),
-        split(split), storeGuard(storeGuard) {}
+        split(split), storeGuard(storeGuard), part(part) {}
+
+  /// Part::RowPrologue: emits the row-invariant ops for row indices `rowIndices` and returns the values
+  /// they map to, for the emitters of the loop along the row to start from. Its loops are unrolled by
+  /// flushUnrolls() once those emitters are done: unrolling replaces the values the mapping holds.
+  const IRMapping &emitRowPrologue(ValueRange rowIndices) {
+    for (auto [arg, index] : llvm::zip(domain.body().getArguments().drop_back(), rowIndices))
+      scalars.map(arg, index);
+    emitOps(domain.body());
+    return scalars;
+  }
+
+  /// Starts from values a row prologue already computed.
+  void startFrom(const BodyEmitter &prologue) {
+    scalars = prologue.scalars;
+    sharedLists = prologue.sharedLists;
+  }
+
+  /// The row is whole warps of a gpu.func: moe.compact builds each warp's list in shared memory.
+  void placeListsInSharedMemory() { onGpu = true; }
 
   /// Emits the body for domain point (rows..., h) and stores the element(s).
   void emitElement(ValueRange indices) {
@@ -194,7 +224,9 @@ public:
       for (Value i : write.getIndices())
         at.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
       Value value = get(write.getValue(), width > 1);
-      if (!write.getGuard()) {
+      // After a prologue that checked a row-invariant guard, the row only runs where it holds.
+      bool rowGuarded = part == Part::AfterPrologue && write->hasAttr(kRowGuardAttr);
+      if (!write.getGuard() || rowGuarded) {
         emitStore(value, at, loc);
       } else {
         auto guard = scf::IfOp::create(b, loc, get(write.getGuard(), false), /*withElseRegion=*/false);
@@ -210,8 +242,8 @@ public:
 
   /// Unrolling replaces loops and their results, so it waits until nothing refers to them by mapping.
   void flushUnrolls() {
-    for (auto [loop, bound] : pendingUnrolls)
-      unrollLoop(loop, bound);
+    for (scf::ForOp loop : pendingUnrolls)
+      unrollLoop(loop);
     pendingUnrolls.clear();
   }
 
@@ -265,8 +297,15 @@ private:
 
   /// Emits a block's ops (not its terminator).
   void emitOps(Block &block) {
+    bool top = &block == &domain.body();
     for (Operation &op : block.without_terminator()) {
-      if (auto sum = dyn_cast<SumOp>(op))
+      if (top && part != Part::All && op.hasAttr(kRowInvariantAttr) != (part == Part::RowPrologue))
+        continue;
+      if (auto load = dyn_cast<memref::LoadOp>(op); load && sharedLists.count(load.getMemRef()))
+        emitSharedListLoad(load);
+      else if (auto compact = dyn_cast<CompactOp>(op))
+        emitCompact(compact);
+      else if (auto sum = dyn_cast<SumOp>(op))
         emitSum(sum);
       else if (auto fold = dyn_cast<FoldOp>(op))
         emitFold(fold);
@@ -307,7 +346,7 @@ private:
       scf::YieldOp::create(b, loc, acc);
     }
     map(sum.getResult(), loop.getResult(0));
-    pendingUnrolls.push_back({loop, bound});
+    pendingUnrolls.push_back(loop);
   }
 
   /// sum(j < n) body, reading along j: lanes take vectors of `split.width` elements round robin, each
@@ -367,13 +406,118 @@ private:
       scf::YieldOp::create(b, loc, emitBlock(body, vec));
     }
     map(fold.getResult(), loop.getResult(0));
-    pendingUnrolls.push_back({loop, bound});
+    pendingUnrolls.push_back(loop);
+  }
+
+  /// The CPU list: a stack array; a branch-free loop stores every index at the list's end and moves the
+  /// end past the live ones (the end never passes the index, so it stays inside the array).
+  void emitCompact(CompactOp compact) {
+    if (onGpu)
+      return emitWarpCompact(compact);
+    Location loc = compact.getLoc();
+    OpBuilder entry = atFunctionEntry();
+    Value list = memref::AllocaOp::create(entry, loc, cast<MemRefType>(compact.getList().getType()));
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value bound = get(compact.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(1), ValueRange{cst(0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Block &predicate = compact.getPredicate().front();
+      Value k = loop.getInductionVar(), end = loop.getRegionIterArgs()[0];
+      scalars.map(predicate.getArgument(0), k);
+      Value live = emitBlock(predicate, false);
+      memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), list, ValueRange{end});
+      Value next = arith::AddIOp::create(b, loc, end, cst(1));
+      scf::YieldOp::create(b, loc, ValueRange{arith::SelectOp::create(b, loc, live, next, end)});
+    }
+    scalars.map(compact.getList(), list);
+    scalars.map(compact.getCount(), loop.getResult(0));
+    pendingUnrolls.push_back(loop);
+  }
+
+  /// The GPU list: each warp's in shared memory (a workgroup buffer of one list per warp of the block).
+  /// 32 indices at a time, each lane tests one; a ballot of the results and the population count of the
+  /// lanes below give every live index its place, in order. A warp barrier then makes the list visible to
+  /// all lanes. Runs in the row's prologue, where a warp's lanes are converged.
+  void emitWarpCompact(CompactOp compact) {
+    Location loc = compact.getLoc();
+    int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+    ScheduleAttr schedule = domain.schedule();
+    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+    auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+    Value buffer = func.addWorkgroupAttribution(
+        MemRefType::get({warps * length}, b.getI32Type(), MemRefLayoutAttrInterface(), space), loc);
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+    Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
+    Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, cst(schedule.getThreads())), tx);
+    Value base = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
+    Value lane = arith::RemUIOp::create(b, loc, tx, cst(32));
+    Value laneBit = arith::ShLIOp::create(b, loc, i32(1), arith::IndexCastOp::create(b, loc, b.getI32Type(), lane));
+    Value lanesBelow = arith::SubIOp::create(b, loc, laneBit, i32(1));
+    Value bound = get(compact.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(32), ValueRange{cst(0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k = arith::AddIOp::create(b, loc, loop.getInductionVar(), lane);
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, bound);
+      auto tested = scf::IfOp::create(b, loc, b.getI1Type(), inside, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard branch(b);
+        b.setInsertionPointToStart(tested.thenBlock());
+        Block &predicate = compact.getPredicate().front();
+        scalars.map(predicate.getArgument(0), k);
+        scf::YieldOp::create(b, loc, ValueRange{emitBlock(predicate, false)});
+        b.setInsertionPointToStart(tested.elseBlock());
+        scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
+      }
+      Value live = tested.getResult(0);
+      Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1), live, NVVM::VoteSyncKind::ballot);
+      Value end = loop.getRegionIterArgs()[0];
+      auto count = [&](Value bits) {
+        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
+      };
+      Value place = arith::AddIOp::create(b, loc, end, count(arith::AndIOp::create(b, loc, mask, lanesBelow)));
+      auto store = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard branch(b);
+        b.setInsertionPointToStart(store.thenBlock());
+        memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), buffer,
+                                ValueRange{arith::AddIOp::create(b, loc, base, place)});
+      }
+      scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, end, count(mask))});
+    }
+    NVVM::SyncWarpOp::create(b, loc, i32(-1));
+    sharedLists[compact.getList()] = {buffer, base};
+    scalars.map(compact.getCount(), loop.getResult(0));
+  }
+
+  /// list[i] of a warp's shared-memory list.
+  void emitSharedListLoad(memref::LoadOp load) {
+    auto [buffer, base] = sharedLists.lookup(load.getMemRef());
+    Value at = arith::AddIOp::create(b, load.getLoc(), base, get(load.getIndices()[0], false));
+    map(load.getResult(), memref::LoadOp::create(b, load.getLoc(), buffer, ValueRange{at}).getResult());
+  }
+
+  /// A builder at the start of the enclosing function (for stack arrays allocated once per call).
+  OpBuilder atFunctionEntry() {
+    Operation *func = b.getInsertionBlock()->getParentOp();
+    while (!isa<FunctionOpInterface>(func))
+      func = func->getParentOp();
+    return OpBuilder::atBlockBegin(&func->getRegion(0).front());
   }
 
   /// Fully unrolls short reductions (K <= unroll), else unrolls by the schedule's factor; either only
   /// while the unrolled body stays under kMaxUnrolledOps. Inner loops are unrolled first, so the budget
   /// bounds the code of nested reductions (sum(k < 2) sum(j < 2) ...) linearly, not 2^depth.
-  void unrollLoop(scf::ForOp loop, Value bound) {
+  /// The bound is read from the loop (0 to bound step 1), not kept: unrolling an earlier loop (a
+  /// moe.compact's, whose result is this one's bound) replaces the value.
+  void unrollLoop(scf::ForOp loop) {
+    Value bound = loop.getUpperBound();
     if (unroll <= 1)
       return;
     int64_t bodyOps = 0;
@@ -468,9 +612,12 @@ private:
   int64_t width, unroll, maxAlignment;
   ReductionSplit split;
   Value storeGuard;
+  Part part;
+  bool onGpu = false;
   IRMapping scalars, vectors;
+  DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
   Value laneIndices; // h, h+1, ..., h+V-1
-  SmallVector<std::pair<scf::ForOp, Value>> pendingUnrolls;
+  SmallVector<scf::ForOp> pendingUnrolls;
 };
 
 /// Splits a flattened row index into the index of each leading dim (row-major).
@@ -490,6 +637,35 @@ SmallVector<Value> unflattenRow(OpBuilder &b, Location loc, Value row, ValueRang
 } // namespace
 
 bool isVectorizable(DomainOp op) { return VaryingAnalysis(op).blocker() == nullptr; }
+
+DenseSet<Value> valuesAlongRow(DomainOp op) { return VaryingAnalysis(op).varyingValues(); }
+
+SmallVector<Operation *> rowInvariantOps(DomainOp op) {
+  VaryingAnalysis analysis(op);
+  Block &body = op.body();
+  DenseSet<Operation *> invariant;
+  SmallVector<Operation *> ops;
+  // Whether `v` exists before the row's loop: row indices, values from above the body, values of ops
+  // already found invariant, and anything defined inside the op being checked.
+  auto available = [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getOwner() != &body || v != analysis.innerIndex();
+    Operation *def = v.getDefiningOp();
+    return def->getBlock() != &body || invariant.contains(def);
+  };
+  for (Operation &top : body.without_terminator()) {
+    bool ok = llvm::none_of(top.getResults(), [&](Value v) { return analysis.isVarying(v); });
+    top.walk([&](Operation *nested) {
+      for (Value v : nested->getOperands())
+        ok &= !analysis.isVarying(v) && available(v);
+    });
+    if (ok) {
+      invariant.insert(&top);
+      ops.push_back(&top);
+    }
+  }
+  return ops;
+}
 
 /// The first moe.sum in the body that reduces along its own index, if any.
 static SumOp findContiguousReduction(DomainOp op) {
@@ -535,7 +711,7 @@ Value emitPointCount(OpBuilder &b, DomainOp op) {
 }
 
 void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment,
-             int64_t reductionWidth) {
+             int64_t reductionWidth, bool onGpu) {
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -545,6 +721,33 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   ReductionSplit split{reductionWidth, 1, Value()};
 
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  // Row-invariant ops (marked by moe-hoist-row-invariants) once per row; a row-invariant write guard
+  // then skips the row's loops altogether.
+  bool hoisted = llvm::any_of(op.body().without_terminator(),
+                              [](Operation &o) { return o.hasAttr(kRowInvariantAttr); });
+  auto write = dyn_cast<WriteOp>(op.body().getTerminator());
+  bool rowGuard = write && write.getGuard() && write->hasAttr(kRowGuardAttr);
+  std::optional<BodyEmitter> prologueEmitter;
+  const IRMapping *prologue = nullptr;
+  std::optional<OpBuilder::InsertionGuard> insideGuard;
+  if (hoisted || rowGuard) {
+    prologueEmitter.emplace(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, Value(),
+                            Part::RowPrologue);
+    if (onGpu)
+      prologueEmitter->placeListsInSharedMemory();
+    prologue = &prologueEmitter->emitRowPrologue(rowIndices);
+    if (rowGuard) {
+      auto guard = scf::IfOp::create(b, loc, prologue->lookupOrDefault(write.getGuard()), false);
+      insideGuard.emplace(b);
+      b.setInsertionPointToStart(guard.thenBlock());
+    }
+  }
+  Part part = prologue ? Part::AfterPrologue : Part::All;
+  // The prologue's loops unroll last, when nothing refers to them by mapping any more.
+  auto finish = llvm::make_scope_exit([&] {
+    if (prologueEmitter)
+      prologueEmitter->flushUnrolls();
+  });
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
   auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
@@ -553,7 +756,12 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> indices(rowIndices);
     indices.push_back(loop.getInductionVar());
-    BodyEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split).emitElement(indices);
+    BodyEmitter emitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split, {}, part);
+    if (onGpu)
+      emitter.placeListsInSharedMemory();
+    if (prologueEmitter)
+      emitter.startFrom(*prologueEmitter);
+    emitter.emitElement(indices);
   };
   if (width > 1)
     emitLoop(arith::MulIOp::create(b, loc, laneStart, cst(width)), mainEnd, laneStride * width, width);

@@ -75,6 +75,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       for (DomainOp domain : collectDomainOps(kernel))
         lowerDomain(domain);
     }
+    module.walk([](Operation *op) { op->removeAttr(kRowInvariantAttr); });
   }
 
   void lowerDomain(DomainOp domain) {
@@ -94,7 +95,8 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     if (warpPerPoint)
       emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16);
     else
-      emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector());
+      emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(),
+              /*onGpu=*/true);
     domain.op()->erase();
   }
 };

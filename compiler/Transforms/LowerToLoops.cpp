@@ -37,6 +37,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       if (failed(lowerKernel(func, domains)))
         return signalPassFailure();
     }
+    getOperation().walk([](Operation *op) { op->removeAttr(kRowInvariantAttr); });
   }
 
   LogicalResult lowerKernel(func::FuncOp func, ArrayRef<DomainOp> domains) {

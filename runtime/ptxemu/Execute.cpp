@@ -552,6 +552,9 @@ private:
         w.atBarrier = true;
         return;
       }
+      case Opcode::WarpSync: // lanes run in lockstep here: only check that the members are converged
+        memberMask(w, in, in.ops[0], exec);
+        break;
       case Opcode::Membar:
         break;
       case Opcode::Mov: mov(w, in, exec); break;

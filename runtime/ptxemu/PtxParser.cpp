@@ -550,7 +550,9 @@ private:
     std::vector<Type> types;
     for (size_t i = 1; i < parts.size(); ++i)
       decodeModifier(in, parts[i], types);
-    if (in.op == Opcode::BarSync && in.text != "bar.sync" && in.text.rfind("barrier.sync", 0) != 0)
+    if (in.op == Opcode::BarSync && in.text == "bar.warp.sync")
+      in.op = Opcode::WarpSync;
+    else if (in.op == Opcode::BarSync && in.text != "bar.sync" && in.text.rfind("barrier.sync", 0) != 0)
       fail("unsupported barrier '" + in.text + "'");
     if (in.op == Opcode::Cvt) {
       if (types.size() != 2)
@@ -631,7 +633,8 @@ private:
       in.uni = true;
     } else if (m == "to" && in.op == Opcode::Cvta) {
       in.toSpace = true;
-    } else if (!ignoredModifier(m) && !(in.op == Opcode::Membar) && !(in.op == Opcode::BarSync)) {
+    } else if (!ignoredModifier(m) && !(in.op == Opcode::Membar) && !(in.op == Opcode::BarSync) &&
+               !(in.op == Opcode::WarpSync)) {
       fail("unsupported modifier '." + std::string(m) + "' in '" + in.text + "'");
     }
   }
@@ -674,6 +677,10 @@ private:
       return;
     case Opcode::BarSync:
       need(1, 2);
+      noVector(0);
+      return;
+    case Opcode::WarpSync:
+      need(1, 1);
       noVector(0);
       return;
     case Opcode::Ld:
@@ -786,6 +793,7 @@ private:
     case Opcode::Cvt: return InstrClass::Convert;
     case Opcode::Setp: case Opcode::Selp: return InstrClass::Compare;
     case Opcode::Bra: case Opcode::Ret: case Opcode::Exit: case Opcode::BarSync: case Opcode::Membar:
+    case Opcode::WarpSync:
       return InstrClass::Control;
     case Opcode::Shfl: case Opcode::Vote: case Opcode::Activemask: return InstrClass::Warp;
     default:

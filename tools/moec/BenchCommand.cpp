@@ -2,7 +2,8 @@
 //
 // Runs a built-in op on the inputs of bench/gpu/Cases.h (random, routed the way the forward op routes) at
 // a production token count, and reports against the op's minimum traffic:
-//   --target cpu      the median time of the kernels next to a memcpy of the same bytes, in the same run;
+//   --target cpu      the median and minimum time of the kernels, repeated until a time budget is spent,
+//                     next to a memcpy of the same bytes on the same threads (--threads), in the same run;
 //   --target ptx-emu  the PTX emulator's profile of each kernel (instructions by class, requests, sectors,
 //                     coalescing) and the H200 bound it implies, as a fraction of copy bandwidth. Large grids
 //                     run a sample of blocks (--sample-blocks) and scale the counts; the report says so.
@@ -15,12 +16,15 @@
 #include "moec/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/ThreadPool.h"
 #include "moec/runtime/ptxemu/EmuDriver.h"
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace moec::cli {
@@ -33,23 +37,38 @@ struct BenchOptions {
   std::vector<std::string> dims, attrs, with;
   int64_t tokens = 0;
   bool active = false;
-  int reps = 20;
+  int reps = 5;
+  double budget = 1.0;
+  bool json = false;
   uint64_t sampleBlocks = 256;
 };
 
-template <typename F> double medianSeconds(int reps, F f) {
-  f(); // warm-up
+struct Timing {
+  double median = 0, min = 0;
+  int reps = 0;
+};
+
+/// Like Triton's do_bench: one warm-up call, then calls until `budget` seconds are spent (at least `reps`).
+template <typename F> Timing timeIt(int reps, double budget, F f) {
+  f();
   std::vector<double> times;
-  for (int i = 0; i < std::max(reps, 1); ++i) {
+  double spent = 0;
+  while (int(times.size()) < std::max(reps, 1) || spent < budget) {
     auto start = std::chrono::steady_clock::now();
     f();
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    spent += times.back();
   }
   std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return {times[times.size() / 2], times.front(), int(times.size())};
 }
 
-void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::Case &c) {
+nlohmann::json header(const BenchOptions &o, const std::string &mode, int64_t tokens, double bytes) {
+  return {{"op", o.op}, {"dtype", o.target.dtype}, {"mode", mode}, {"tokens", tokens}, {"target", o.target.target},
+          {"bytes", bytes}};
+}
+
+void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::Case &c, nlohmann::json line) {
   ptxemu::LaunchOptions launch = ptxemu::launchOptions();
   launch.sampleBlocks = o.sampleBlocks;
   ptxemu::setLaunchOptions(launch);
@@ -59,36 +78,67 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
   std::vector<ptxemu::Profile> profiles = ptxemu::takeProfiles();
   ptxemu::Profile total;
   for (const ptxemu::Profile &p : profiles) {
-    fmt::print("{}", ptxemu::formatProfile(p));
+    if (!o.json)
+      fmt::print("{}", ptxemu::formatProfile(p));
     total.add(p);
   }
   double boundSeconds = ptxemu::boundSeconds(profiles);
+  double perChunk = 16 * total.totalWarpInstructions() / std::max(c.bytesMoved, 1.0);
+  double ofCopy = (c.bytesMoved / ptxemu::GpuModel{}.bandwidth) / boundSeconds;
+  if (o.json) {
+    line.update({{"warp_instructions_per_16B", perChunk}, {"coalescing", total.coalescing()},
+                 {"bound_us", 1e6 * boundSeconds}, {"fraction_of_copy", ofCopy}, {"sampled", total.sampled()}});
+    fmt::print("{}\n", line.dump());
+    return;
+  }
   fmt::print("total: {:.1f} MB minimum traffic; {:.2f} warp instructions per 16 bytes; coalescing {:.1f}%; "
              "H200 bound {:.2f} us = {:.1f}% of copy bandwidth{}\n",
-             c.bytesMoved / 1e6, 16 * total.totalWarpInstructions() / std::max(c.bytesMoved, 1.0),
-             100 * total.coalescing(), 1e6 * boundSeconds,
-             100 * (c.bytesMoved / ptxemu::GpuModel{}.bandwidth) / boundSeconds, total.sampled() ? " (sampled)" : "");
+             c.bytesMoved / 1e6, perChunk, 100 * total.coalescing(), 1e6 * boundSeconds, 100 * ofCopy,
+             total.sampled() ? " (sampled)" : "");
 }
 
-void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c) {
+void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c, nlohmann::json line) {
   std::map<std::string, TensorView> views;
   std::map<std::string, HostTensor> outputs;
   for (auto &[name, t] : c.inputs)
     views[name] = t.view();
   for (auto &[name, t] : c.expected)
     views[name] = outputs.emplace(name, HostTensor(t.type(), t.dims())).first->second.view();
-  double kernelSeconds = medianSeconds(o.reps, [&] { kernel.launch(views, nullptr, c.attrs); });
-  // The baseline copies half the minimum traffic: a copy reads and writes each byte once.
+  Timing kernelTime = timeIt(o.reps, o.budget, [&] { kernel.launch(views, nullptr, c.attrs); });
+  // The baseline copies half the minimum traffic (a copy reads and writes each byte once), split over the
+  // same threads as the kernels, in chunks of at least 1 MiB.
+  ThreadPool &pool = ThreadPool::shared();
   std::vector<uint8_t> src(size_t(c.bytesMoved / 2), 1), dst(src.size());
-  double copySeconds = medianSeconds(o.reps, [&] { std::memcpy(dst.data(), src.data(), src.size()); });
-  fmt::print("median {:.1f} us, {:.2f} GB/s; memcpy of the same bytes {:.1f} us, {:.2f} GB/s; {:.2f}x memcpy\n",
-             1e6 * kernelSeconds, c.bytesMoved / kernelSeconds / 1e9, 1e6 * copySeconds,
-             c.bytesMoved / copySeconds / 1e9, copySeconds / kernelSeconds);
+  constexpr int64_t kChunk = 1 << 20;
+  Timing copyTime = timeIt(o.reps, o.budget, [&] {
+    pool.parallelFor(int64_t(src.size()), kChunk, [&](int64_t begin, int64_t end) {
+      std::memcpy(dst.data() + begin, src.data() + begin, size_t(end - begin));
+    });
+  });
+  double ratio = copyTime.median / kernelTime.median;
+  if (o.json) {
+    line.update({{"threads", pool.size()}, {"reps", kernelTime.reps}, {"median_us", 1e6 * kernelTime.median},
+                 {"min_us", 1e6 * kernelTime.min}, {"memcpy_median_us", 1e6 * copyTime.median},
+                 {"vs_memcpy", ratio}});
+    fmt::print("{}\n", line.dump());
+    return;
+  }
+  fmt::print("{} threads, {} runs: median {:.1f} us, min {:.1f} us, {:.2f} GB/s; memcpy of the same bytes "
+             "{:.1f} us, {:.2f} GB/s; {:.2f}x memcpy\n",
+             pool.size(), kernelTime.reps, 1e6 * kernelTime.median, 1e6 * kernelTime.min,
+             c.bytesMoved / kernelTime.median / 1e9, 1e6 * copyTime.median, c.bytesMoved / copyTime.median / 1e9,
+             ratio);
 }
 
-void runBench(const BenchOptions &o) {
+void runBench(BenchOptions o) {
   if (o.target.target == "ptx")
     throw CLI::ValidationError("--target", "moec bench runs on cpu or ptx-emu; on a GPU, use bench/gpu/run.sh");
+  if (o.target.target == "cpu" && o.target.schedule.threads) {
+    // On the CPU --threads is the worker count (a CPU schedule has no threads per row). The shared pool
+    // reads it when first used, which is below.
+    setenv("MOEC_THREADS", std::to_string(o.target.schedule.threads).c_str(), 1);
+    o.target.schedule.threads = 0;
+  }
   std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
   KernelRequest request;
   request.dtype = parseDType(o.target.dtype);
@@ -107,12 +157,14 @@ void runBench(const BenchOptions &o) {
   Kernel kernel = Runtime(options).get(o.op, request);
   std::mt19937 rng(12345);
   gpucheck::Case c = gpucheck::caseFor(o.op, request.dtype, statics, request.with, tokens, o.active, rng, false);
-  fmt::print("{} {} {} T={} on {}\n", o.op, o.target.dtype, gpucheck::modeName(statics, request.with, o.active),
-             tokens, o.target.target);
+  std::string mode = gpucheck::modeName(statics, request.with, o.active);
+  if (!o.json)
+    fmt::print("{} {} {} T={} on {}\n", o.op, o.target.dtype, mode, tokens, o.target.target);
+  nlohmann::json line = header(o, mode, tokens, c.bytesMoved);
   if (o.target.emulated())
-    benchEmulated(o, kernel, c);
+    benchEmulated(o, kernel, c, line);
   else
-    benchCpu(o, kernel, c);
+    benchCpu(o, kernel, c, line);
 }
 
 } // namespace
@@ -128,7 +180,12 @@ void registerBenchCommand(CLI::App &app) {
   cmd->add_option("--with", o->with, "an optional input the call passes (repeatable)");
   cmd->add_option("--tokens", o->tokens, "token count (0: spec §8.1's production count for H)");
   cmd->add_flag("--active", o->active, "moe_init_routing_v2_grad: the active_num variant");
-  cmd->add_option("--reps", o->reps, "cpu: timed repetitions (the median is reported)")->capture_default_str();
+  cmd->add_option("--reps", o->reps, "cpu: at least this many timed runs (median and minimum reported)")
+      ->capture_default_str();
+  cmd->add_option("--budget", o->budget, "cpu: seconds of timed runs for the kernels, and again for the memcpy")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "print one JSON line instead of text");
   cmd->add_option("--sample-blocks", o->sampleBlocks, "ptx-emu: blocks to run, spread over the grid (0: all)")
       ->capture_default_str();
   cmd->callback([o] { runBench(*o); });

@@ -58,9 +58,24 @@ void TargetOptions::add(CLI::App &cmd) {
       ->capture_default_str();
   cmd.add_option("--arch", arch, "GPU arch for --target ptx: sm_80, sm_90, sm_100")->capture_default_str();
   cmd.add_option("--vector", schedule.vector, "schedule: vector width (0: compiler's choice)");
-  cmd.add_option("--threads", schedule.threads, "schedule: GPU threads along a row (0: choice)");
+  cmd.add_option("--threads", schedule.threads,
+                 "schedule: GPU threads along a row (0: choice); moec bench --target cpu: worker threads");
   cmd.add_option("--rows-per-block", schedule.rowsPerBlock, "schedule: GPU rows per block (0: choice)");
   cmd.add_option("--unroll", schedule.unroll, "schedule: reduction unroll (0: choice)");
+  cmd.add_option_function<std::vector<std::string>>(
+         "--disable",
+         [this](const std::vector<std::string> &names) {
+           for (const std::string &name : names) {
+             uint32_t bit = optimizationByName(name);
+             if (!bit)
+               throw CLI::ValidationError("--disable", "'" + name +
+                                                           "' is not an optimization (hoist-row-invariants, "
+                                                           "compact-predicated-folds)");
+             schedule.disabled |= bit;
+           }
+         },
+         "turn an optimization off: hoist-row-invariants, compact-predicated-folds (repeatable; results "
+         "are the same, only speed changes)");
 }
 
 Target TargetOptions::resolveTarget() const {

@@ -11,19 +11,38 @@
 
 namespace moec {
 
+/// The compiler's optional optimizations, each a pass that changes how a kernel runs but never what it
+/// computes (tests check results bit for bit with each one off). A Schedule can turn them off.
+enum Optimization : uint32_t {
+  kHoistRowInvariants = 1u << 0,    // moe-hoist-row-invariants
+  kCompactPredicatedFolds = 1u << 1, // moe-compact-predicated-folds
+  kAllOptimizations = (1u << 2) - 1,
+};
+
+/// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.
+inline uint32_t optimizationByName(const std::string &name) {
+  if (name == "hoist-row-invariants")
+    return kHoistRowInvariants;
+  if (name == "compact-predicated-folds")
+    return kCompactPredicatedFolds;
+  return 0;
+}
+
 struct Schedule {
   int64_t rowsPerBlock = 0; // GPU: rows per thread block (block.y)
   int64_t threads = 0;      // GPU: threads along the contiguous dim (block.x)
   int64_t vector = 0;       // contiguous elements handled together (1 = scalar)
   int64_t unroll = 0;       // moe.sum unroll factor
+  uint32_t disabled = 0;    // Optimization bits turned off (0: all on)
 
   bool operator==(const Schedule &o) const {
-    return rowsPerBlock == o.rowsPerBlock && threads == o.threads && vector == o.vector && unroll == o.unroll;
+    return rowsPerBlock == o.rowsPerBlock && threads == o.threads && vector == o.vector && unroll == o.unroll &&
+           disabled == o.disabled;
   }
-  /// "r1.t256.v8.u8": stable text for cache keys and kernel names.
+  /// "r1.t256.v8.u8" (".d3" appended when optimizations are off): stable text for cache keys.
   std::string str() const {
     return "r" + std::to_string(rowsPerBlock) + ".t" + std::to_string(threads) + ".v" + std::to_string(vector) +
-           ".u" + std::to_string(unroll);
+           ".u" + std::to_string(unroll) + (disabled ? ".d" + std::to_string(disabled) : "");
   }
 };
 
@@ -54,6 +73,8 @@ inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool re
            "1, 2, 4, 8 or 16";
   if (s.unroll < 0 || s.unroll > 64)
     return range("unroll", s.unroll, 0, 64);
+  if (s.disabled & ~uint32_t(kAllOptimizations))
+    return "'disabled': " + std::to_string(s.disabled) + " names an unknown optimization";
   return "";
 }
 

@@ -26,7 +26,7 @@ public:
   /// `minChunk` items; the calling thread takes one chunk. Returns when all are done.
   void parallelFor(int64_t n, int64_t minChunk, const std::function<void(int64_t, int64_t)> &body);
 
-  /// The process-wide pool.
+  /// The process-wide pool: $MOEC_THREADS threads (1 to 1024), else one per hardware thread.
   static ThreadPool &shared();
 
 private:

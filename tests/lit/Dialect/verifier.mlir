@@ -139,7 +139,7 @@ func.func @param_bad_type() {
 // -----
 
 func.func @yield_outside(%x: f32) {
-  // expected-error @+1 {{'moe.yield' op expects parent op to be one of 'moe.compute, moe.sum, moe.fold'}}
+  // expected-error @+1 {{'moe.yield' op expects parent op to be one of 'moe.compute, moe.sum, moe.fold, moe.compact'}}
   moe.yield %x : f32
 }
 

@@ -131,6 +131,36 @@ def Moe_FoldOp : Moe_Op<"fold", [SingleBlock, RecursiveMemoryEffects, AllTypesMa
 }
 
 //===----------------------------------------------------------------------===//
+// moe.compact
+//===----------------------------------------------------------------------===//
+
+def Moe_CompactOp : Moe_Op<"compact", [SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "The indices below a static bound where a predicate holds, in increasing order";
+  let description = [{
+    Runs the predicate region for k = 0, 1, ..., bound - 1 and returns the k where it yields true, in
+    increasing order, as the first `count` entries of `list` (the rest is unspecified). The bound is a
+    constant and the list's length. `moe-compact-predicated-folds` creates it so that a fold whose steps
+    mostly leave the accumulator alone runs only over the live steps; `moe-hoist-row-invariants` then
+    usually moves it out of the loop along the row. The loop lowerings place the list: a stack array on
+    the CPU, a per-warp array in shared memory on the GPU, built there with a ballot and population counts.
+
+    ```mlir
+    %list, %count = moe.compact %c256 : memref<256xi32> {
+    ^bb0(%e: index):
+      %r = memref.load %rowmap[%t, %e] : memref<?x256xi32>
+      %live = arith.cmpi sge, %r, %c0_i32 : i32
+      moe.yield %live : i1
+    }
+    ```
+  }];
+  let arguments = (ins Index:$bound);
+  let results = (outs MemRefRankOf<[I32], [1]>:$list, Index:$count);
+  let regions = (region SizedRegion<1>:$predicate);
+  let assemblyFormat = "$bound attr-dict `:` type($list) $predicate";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // moe.scatter, moe.write
 //===----------------------------------------------------------------------===//
 
@@ -172,8 +202,8 @@ def Moe_WriteOp : Moe_Op<"write", [Terminator, HasParent<"ScatterOp">, AttrSized
 // moe.yield
 //===----------------------------------------------------------------------===//
 
-def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, ParentOneOf<["ComputeOp", "SumOp", "FoldOp"]>]> {
-  let summary = "Ends a moe.compute, moe.sum or moe.fold body with its value";
+def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, ParentOneOf<["ComputeOp", "SumOp", "FoldOp", "CompactOp"]>]> {
+  let summary = "Ends a moe.compute, moe.sum, moe.fold or moe.compact body with its value";
   let description = [{
     ```mlir
     moe.yield %v : bf16

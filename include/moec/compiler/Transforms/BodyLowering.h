@@ -43,6 +43,21 @@ mlir::LogicalResult requireSchedules(llvm::ArrayRef<DomainOp> ops);
 /// depend on it.
 bool isVectorizable(DomainOp op);
 
+/// Set by moe-hoist-row-invariants on the top-level ops of a domain body that do not depend on the
+/// contiguous index (kRowInvariantAttr), and on a moe.write whose guard does not (kRowGuardAttr). emitRow
+/// computes the first once per row, before the loop along the row, and skips the whole row when the second
+/// is false.
+constexpr llvm::StringLiteral kRowInvariantAttr = "moe.row_invariant";
+constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
+
+/// The top-level ops of the body (in order) that can be computed once per row: nothing in them, nested
+/// regions included, depends on the contiguous index, and their operands come from outside the body or
+/// from such ops.
+llvm::SmallVector<mlir::Operation *> rowInvariantOps(DomainOp op);
+
+/// The values of the body that depend on the contiguous (last) index, the block argument included.
+llvm::DenseSet<mlir::Value> valuesAlongRow(DomainOp op);
+
 /// How a GPU kernel maps a domain to threads.
 ///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
 ///   WarpPerPoint: a domain point per warp (block, thread.y); the 32 lanes split the point's reduction
@@ -72,8 +87,9 @@ mlir::Value emitPointCount(mlir::OpBuilder &b, DomainOp op);
 /// `vectorAlignment` is the alignment of tensor base pointers; each vector access promises what that
 /// implies for its rows (the largest power of two dividing the row stride, at most V elements).
 /// A moe.sum that reads along its own index runs as `reductionWidth`-wide vector partial sums (0: plain).
+/// `onGpu`: the row is one or more whole warps of a gpu.func (moe.compact lists go to shared memory).
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
-             int64_t vectorAlignment, int64_t reductionWidth);
+             int64_t vectorAlignment, int64_t reductionWidth, bool onGpu = false);
 
 /// GpuMapping::WarpPerPoint: emits domain point `point` (all dims flattened) on a warp whose lane id is
 /// `lane` of `lanes`: reductions along a contiguous dim are split over the lanes in vectors of

@@ -56,6 +56,73 @@ def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::ModuleOp"> {
+  let summary = "Splits a fold whose steps are mostly no-ops into a list of the live steps and a fold over it";
+  let description = [{
+    A `moe.fold` inside a domain that runs along the row (its result depends on the contiguous index),
+    has a constant bound, and whose step is `p ? acc : f(acc)` with `p` independent of the accumulator
+    and of the contiguous index, becomes a `moe.compact` of the steps where `f` applies and a fold over
+    that list, in the same order (results are bit-identical). With `moe-hoist-row-invariants` after it,
+    the list is built once per row and every vector along the row does only the live steps: C2 then does
+    K gathers per vector instead of E tests. On the GPU (`target=gpu`) each warp keeps its list in shared
+    memory, so only domains lowered a row at a time qualify, and the bound must fit.
+
+    Before:
+    ```mlir
+    %acc = moe.fold %c256, %cst : f32 {
+    ^bb0(%e: index, %a: f32):
+      %r = memref.load %rowmap[%t, %e] : memref<?x256xi32>
+      %dead = arith.cmpi slt, %r, %c0_i32 : i32
+      %next = scf.if %dead -> (f32) { scf.yield %a : f32 } else { ...; scf.yield %sum : f32 }
+      moe.yield %next : f32
+    }
+    ```
+    After:
+    ```mlir
+    %list, %n = moe.compact %c256 : memref<256xi32> {
+    ^bb0(%e: index):
+      %r = memref.load %rowmap[%t, %e] : memref<?x256xi32>
+      %dead = arith.cmpi slt, %r, %c0_i32 : i32
+      %live = arith.xori %dead, %true : i1
+      moe.yield %live : i1
+    }
+    %acc = moe.fold %n, %cst : f32 {
+    ^bb0(%i: index, %a: f32):
+      %e = ... memref.load %list[%i] ...
+      %r = memref.load %rowmap[%t, %e] : memref<?x256xi32>
+      ...
+      moe.yield %sum : f32
+    }
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def MoeHoistRowInvariants : Pass<"moe-hoist-row-invariants", "::mlir::ModuleOp"> {
+  let summary = "Marks what each row of a domain computes once, outside the loop along the row";
+  let description = [{
+    A `moe.compute` / `moe.scatter` body runs per element, but most of it usually depends only on the
+    row: index loads, folds over experts or slots that read no element of the row, divisions, predicates.
+    This pass marks each top-level op of the body that neither depends on the contiguous (last) index nor
+    contains anything that does `moe.row_invariant`, and a `moe.write` whose guard is such a value
+    `moe.row_guard`. The loop lowerings compute marked ops once per row, before the loop along the row,
+    and skip the row's loop when its guard is false. Results do not change.
+
+    ```mlir
+    moe.scatter %dy[%Tk, %K, %c64] : memref<?x64xbf16> {
+    ^bb0(%t: index, %k: index, %h: index):
+      %row = memref.load %idx[%t, %k] : memref<?x8xi32>            // marked: once per (t, k)
+      %live = arith.cmpi sge, %row, %c0 : index                    // marked
+      %v = memref.load %g[%t, %h] : memref<?x64xbf16>              // not: reads along h
+      moe.write %v to [%row, %h] if %live {moe.row_guard} : bf16  // the row runs only if %live
+    }
+    ```
+  }];
+}
+
 def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
   let summary = "CPU: lowers moe.compute to a row loop over a range and a vector loop along the row";
   let description = [{
@@ -94,7 +161,8 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 #endif // MOE_PASSES_TD

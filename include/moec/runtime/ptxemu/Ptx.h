@@ -39,7 +39,7 @@ enum class Opcode : uint8_t {
   Add, Sub, Mul, Mad, Fma, Div, Rem, Neg, Abs, Min, Max, Rcp, Sqrt, Rsqrt, Ex2, Lg2,
   And, Or, Xor, Not, Shl, Shr, Popc, Clz, Brev,
   Setp, Selp,
-  Bra, Ret, Exit, BarSync, Membar,
+  Bra, Ret, Exit, BarSync, WarpSync, Membar,
   Shfl, Vote, Activemask, Atom, Red,
 };
 

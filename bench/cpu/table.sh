@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# CPU kernels against a same-run memcpy of the op's minimum traffic, for every op x mode at the three model
+# shapes of spec §8.1 (DeepSeek-V3: H 7168, top-8 of 256; Qwen3-235B: H 4096, top-8 of 128; Mixtral: H 4096,
+# top-2 of 8), bf16 by default, N = 4096 tokens. Each cell is `moec bench --target cpu`'s "x memcpy" (the
+# median of at least REPS runs and BUDGET seconds, against a memcpy on as many threads). Usage:
+# bench/cpu/table.sh [DTYPE]; TOKENS, REPS, BUDGET and THREADS (default: all) override; EXTRA adds moec bench
+# arguments to every cell (EXTRA="--disable compact-predicated-folds" measures without an optimization).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+moec=${MOEC:-build/bin/moec}
+dtype=${1:-bf16} tokens=${TOKENS:-4096} reps=${REPS:-5} budget=${BUDGET:-1}
+threads=()
+[[ -n ${THREADS:-} ]] && threads=(--threads "$THREADS")
+read -r -a extra <<<"${EXTRA:-}"
+shapes=("7168 256 8" "4096 128 8" "4096 8 2")
+cell() { # moec bench arguments -> "0.93"
+  "$moec" bench "$@" --target cpu --dtype "$dtype" --tokens "$tokens" --reps "$reps" --budget "$budget" \
+    "${threads[@]}" "${extra[@]}" |
+    sed -n 's/.*; \([0-9.]*\)x memcpy$/\1/p'
+}
+row() { # label, op, then arguments that use $H $E $K
+  local label=$1 op=$2 line
+  shift 2
+  line="| $label |"
+  for shape in "${shapes[@]}"; do
+    read -r H E K <<<"$shape"
+    local args=()
+    for a in "$@"; do a=${a//\$H/$H}; a=${a//\$E/$E}; args+=("${a//\$K/$K}"); done
+    line+=" $(cell "$op" "${args[@]}") |"
+  done
+  echo "$line"
+}
+echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}: fraction of a same-run memcpy on as many threads"
+echo "| op, mode | DeepSeek-V3 | Qwen3 | Mixtral |"
+echo "|---|---|---|---|"
+b2=(moe_init_routing_v2_grad --dim 'H=$H' --attr 'top_k=$K')
+row "B2 dropless" "${b2[@]}"
+row "B2 active_num" "${b2[@]}" --active
+row "B2 drop_pad_mode=1" "${b2[@]}" --attr drop_pad_mode=1
+a3=(moe_token_unpermute_with_routing_map_grad --dim 'E=$E' --dim 'H=$H')
+row "A3 non-pad" "${a3[@]}"
+row "A3 non-pad +routing_map,permuted_tokens,probs" "${a3[@]}" --with routing_map --with permuted_tokens --with probs
+row "A3 drop_and_pad" "${a3[@]}" --attr drop_and_pad=1
+row "A3 drop_and_pad +permuted_tokens,probs" "${a3[@]}" --attr drop_and_pad=1 --with permuted_tokens --with probs
+c2=(moe_unpermute --dim 'E=$E' --dim 'K=$K' --dim 'H=$H')
+row "C2" "${c2[@]}"
+row "C2 using_weighted_combine" "${c2[@]}" --attr using_weighted_combine=1

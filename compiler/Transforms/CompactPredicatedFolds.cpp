@@ -1,0 +1,193 @@
+//===- CompactPredicatedFolds.cpp - Fold over the live steps only ---------===//
+//
+// C2 combines each token's rows as `fold(e < E, acc) { r = rowmap[t, e]; r < 0 ? acc : acc + x[r, h] }`:
+// with E = 256 experts and K = 8 of them live, 248 of every 256 steps only test a predicate, and the
+// lowering repeats them for every vector along h. When a fold inside a domain
+//   - runs along the row (its result depends on the contiguous index),
+//   - has a constant bound,
+//   - and its step is `p ? acc : f(acc)` (or `p ? f(acc) : acc`) with p independent of the accumulator
+//     and of the contiguous index,
+// this pass splits it into a moe.compact of the live steps (where f applies) and a fold over that list:
+//   %list, %n = moe.compact %E { ^bb0(%e): ...; moe.yield %live }
+//   moe.fold %n, %init { ^bb0(%i, %acc): %e = %list[%i]; ...; f(acc) }
+// Live steps stay in increasing order, so every result is bit-identical. The compact op is row-invariant,
+// so moe-hoist-row-invariants (after this pass) has it built once per row.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+#define DEBUG_TYPE "moe-compact-predicated-folds"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOECOMPACTPREDICATEDFOLDS
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+/// A fold step `p ? acc : f(acc)`: the scf.if, and whether f is its then branch.
+struct PredicatedStep {
+  scf::IfOp branch;
+  bool liveIsThen = false;
+};
+
+std::optional<PredicatedStep> predicatedStep(FoldOp fold) {
+  Block &body = fold.getBody().front();
+  Value acc = body.getArgument(1);
+  Value yielded = cast<YieldOp>(body.getTerminator()).getValue();
+  auto branch = yielded.getDefiningOp<scf::IfOp>();
+  if (!branch || branch->getBlock() != &body || branch.getNumResults() != 1 || !branch.elseBlock())
+    return std::nullopt;
+  bool thenKeeps = branch.thenYield().getOperand(0) == acc, elseKeeps = branch.elseYield().getOperand(0) == acc;
+  if (thenKeeps == elseKeeps)
+    return std::nullopt;
+  return PredicatedStep{branch, elseKeeps};
+}
+
+/// The ops of the fold's body that `v` depends on, in body order; fails if one depends on the
+/// accumulator or on a value that varies along the row.
+FailureOr<SmallVector<Operation *>> predicateSlice(FoldOp fold, Value v, const DenseSet<Value> &alongRow) {
+  Block &body = fold.getBody().front();
+  DenseSet<Operation *> slice;
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (alongRow.contains(x) || x == body.getArgument(1))
+      return failure();
+    Operation *def = x.getDefiningOp();
+    if (!def || def->getBlock() != &body || !slice.insert(def).second)
+      continue;
+    bool usesOutside = false;
+    def->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        usesOutside |= operand == body.getArgument(1) || alongRow.contains(operand);
+        if (Operation *d = operand.getDefiningOp(); d && d->getBlock() == &body)
+          work.push_back(operand);
+      }
+    });
+    if (usesOutside)
+      return failure();
+  }
+  SmallVector<Operation *> ordered;
+  for (Operation &op : body.without_terminator())
+    if (slice.contains(&op))
+      ordered.push_back(&op);
+  return ordered;
+}
+
+struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactPredicatedFoldsPass> {
+  using MoeCompactPredicatedFoldsBase::MoeCompactPredicatedFoldsBase;
+
+  void runOnOperation() override {
+    for (DomainOp domain : collectDomainOps(getOperation())) {
+      int64_t maxLength = maxListLength(domain);
+      if (maxLength == 0)
+        continue;
+      DenseSet<Value> alongRow = valuesAlongRow(domain);
+      SmallVector<FoldOp> folds;
+      domain.op()->walk([&](FoldOp fold) { folds.push_back(fold); });
+      for (FoldOp fold : folds)
+        if (alongRow.contains(fold.getResult()))
+          compact(fold, alongRow, maxLength);
+    }
+  }
+
+  /// The longest list a domain's kernels can hold: a stack array on the CPU; on the GPU one list per warp
+  /// in shared memory, within kSharedBytes. 0: the domain is not lowered a row at a time.
+  int64_t maxListLength(DomainOp domain) {
+    if (target == "cpu")
+      return kMaxCpuList;
+    auto schedule = domain.op()->getAttrOfType<ScheduleAttr>("schedule");
+    if (!schedule || gpuMapping(domain) != GpuMapping::Rows)
+      return 0;
+    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+    return std::min<int64_t>(kMaxCpuList, kSharedBytes / (warps * 4));
+  }
+  static constexpr int64_t kMaxCpuList = 4096;   // 16 KiB of stack
+  static constexpr int64_t kSharedBytes = 16384; // per block, for every list of its warps
+
+  /// GPU: whether the list will be row-invariant, hence built in the row's prologue where the warp is
+  /// converged: the fold sits at the top of the domain's body, and what its predicate reads from the body
+  /// is row-invariant too.
+  static bool builtInRowPrologue(FoldOp fold, ArrayRef<Operation *> slice) {
+    DomainOp domain = DomainOp::dyn(fold->getParentOp());
+    if (!domain)
+      return false;
+    SmallVector<Operation *> invariant = rowInvariantOps(domain);
+    Block &body = domain.body();
+    bool ok = true;
+    for (Operation *op : slice)
+      op->walk([&](Operation *nested) {
+        for (Value v : nested->getOperands()) {
+          Operation *def = v.getDefiningOp();
+          if (auto arg = dyn_cast<BlockArgument>(v))
+            ok &= arg.getOwner() != &body || arg != body.getArguments().back();
+          else if (def->getBlock() == &body)
+            ok &= llvm::is_contained(invariant, def);
+        }
+      });
+    return ok;
+  }
+
+  void compact(FoldOp fold, const DenseSet<Value> &alongRow, int64_t maxLength) {
+    APInt boundValue;
+    if (!matchPattern(fold.getBound(), m_ConstantInt(&boundValue)) || boundValue.getSExtValue() < 1 ||
+        boundValue.getSExtValue() > maxLength)
+      return;
+    std::optional<PredicatedStep> step = predicatedStep(fold);
+    if (!step)
+      return;
+    FailureOr<SmallVector<Operation *>> slice = predicateSlice(fold, step->branch.getCondition(), alongRow);
+    if (failed(slice))
+      return;
+    if (target == "gpu" && !builtInRowPrologue(fold, *slice))
+      return;
+    Location loc = fold.getLoc();
+    Block &body = fold.getBody().front();
+    OpBuilder b(fold);
+    int64_t length = boundValue.getSExtValue();
+
+    // The live steps: where the branch that changes the accumulator is taken.
+    auto listType = MemRefType::get({length}, b.getI32Type());
+    auto compacted = CompactOp::create(b, loc, listType, b.getIndexType(), fold.getBound());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *predicate = b.createBlock(&compacted.getPredicate(), {}, {b.getIndexType()}, {loc});
+      IRMapping map;
+      map.map(body.getArgument(0), predicate->getArgument(0));
+      for (Operation *op : *slice)
+        b.clone(*op, map);
+      Value live = map.lookupOrDefault(step->branch.getCondition());
+      if (!step->liveIsThen)
+        live = arith::XOrIOp::create(b, loc, live, arith::ConstantIntOp::create(b, loc, 1, 1));
+      YieldOp::create(b, loc, live);
+    }
+
+    // The fold over them: the step's other ops, then the live branch inlined.
+    auto folded = FoldOp::create(b, loc, fold.getType(), compacted.getCount(), fold.getInit());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *steps = b.createBlock(&folded.getBody(), {}, {b.getIndexType(), fold.getType()}, {loc, loc});
+      Value entry = memref::LoadOp::create(b, loc, compacted.getList(), ValueRange{steps->getArgument(0)});
+      IRMapping map;
+      map.map(body.getArgument(0), arith::IndexCastOp::create(b, loc, b.getIndexType(), entry).getResult());
+      map.map(body.getArgument(1), steps->getArgument(1));
+      for (Operation &op : body.without_terminator())
+        if (&op != step->branch.getOperation())
+          b.clone(op, map);
+      Block &liveBlock = step->liveIsThen ? step->branch.getThenRegion().front() : step->branch.getElseRegion().front();
+      for (Operation &op : liveBlock.without_terminator())
+        b.clone(op, map);
+      YieldOp::create(b, loc, map.lookupOrDefault(liveBlock.getTerminator()->getOperand(0)));
+    }
+    fold.replaceAllUsesWith(folded.getResult());
+    fold.erase();
+  }
+};
+} // namespace
+} // namespace moec::moe
