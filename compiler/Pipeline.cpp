@@ -302,7 +302,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (isGpu)
     loopPasses.addPass(moe::createMoeLowerToGPU());
   else
-    loopPasses.addPass(moe::createMoeLowerToLoops());
+    loopPasses.addPass(moe::createMoeLowerToLoops({!(spec.schedule.disabled & kStreamingStores)}));
   // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());
   loopPasses.addPass(createCanonicalizerPass());

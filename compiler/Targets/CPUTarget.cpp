@@ -124,12 +124,14 @@ void moveBf16AsBits(llvm::Module &module) {
     llvm::IRBuilder<> b(i);
     if (auto *load = llvm::dyn_cast<llvm::LoadInst>(i)) {
       llvm::LoadInst *bits = b.CreateAlignedLoad(bitsType(load->getType()), load->getPointerOperand(), load->getAlign());
+      bits->copyMetadata(*load); // !nontemporal, alias scopes
       load->replaceAllUsesWith(b.CreateBitCast(bits, load->getType()));
     } else {
       auto *store = llvm::cast<llvm::StoreInst>(i);
       llvm::Value *value = store->getValueOperand();
-      b.CreateAlignedStore(b.CreateBitCast(value, bitsType(value->getType())), store->getPointerOperand(),
-                           store->getAlign());
+      llvm::StoreInst *bits = b.CreateAlignedStore(b.CreateBitCast(value, bitsType(value->getType())),
+                                                   store->getPointerOperand(), store->getAlign());
+      bits->copyMetadata(*store); // !nontemporal: streaming stores stay streaming
     }
     i->eraseFromParent();
   }

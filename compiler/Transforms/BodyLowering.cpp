@@ -209,8 +209,11 @@ public:
     sharedLists = prologue.sharedLists;
   }
 
-  /// The row is whole warps of a gpu.func: moe.compact builds each warp's list in shared memory.
-  void placeListsInSharedMemory() { onGpu = true; }
+  /// How the row's target wants lists and stores (see RowTarget).
+  void setRowTarget(RowTarget t) {
+    onGpu = t.onGpu;
+    streamingStores = t.streamingStores;
+  }
 
   /// Emits the body for domain point (rows..., h) and stores the element(s).
   void emitElement(ValueRange indices) {
@@ -259,6 +262,10 @@ private:
     if (width > 1) {
       auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
       store.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(domain.output())));
+      // CPU: outputs are written once and not read back by the kernel; streaming stores skip the read for
+      // ownership that a cached store of a line costs (as memcpy does for large copies).
+      if (streamingStores)
+        store.setNontemporal(true);
     } else {
       memref::StoreOp::create(b, loc, value, domain.output(), indices);
     }
@@ -613,7 +620,7 @@ private:
   ReductionSplit split;
   Value storeGuard;
   Part part;
-  bool onGpu = false;
+  bool onGpu = false, streamingStores = false;
   IRMapping scalars, vectors;
   DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
   Value laneIndices; // h, h+1, ..., h+V-1
@@ -711,7 +718,7 @@ Value emitPointCount(OpBuilder &b, DomainOp op) {
 }
 
 void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment,
-             int64_t reductionWidth, bool onGpu) {
+             int64_t reductionWidth, RowTarget rowTarget) {
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -733,8 +740,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   if (hoisted || rowGuard) {
     prologueEmitter.emplace(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, Value(),
                             Part::RowPrologue);
-    if (onGpu)
-      prologueEmitter->placeListsInSharedMemory();
+    prologueEmitter->setRowTarget(rowTarget);
     prologue = &prologueEmitter->emitRowPrologue(rowIndices);
     if (rowGuard) {
       auto guard = scf::IfOp::create(b, loc, prologue->lookupOrDefault(write.getGuard()), false);
@@ -757,8 +763,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     SmallVector<Value> indices(rowIndices);
     indices.push_back(loop.getInductionVar());
     BodyEmitter emitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split, {}, part);
-    if (onGpu)
-      emitter.placeListsInSharedMemory();
+    emitter.setRowTarget(rowTarget);
     if (prologueEmitter)
       emitter.startFrom(*prologueEmitter);
     emitter.emitElement(indices);

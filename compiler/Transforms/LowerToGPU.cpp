@@ -96,7 +96,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16);
     else
       emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(),
-              /*onGpu=*/true);
+              RowTarget{/*onGpu=*/true, /*streamingStores=*/false});
     domain.op()->erase();
   }
 };

@@ -6,6 +6,8 @@
 //    row body of
 //    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
 // 3. A moe.sum that reads along its own index (a dot product over H) keeps 8 f32 partial sums.
+// 4. With streaming-stores (the default), vector stores of the output are non-temporal: the output is
+//    written once, and a cached store would first read each line it writes (as memcpy avoids too).
 // Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
 // may come from anywhere.
 //===----------------------------------------------------------------------===//
@@ -27,6 +29,8 @@ namespace {
 constexpr int64_t kReductionWidth = 8;
 
 struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
+  using MoeLowerToLoopsBase::MoeLowerToLoopsBase;
+
   void runOnOperation() override {
     for (auto func : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
       SmallVector<DomainOp> domains = collectDomainOps(func);
@@ -56,7 +60,8 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());
       emitRow(b, domain, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
-              /*vectorAlignment=*/1, /*reductionWidth=*/kReductionWidth);
+              /*vectorAlignment=*/1, /*reductionWidth=*/kReductionWidth,
+              RowTarget{/*onGpu=*/false, /*streamingStores=*/streamingStores});
       domain.op()->erase();
     }
     return success();

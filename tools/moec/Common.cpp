@@ -70,12 +70,12 @@ void TargetOptions::add(CLI::App &cmd) {
              if (!bit)
                throw CLI::ValidationError("--disable", "'" + name +
                                                            "' is not an optimization (hoist-row-invariants, "
-                                                           "compact-predicated-folds)");
+                                                           "compact-predicated-folds, streaming-stores)");
              schedule.disabled |= bit;
            }
          },
-         "turn an optimization off: hoist-row-invariants, compact-predicated-folds (repeatable; results "
-         "are the same, only speed changes)");
+         "turn an optimization off: hoist-row-invariants, compact-predicated-folds, streaming-stores "
+         "(repeatable; results are the same, only speed changes)");
 }
 
 Target TargetOptions::resolveTarget() const {

@@ -16,7 +16,8 @@ namespace moec {
 enum Optimization : uint32_t {
   kHoistRowInvariants = 1u << 0,    // moe-hoist-row-invariants
   kCompactPredicatedFolds = 1u << 1, // moe-compact-predicated-folds
-  kAllOptimizations = (1u << 2) - 1,
+  kStreamingStores = 1u << 2,        // moe-lower-to-loops{streaming-stores} (CPU)
+  kAllOptimizations = (1u << 3) - 1,
 };
 
 /// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.
@@ -25,6 +26,8 @@ inline uint32_t optimizationByName(const std::string &name) {
     return kHoistRowInvariants;
   if (name == "compact-predicated-folds")
     return kCompactPredicatedFolds;
+  if (name == "streaming-stores")
+    return kStreamingStores;
   return 0;
 }
 

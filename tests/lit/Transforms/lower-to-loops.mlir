@@ -3,6 +3,10 @@
 // vector.store) and a scalar remainder loop when the vector width does not divide it; moe.sum becomes
 // an unrolled f32 (or vector<V x f32>) accumulation. Input: `moec emit --emit moe` output, scheduled.
 // RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
+// Vector stores of the output are streaming (non-temporal) unless turned off:
+// RUN: moec-opt %s --moe-lower-to-loops=streaming-stores=false | FileCheck %s --check-prefix=CACHED
+// CACHED: vector.store
+// CACHED-NOT: nontemporal
 
 // f32, H = 7, vector 4: a 4-wide main loop over [0, 4) and a scalar remainder over [4, 7). K = 2 <= unroll
 // is fully unrolled: two loads, two adds, no reduction loop.
@@ -21,7 +25,7 @@
 // CHECK-NOT: scf.for
 // CHECK: vector.load %{{.*}}[%{{.*}}, %[[H]]] {alignment = 4 : i64} : memref<?x7xf32>, vector<4xf32>
 // CHECK: %[[A1:.*]] = arith.addf %[[A0]], %{{.*}} : vector<4xf32>
-// CHECK-NEXT: vector.store %[[A1]], %[[OUT]][%[[ROW]], %[[H]]] {alignment = 4 : i64} : memref<?x7xf32>, vector<4xf32>
+// CHECK-NEXT: vector.store %[[A1]], %[[OUT]][%[[ROW]], %[[H]]] {alignment = 4 : i64, nontemporal = true} : memref<?x7xf32>, vector<4xf32>
 // CHECK-NEXT: }
 // CHECK: %[[TAIL:.*]] = arith.addi %[[MAIN]], %{{.*}} : index
 // CHECK: scf.for %[[HS:.*]] = %[[TAIL]] to %c7 step %{{.*}} {
@@ -45,7 +49,7 @@
 // CHECK-NOT: vector.load
 // CHECK: scf.yield %{{.*}} : vector<8xf32>
 // CHECK: %[[T:.*]] = arith.truncf %[[SUM]] : vector<8xf32> to vector<8xbf16>
-// CHECK: vector.store %[[T]], %{{.*}}[%{{.*}}, %[[H]]] {alignment = 2 : i64} : memref<?x1023xbf16>, vector<8xbf16>
+// CHECK: vector.store %[[T]], %{{.*}}[%{{.*}}, %[[H]]] {alignment = 2 : i64, nontemporal = true} : memref<?x1023xbf16>, vector<8xbf16>
 // CHECK: scf.for %[[HS:.*]] = %{{.*}} to %c1023 step
 // CHECK: scf.for {{.*}} -> (f32) {
 // CHECK: memref.load %{{.*}}[%{{.*}}, %[[HS]]] : memref<?x1023xbf16>
@@ -57,7 +61,7 @@
 // CHECK-LABEL: func.func @bf16_h16_k2
 // CHECK: scf.for %[[ROW:.*]] = %arg6 to
 // CHECK: scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK: vector.store %{{.*}}, %{{.*}}[%[[ROW]], %[[H]]] {alignment = 2 : i64} : memref<?x16xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%[[ROW]], %[[H]]] {alignment = 2 : i64, nontemporal = true} : memref<?x16xbf16>, vector<8xbf16>
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: return

@@ -87,9 +87,13 @@ mlir::Value emitPointCount(mlir::OpBuilder &b, DomainOp op);
 /// `vectorAlignment` is the alignment of tensor base pointers; each vector access promises what that
 /// implies for its rows (the largest power of two dividing the row stride, at most V elements).
 /// A moe.sum that reads along its own index runs as `reductionWidth`-wide vector partial sums (0: plain).
-/// `onGpu`: the row is one or more whole warps of a gpu.func (moe.compact lists go to shared memory).
+/// `rowTarget` says where the row runs.
+struct RowTarget {
+  bool onGpu = false;           // whole warps of a gpu.func: moe.compact lists go to shared memory
+  bool streamingStores = false; // vector stores of the output are non-temporal (CPU: no read for ownership)
+};
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
-             int64_t vectorAlignment, int64_t reductionWidth, bool onGpu = false);
+             int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);
 
 /// GpuMapping::WarpPerPoint: emits domain point `point` (all dims flattened) on a warp whose lane id is
 /// `lane` of `lanes`: reductions along a contiguous dim are split over the lanes in vectors of

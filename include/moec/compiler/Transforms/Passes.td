@@ -138,7 +138,12 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     ```
     and every `moe.sum` an `scf.for` with an f32 (or vector of f32) accumulator, unrolled per the schedule.
     Values that do not depend on the contiguous index stay scalar and are computed once per vector.
+    With `streaming-stores` (the default) the vector stores of the output are non-temporal.
   }];
+  let options = [
+    Option<"streamingStores", "streaming-stores", "bool", "true",
+           "non-temporal vector stores of the output (no read for ownership)">
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
