@@ -3,7 +3,7 @@
 // Runs a built-in op on the inputs of bench/gpu/Cases.h (random, routed the way the forward op routes) at
 // a production token count, and reports against the op's minimum traffic:
 //   --target cpu      the median and minimum time of the kernels, repeated until a time budget is spent,
-//                     next to a memcpy of the same bytes on the same threads (--threads), in the same run;
+//                     alternating with a memcpy of the same bytes on the same threads (--threads);
 //   --target ptx-emu  the PTX emulator's profile of each kernel (instructions by class, requests, sectors,
 //                     coalescing) and the H200 bound it implies, as a fraction of copy bandwidth. Large grids
 //                     run a sample of blocks (--sample-blocks) and scale the counts; the report says so.
@@ -48,19 +48,31 @@ struct Timing {
   int reps = 0;
 };
 
-/// Like Triton's do_bench: one warm-up call, then calls until `budget` seconds are spent (at least `reps`).
-template <typename F> Timing timeIt(int reps, double budget, F f) {
-  f();
-  std::vector<double> times;
-  double spent = 0;
-  while (int(times.size()) < std::max(reps, 1) || spent < budget) {
-    auto start = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    spent += times.back();
-  }
+Timing summarize(std::vector<double> times) {
   std::sort(times.begin(), times.end());
   return {times[times.size() / 2], times.front(), int(times.size())};
+}
+
+template <typename F> double secondsOf(F &f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Like Triton's do_bench, for a kernel and its baseline side by side: one warm-up call of each, then
+/// alternating calls until `budget` seconds are spent on the kernel (at least `reps` each). Alternating
+/// keeps both under the same conditions on a shared, noisy machine.
+template <typename F, typename G> std::pair<Timing, Timing> timeSideBySide(int reps, double budget, F kernel, G base) {
+  kernel();
+  base();
+  std::vector<double> kernelTimes, baseTimes;
+  double spent = 0;
+  while (int(kernelTimes.size()) < std::max(reps, 1) || spent < budget) {
+    kernelTimes.push_back(secondsOf(kernel));
+    baseTimes.push_back(secondsOf(base));
+    spent += kernelTimes.back();
+  }
+  return {summarize(kernelTimes), summarize(baseTimes)};
 }
 
 nlohmann::json header(const BenchOptions &o, const std::string &mode, int64_t tokens, double bytes) {
@@ -104,17 +116,18 @@ void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c, nl
     views[name] = t.view();
   for (auto &[name, t] : c.expected)
     views[name] = outputs.emplace(name, HostTensor(t.type(), t.dims())).first->second.view();
-  Timing kernelTime = timeIt(o.reps, o.budget, [&] { kernel.launch(views, nullptr, c.attrs); });
   // The baseline copies half the minimum traffic (a copy reads and writes each byte once), split over the
   // same threads as the kernels, in chunks of at least 1 MiB.
   ThreadPool &pool = ThreadPool::shared();
   std::vector<uint8_t> src(size_t(c.bytesMoved / 2), 1), dst(src.size());
   constexpr int64_t kChunk = 1 << 20;
-  Timing copyTime = timeIt(o.reps, o.budget, [&] {
-    pool.parallelFor(int64_t(src.size()), kChunk, [&](int64_t begin, int64_t end) {
-      std::memcpy(dst.data() + begin, src.data() + begin, size_t(end - begin));
-    });
-  });
+  auto [kernelTime, copyTime] = timeSideBySide(
+      o.reps, o.budget, [&] { kernel.launch(views, nullptr, c.attrs); },
+      [&] {
+        pool.parallelFor(int64_t(src.size()), kChunk, [&](int64_t begin, int64_t end) {
+          std::memcpy(dst.data() + begin, src.data() + begin, size_t(end - begin));
+        });
+      });
   double ratio = copyTime.median / kernelTime.median;
   if (o.json) {
     line.update({{"threads", pool.size()}, {"reps", kernelTime.reps}, {"median_us", 1e6 * kernelTime.median},
@@ -182,7 +195,7 @@ void registerBenchCommand(CLI::App &app) {
   cmd->add_flag("--active", o->active, "moe_init_routing_v2_grad: the active_num variant");
   cmd->add_option("--reps", o->reps, "cpu: at least this many timed runs (median and minimum reported)")
       ->capture_default_str();
-  cmd->add_option("--budget", o->budget, "cpu: seconds of timed runs for the kernels, and again for the memcpy")
+  cmd->add_option("--budget", o->budget, "cpu: seconds of timed kernel runs (each followed by a memcpy run)")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON line instead of text");
