@@ -1,101 +1,125 @@
-//===- CpuKernelBench.cpp - CPU kernel throughput against memcpy ----------===//
+//===- CpuKernelBench.cpp - Every op x mode against memcpy, on the CPU ----===//
 //
-// moe_init_routing_v2_grad at N=4096, K=8, H=7168, bf16 (DeepSeek-V3), dropless: reads N*K rows of H,
-// writes N rows. The baseline is memcpy moving the same number of bytes (read + write) on the same
-// threads; `vs_memcpy` = memcpy time / kernel time at equal traffic (1.0 = memcpy speed).
+// One benchmark per op, mode, model shape (spec §8.1: DeepSeek-V3 H 7168 top-8 of 256, Qwen3-235B H 4096
+// top-8 of 128, Mixtral H 4096 top-2 of 8) and dtype (bf16, f32), at N = 4096 tokens, on the inputs
+// `moec bench` uses (bench/gpu/Cases.h: random, routed the way the forward op routes). Each iteration
+// times the op's kernels, then a memcpy of half its minimum traffic (read + write = the traffic) on the
+// same thread pool; `vs_memcpy` = memcpy time / kernel time (1.0 = memcpy speed). Select with
+// --benchmark_filter, e.g. 'C2/DeepSeek'.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Pipeline.h"
-#include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/Binding.h"
-#include "moec/runtime/CpuLauncher.h"
-#include "moec/runtime/HostTensor.h"
+#include "Cases.h"
+
+#include "moec/Runtime.h"
+#include "moec/runtime/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <numeric>
-#include <random>
+#include <filesystem>
+#include <unistd.h>
 
 namespace {
 
-constexpr int64_t N = 4096, K = 8, H = 7168;
+struct Shape {
+  const char *model;
+  int64_t H, E, K;
+};
+constexpr Shape kShapes[] = {{"DeepSeekV3", 7168, 256, 8}, {"Qwen3", 4096, 128, 8}, {"Mixtral", 4096, 8, 2}};
+constexpr int64_t kTokens = 4096;
 
-struct Setup {
-  std::unique_ptr<moec::dsl::OpDef> op = moec::loadOp("moe_init_routing_v2_grad");
-  moec::HostTensor grad{moec::DType::BF16, {N * K, H}};
-  moec::HostTensor idx{moec::DType::I32, {N * K}};
-  moec::HostTensor out{moec::DType::BF16, {N, H}};
-  moec::CompiledOp compiled;
-  moec::PackedKernelFn fn = nullptr;
-  std::vector<int64_t> scalars;
-  std::vector<int64_t> status; // the kernel's bounds-check reports (the ABI's pointer after the tensors)
-
-  Setup() {
-    std::vector<int32_t> perm(N * K);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), std::mt19937(42));
-    std::memcpy(idx.raw(), perm.data(), perm.size() * 4);
-    auto *g = static_cast<uint16_t *>(grad.raw());
-    for (int64_t i = 0; i < grad.elements(); ++i)
-      g[i] = 0x3f80 + (i % 64); // bf16 values around 1.0
-    std::map<std::string, moec::TensorView> inputs{{"grad_expanded_x", grad.view()},
-                                                   {"expanded_row_idx", idx.view()}};
-    moec::BoundCall call = moec::bindCall(*op, moec::DType::BF16, {{"top_k", K}}, inputs);
-    compiled = moec::compile(*op, {moec::DType::BF16, call.statics(*op), moec::Target::cpu(), {}});
-    fn = compiled.cpu->lookup(compiled.kernels.front().name);
-    scalars = call.kernelScalars(*op);
-    status.assign(2 * compiled.kernels.front().checks.size() + 2, 0);
-  }
-
-  int64_t trafficBytes() const { return grad.bytes() + idx.bytes() + out.bytes(); }
-  void runKernel() {
-    moec::launchCpu(fn, {grad.raw(), idx.raw(), out.raw(), status.data()}, scalars, N, moec::ThreadPool::shared());
-  }
+struct Mode {
+  const char *name, *op;
+  std::map<std::string, int64_t> attrs;
+  std::set<std::string> with;
+  bool active = false;
 };
 
-Setup &setup() {
-  static Setup s;
-  return s;
+std::vector<Mode> modes() {
+  const char *b2 = "moe_init_routing_v2_grad", *a3 = "moe_token_unpermute_with_routing_map_grad", *c2 = "moe_unpermute";
+  std::set<std::string> training{"routing_map", "permuted_tokens", "probs"}, padProbs{"permuted_tokens", "probs"};
+  return {{"B2_dropless", b2, {}, {}},
+          {"B2_active", b2, {}, {}, true},
+          {"B2_drop_pad", b2, {{"drop_pad_mode", 1}}, {}},
+          {"A3_nonpad", a3, {}, {}},
+          {"A3_nonpad_probs", a3, {}, training},
+          {"A3_pad", a3, {{"drop_and_pad", 1}}, {}},
+          {"A3_pad_probs", a3, {{"drop_and_pad", 1}}, padProbs},
+          {"C2", c2, {}, {}},
+          {"C2_weighted", c2, {{"using_weighted_combine", 1}}, {}}};
 }
 
-/// memcpy of traffic/2 bytes (read + write = traffic), split over the same thread pool.
-double memcpySeconds(int64_t traffic) {
-  static std::vector<char> src(traffic / 2, 1), dst(traffic / 2);
+moec::Runtime &runtime() {
+  static moec::Runtime rt([] {
+    moec::Runtime::Options o;
+    o.target = moec::Target::cpu();
+    o.cacheDir = std::filesystem::path(MOEC_BENCH_CACHE_ROOT) / ("kernels-" + std::to_string(::getpid()));
+    return o;
+  }());
+  return rt;
+}
+
+double secondsOf(const std::function<void()> &f) {
   auto start = std::chrono::steady_clock::now();
-  int64_t chunk = 1 << 20;
-  moec::ThreadPool::shared().parallelFor((src.size() + chunk - 1) / chunk, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      size_t off = c * chunk, len = std::min<size_t>(chunk, src.size() - off);
-      std::memcpy(dst.data() + off, src.data() + off, len);
-    }
-  });
+  f();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void BM_InitRoutingV2Grad_CPU_bf16(benchmark::State &state) {
-  Setup &s = setup();
+void runCase(benchmark::State &state, const Mode &mode, const Shape &shape, moec::DType dtype) {
+  std::map<std::string, int64_t> statics = mode.attrs;
+  statics["H"] = shape.H;
+  if (std::string(mode.op) == "moe_init_routing_v2_grad") {
+    statics["top_k"] = shape.K;
+  } else {
+    statics["E"] = shape.E;
+    if (std::string(mode.op) == "moe_unpermute")
+      statics["K"] = shape.K;
+  }
+  moec::KernelRequest request;
+  request.dtype = dtype;
+  for (const auto &[name, value] : statics)
+    (name == "H" || name == "E" || name == "K" ? request.dims : request.attrs)[name] = value;
+  request.with = mode.with;
+  moec::Kernel kernel = runtime().get(mode.op, request);
+  std::mt19937 rng(12345);
+  moec::gpucheck::Case c =
+      moec::gpucheck::caseFor(mode.op, dtype, statics, mode.with, kTokens, mode.active, rng, /*reference=*/false);
+  std::map<std::string, moec::TensorView> views;
+  std::map<std::string, moec::HostTensor> outputs;
+  for (auto &[name, t] : c.inputs)
+    views[name] = t.view();
+  for (auto &[name, t] : c.expected)
+    views[name] = outputs.emplace(name, moec::HostTensor(t.type(), t.dims())).first->second.view();
+  std::vector<uint8_t> src(size_t(c.bytesMoved / 2), 1), dst(src.size());
+  auto copy = [&] {
+    moec::ThreadPool::shared().parallelFor(int64_t(src.size()), 1 << 20, [&](int64_t b, int64_t e) {
+      std::memcpy(dst.data() + b, src.data() + b, size_t(e - b));
+    });
+  };
+  auto launch = [&] { kernel.launch(views, nullptr, c.attrs); };
+  launch(); // warm-up
   double kernelSeconds = 0, copySeconds = 0;
   for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    s.runKernel();
-    kernelSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    state.PauseTiming();
-    copySeconds += memcpySeconds(s.trafficBytes());
-    state.ResumeTiming();
+    double k = secondsOf(launch);
+    state.SetIterationTime(k);
+    kernelSeconds += k;
+    copySeconds += secondsOf(copy);
   }
-  state.SetBytesProcessed(state.iterations() * s.trafficBytes());
+  state.SetBytesProcessed(int64_t(state.iterations() * c.bytesMoved));
   state.counters["vs_memcpy"] = copySeconds / kernelSeconds;
 }
-BENCHMARK(BM_InitRoutingV2Grad_CPU_bf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_Memcpy_SameTraffic(benchmark::State &state) {
-  int64_t traffic = setup().trafficBytes();
-  for (auto _ : state)
-    state.SetIterationTime(memcpySeconds(traffic));
-  state.SetBytesProcessed(state.iterations() * traffic);
-}
-BENCHMARK(BM_Memcpy_SameTraffic)->Unit(benchmark::kMillisecond)->UseManualTime();
+const bool registered = [] {
+  static const std::vector<Mode> all = modes();
+  for (const Mode &mode : all)
+    for (const Shape &shape : kShapes)
+      for (moec::DType dtype : {moec::DType::BF16, moec::DType::F32}) {
+        std::string name = std::string(mode.name) + "/" + shape.model + "/" + moec::dsl::dtypeName(dtype);
+        benchmark::RegisterBenchmark(name.c_str(), [&mode, &shape, dtype](benchmark::State &state) {
+          runCase(state, mode, shape, dtype);
+        })->Unit(benchmark::kMillisecond)->UseManualTime()->MinTime(0.5);
+      }
+  return true;
+}();
 
 } // namespace

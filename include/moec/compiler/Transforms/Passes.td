@@ -60,11 +60,14 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
   let summary = "Splits a fold whose steps are mostly no-ops into a list of the live steps and a fold over it";
   let description = [{
     A `moe.fold` inside a domain that runs along the row (its result depends on the contiguous index),
-    has a constant bound, and whose step is `p ? acc : f(acc)` with `p` independent of the accumulator
+    has a constant bound longer than the schedule's unroll factor (shorter ones unroll fully and keep
+    their well-predicted branches), and whose step is `p ? acc : f(acc)` with `p` independent of the accumulator
     and of the contiguous index, becomes a `moe.compact` of the steps where `f` applies and a fold over
     that list, in the same order (results are bit-identical). With `moe-hoist-row-invariants` after it,
     the list is built once per row and every vector along the row does only the live steps: C2 then does
-    K gathers per vector instead of E tests. On the GPU (`target=gpu`) each warp keeps its list in shared
+    K gathers per vector instead of E tests. A `moe.sum` whose term is `p ? 0.0 : f` is split the same
+    way (its accumulator starts at +0.0, so it is never -0.0 and adding +0.0 changes nothing): B2's
+    dropped or inactive rows cost no branch per vector. On the GPU (`target=gpu`) each warp keeps its list in shared
     memory, so only domains lowered a row at a time qualify, and the bound must fit.
 
     Before:
