@@ -209,11 +209,20 @@ public:
     sharedLists = prologue.sharedLists;
   }
 
-  /// How the row's target wants lists and stores (see RowTarget).
+  /// How the row's target wants lists and stores (see RowTarget). On the GPU the row's prologue runs with
+  /// each warp converged on one row, so its integer-sum folds split over the lanes.
   void setRowTarget(RowTarget t) {
     onGpu = t.onGpu;
     streamingStores = t.streamingStores;
+    if (onGpu && part == Part::RowPrologue) {
+      Location loc = domain.op()->getLoc();
+      warpLane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+                                        arith::ConstantIndexOp::create(b, loc, 32));
+    }
   }
+
+  /// A warp per point: every lane runs the point's scalar code alike.
+  void splitFoldsOver(Value lane) { warpLane = lane; }
 
   /// Emits the body for domain point (rows..., h) and stores the element(s).
   void emitElement(ValueRange indices) {
@@ -399,6 +408,8 @@ private:
   void emitFold(FoldOp fold) {
     Location loc = fold.getLoc();
     bool vec = vectorized(fold.getResult());
+    if (!vec && warpLane && isIntegerSum(fold))
+      return emitLaneSplitFold(fold);
     Value init = get(fold.getInit(), vec);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
@@ -414,6 +425,77 @@ private:
     }
     map(fold.getResult(), loop.getResult(0));
     pendingUnrolls.push_back(loop);
+  }
+
+  /// Whether each step of `fold` is `acc + x` or `p ? acc + x : acc` (either way round) on integers, with
+  /// nothing else reading the accumulator: a sum, which any split of the steps computes exactly (integer
+  /// addition is associative, also when it wraps). A prefix count is one.
+  static bool isIntegerSum(FoldOp fold) {
+    Block &body = fold.getBody().front();
+    Value acc = body.getArgument(1);
+    if (!acc.getType().isIndex() && !acc.getType().isSignlessInteger(64) && !acc.getType().isSignlessInteger(32))
+      return false;
+    auto addsTo = [&](Value v) -> arith::AddIOp {
+      auto add = v.getDefiningOp<arith::AddIOp>();
+      if (!add || add->getBlock() != &body || (add.getLhs() == acc) == (add.getRhs() == acc))
+        return {};
+      return add;
+    };
+    Value step = cast<YieldOp>(body.getTerminator()).getValue();
+    arith::AddIOp add = addsTo(step);
+    Operation *select = nullptr;
+    if (!add) {
+      auto sel = step.getDefiningOp<arith::SelectOp>();
+      if (!sel || sel->getBlock() != &body || sel.getCondition() == acc)
+        return false;
+      if (sel.getTrueValue() == acc)
+        add = addsTo(sel.getFalseValue());
+      else if (sel.getFalseValue() == acc)
+        add = addsTo(sel.getTrueValue());
+      select = sel;
+    }
+    return add && llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == add || user == select; });
+  }
+
+  /// An integer-sum fold that every lane of a converged warp would compute alike: lane l folds steps l,
+  /// l + 32, ... from 0, a shuffle tree adds the 32 partial sums (as two 32-bit halves), and the init is
+  /// added last. 32 times fewer steps per lane, the same total.
+  void emitLaneSplitFold(FoldOp fold) {
+    Location loc = fold.getLoc();
+    Block &body = fold.getBody().front();
+    Type type = fold.getType();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value zero = type.isIndex() ? Value(cst(0)) : Value(arith::ConstantIntOp::create(b, loc, type, 0));
+    auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32), ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scalars.map(body.getArgument(0), loop.getInductionVar());
+      scalars.map(body.getArgument(1), loop.getRegionIterArgs()[0]);
+      scf::YieldOp::create(b, loc, emitBlock(body, false));
+    }
+    auto i64 = b.getI64Type(), i32 = b.getI32Type();
+    Value total = type.isIndex() ? Value(arith::IndexCastOp::create(b, loc, i64, loop.getResult(0)))
+                                 : Value(arith::ExtSIOp::create(b, loc, i64, loop.getResult(0)));
+    if (type.isSignlessInteger(64))
+      total = loop.getResult(0);
+    auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); };
+    Value shift = arith::ConstantIntOp::create(b, loc, i64, 32);
+    for (int64_t offset = 16; offset > 0; offset /= 2) {
+      auto shuffled = [&](Value half) {
+        return gpu::ShuffleOp::create(b, loc, half, c32(offset), c32(32), gpu::ShuffleMode::XOR).getShuffleResult();
+      };
+      Value lo = shuffled(arith::TruncIOp::create(b, loc, i32, total));
+      Value hi = shuffled(arith::TruncIOp::create(b, loc, i32, arith::ShRUIOp::create(b, loc, total, shift)));
+      Value other = arith::OrIOp::create(b, loc, arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, hi), shift),
+                                         arith::ExtUIOp::create(b, loc, i64, lo));
+      total = arith::AddIOp::create(b, loc, total, other);
+    }
+    Value sum = type.isIndex() ? Value(arith::IndexCastOp::create(b, loc, type, total))
+                               : Value(arith::TruncIOp::create(b, loc, type, total));
+    if (type.isSignlessInteger(64))
+      sum = total;
+    map(fold.getResult(), arith::AddIOp::create(b, loc, get(fold.getInit(), false), sum));
   }
 
   /// The CPU list: a stack array; a branch-free loop stores every index at the list's end and moves the
@@ -621,6 +703,7 @@ private:
   Value storeGuard;
   Part part;
   bool onGpu = false, streamingStores = false;
+  Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   IRMapping scalars, vectors;
   DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
   Value laneIndices; // h, h+1, ..., h+V-1
@@ -786,7 +869,10 @@ void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t l
   Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
                                        arith::ConstantIndexOp::create(b, loc, 0));
   ReductionSplit split{schedule.getVector(), lanes, lane};
-  BodyEmitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, leader).emitElement(indices);
+  BodyEmitter emitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, leader);
+  if (lanes == 32)
+    emitter.splitFoldsOver(lane);
+  emitter.emitElement(indices);
 }
 
 } // namespace moec::moe

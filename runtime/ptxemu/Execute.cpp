@@ -628,7 +628,14 @@ Profile launchKernel(const Kernel &k, Dim3 grid, Dim3 block, unsigned dynamicSha
   uint64_t total = profile.blocks;
   uint64_t run = options.sampleBlocks && options.sampleBlocks < total ? options.sampleBlocks : total;
   for (uint64_t i = 0; i < run; ++i) {
-    uint64_t b = run == total ? i : uint64_t((unsigned __int128)i * total / run);
+    // One block from each of `run` equal strata of the grid, at a fixed pseudo-random place in it: the
+    // first of each would alias with a grid's period (rows of (token, expert) pairs sampled every 4096th
+    // block all have expert 0).
+    uint64_t begin = uint64_t((unsigned __int128)i * total / run), end = uint64_t((unsigned __int128)(i + 1) * total / run);
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    uint64_t b = run == total ? i : begin + (z ^ (z >> 31)) % (end - begin);
     runner.run(unsigned(b % grid.x), unsigned((b / grid.x) % grid.y), unsigned(b / (uint64_t(grid.x) * grid.y)));
   }
   profile.blocksRun = run;
