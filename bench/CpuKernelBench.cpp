@@ -7,7 +7,7 @@
 // same thread pool; `vs_memcpy` = memcpy time / kernel time (1.0 = memcpy speed). Select with
 // --benchmark_filter, e.g. 'C2/DeepSeek'.
 //===----------------------------------------------------------------------===//
-#include "Cases.h"
+#include "CpuBaseline.h"
 
 #include "moec/Runtime.h"
 #include "moec/runtime/ThreadPool.h"
@@ -59,12 +59,6 @@ moec::Runtime &runtime() {
   return rt;
 }
 
-double secondsOf(const std::function<void()> &f) {
-  auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void runCase(benchmark::State &state, const Mode &mode, const Shape &shape, moec::DType dtype) {
   std::map<std::string, int64_t> statics = mode.attrs;
   statics["H"] = shape.H;
@@ -84,26 +78,16 @@ void runCase(benchmark::State &state, const Mode &mode, const Shape &shape, moec
   std::mt19937 rng(12345);
   moec::gpucheck::Case c =
       moec::gpucheck::caseFor(mode.op, dtype, statics, mode.with, kTokens, mode.active, rng, /*reference=*/false);
-  std::map<std::string, moec::TensorView> views;
-  std::map<std::string, moec::HostTensor> outputs;
-  for (auto &[name, t] : c.inputs)
-    views[name] = t.view();
-  for (auto &[name, t] : c.expected)
-    views[name] = outputs.emplace(name, moec::HostTensor(t.type(), t.dims())).first->second.view();
-  std::vector<uint8_t> src(size_t(c.bytesMoved / 2), 1), dst(src.size());
-  auto copy = [&] {
-    moec::ThreadPool::shared().parallelFor(int64_t(src.size()), 1 << 20, [&](int64_t b, int64_t e) {
-      std::memcpy(dst.data() + b, src.data() + b, size_t(e - b));
-    });
-  };
-  auto launch = [&] { kernel.launch(views, nullptr, c.attrs); };
+  moec::gpucheck::CaseTensors tensors(c);
+  moec::gpucheck::MemcpyBaseline copy(c);
+  auto launch = [&] { kernel.launch(tensors.views, nullptr, c.attrs); };
   launch(); // warm-up
   double kernelSeconds = 0, copySeconds = 0;
   for (auto _ : state) {
-    double k = secondsOf(launch);
+    double k = moec::gpucheck::secondsOf(launch);
     state.SetIterationTime(k);
     kernelSeconds += k;
-    copySeconds += secondsOf(copy);
+    copySeconds += moec::gpucheck::secondsOf(copy);
   }
   state.SetBytesProcessed(int64_t(state.iterations() * c.bytesMoved));
   state.counters["vs_memcpy"] = copySeconds / kernelSeconds;

@@ -7,12 +7,16 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace moec {
 
@@ -147,6 +151,41 @@ std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const 
   return runBackend(module, tm, llvm::CodeGenFileType::ObjectFile);
 }
 
+/// MOEC_PERF_MAP=1: appends the loaded kernels' addresses to /tmp/perf-<pid>.map, the file `perf report`
+/// reads to name JIT-compiled code (a profiling aid; nothing else reads it).
+static void appendPerfMap(llvm::orc::LLJIT &jit, const std::string &object) {
+  const char *enabled = std::getenv("MOEC_PERF_MAP");
+  if (!enabled || std::string(enabled) != "1")
+    return;
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "moec-kernels.o"));
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return;
+  }
+  std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+  std::FILE *map = std::fopen(path.c_str(), "a");
+  if (!map)
+    return;
+  for (const llvm::object::SymbolRef &symbol : (*file)->symbols()) {
+    auto name = symbol.getName();
+    auto type = symbol.getType();
+    if (!name || !type || *type != llvm::object::SymbolRef::ST_Function) {
+      llvm::consumeError(name.takeError());
+      llvm::consumeError(type.takeError());
+      continue;
+    }
+    auto address = jit.lookup(*name);
+    if (!address) {
+      llvm::consumeError(address.takeError());
+      continue;
+    }
+    uint64_t size = llvm::object::ELFSymbolRef(symbol).getSize();
+    std::fprintf(map, "%llx %llx %s\n", (unsigned long long)address->getValue(), (unsigned long long)size,
+                 name->str().c_str());
+  }
+  std::fclose(map);
+}
+
 std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object) {
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(hostBuilder()).create();
   if (!jit)
@@ -160,6 +199,7 @@ std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object) {
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, "moec-kernels.o");
   if (auto error = (*jit)->addObjectFile(std::move(buffer)))
     throw std::runtime_error("cannot load the kernel object: " + errorText(std::move(error)));
+  appendPerfMap(**jit, object);
   return std::make_unique<OrcExecutable>(std::move(*jit));
 }
 

@@ -184,6 +184,23 @@ struct ReductionSplit {
 /// row's prologue), or all but those (the loop along the row, after a prologue).
 enum class Part { All, RowPrologue, AfterPrologue };
 
+/// The byte alignment a vector access of `width` elements along the last dim of `memref` can promise, given
+/// a base pointer aligned to `baseAlignment`: h is a multiple of the width, but a row starts only at a
+/// multiple of its stride.
+int64_t vectorAccessAlignment(Value memref, int64_t width, int64_t baseAlignment) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t align = std::min(baseAlignment, width * elemBytes);
+  int64_t stride = elemBytes;
+  for (int64_t d = type.getRank() - 1; d > 0; --d) {
+    if (type.isDynamicDim(d))
+      return elemBytes;
+    stride *= type.getDimSize(d);
+    align = std::min(align, stride & -stride); // the largest power of two dividing the row stride
+  }
+  return std::max(align, elemBytes);
+}
+
 /// Clones a compute body for one (row, h) position, vectorized when width > 1.
 class BodyEmitter {
 public:
@@ -214,6 +231,7 @@ public:
   void setRowTarget(RowTarget t) {
     onGpu = t.onGpu;
     streamingStores = t.streamingStores;
+    outputAlignment = t.outputAlignment;
     if (onGpu && part == Part::RowPrologue) {
       Location loc = domain.op()->getLoc();
       warpLane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
@@ -270,7 +288,8 @@ private:
     }
     if (width > 1) {
       auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
-      store.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(domain.output())));
+      store.setAlignmentAttr(b.getI64IntegerAttr(
+          vectorAccessAlignment(domain.output(), width, std::max(maxAlignment, outputAlignment))));
       // CPU: outputs are written once and not read back by the kernel; streaming stores skip the read for
       // ownership that a cached store of a line costs (as memcpy does for large copies).
       if (streamingStores)
@@ -375,6 +394,12 @@ private:
     int64_t w = split.width, lanes = split.lanes;
     Value laneStart = lanes > 1 ? split.lane : cst(0);
     Value bound = get(sum.getBound(), false);
+    // One thread and a short constant bound: partial sums no wider than the bound (a power of two), so the
+    // vector loop is not skipped altogether.
+    APInt boundValue;
+    if (lanes == 1 && matchPattern(bound, m_ConstantInt(&boundValue)))
+      while (w > 1 && boundValue.getSExtValue() < w)
+        w /= 2;
     Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
     auto partials = [&](Value begin, Value end, int64_t step, int64_t termWidth, Value init) {
       auto loop = scf::ForOp::create(b, loc, begin, end, cst(step), ValueRange{init});
@@ -674,19 +699,7 @@ private:
 
   /// The byte alignment a vector access along the last dim of `memref` can promise, given a base pointer
   /// aligned to `maxAlignment`: h is a multiple of V, but a row starts only at a multiple of its stride.
-  int64_t accessAlignment(Value memref) const {
-    auto type = cast<MemRefType>(memref.getType());
-    int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-    int64_t align = std::min(maxAlignment, width * elemBytes);
-    int64_t stride = elemBytes;
-    for (int64_t d = type.getRank() - 1; d > 0; --d) {
-      if (type.isDynamicDim(d))
-        return elemBytes;
-      stride *= type.getDimSize(d);
-      align = std::min(align, stride & -stride); // the largest power of two dividing the row stride
-    }
-    return std::max(align, elemBytes);
-  }
+  int64_t accessAlignment(Value memref) const { return vectorAccessAlignment(memref, width, maxAlignment); }
 
   void map(Value orig, Value emitted) {
     if (vectorized(orig))
@@ -703,6 +716,7 @@ private:
   Value storeGuard;
   Part part;
   bool onGpu = false, streamingStores = false;
+  int64_t outputAlignment = 0; // what the output's base pointer is known to be aligned to (a versioned loop)
   Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   IRMapping scalars, vectors;
   DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
@@ -800,6 +814,12 @@ Value emitPointCount(OpBuilder &b, DomainOp op) {
   return arith::MulIOp::create(b, op.op()->getLoc(), emitRowCount(b, op), op.bounds().back());
 }
 
+int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
+  VaryingAnalysis analysis(op);
+  int64_t width = analysis.blocker() ? 1 : op.schedule().getVector();
+  return vectorAccessAlignment(op.output(), width, baseAlignment);
+}
+
 void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment,
              int64_t reductionWidth, RowTarget rowTarget) {
   Location loc = op.op()->getLoc();
@@ -851,8 +871,21 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
       emitter.startFrom(*prologueEmitter);
     emitter.emitElement(indices);
   };
-  if (width > 1)
-    emitLoop(arith::MulIOp::create(b, loc, laneStart, cst(width)), mainEnd, laneStride * width, width);
+  if (width > 1) {
+    Value vectorBegin = arith::MulIOp::create(b, loc, laneStart, cst(width));
+    if (rowTarget.streamingStores && rowTarget.outputAligned) {
+      auto aligned = scf::IfOp::create(b, loc, rowTarget.outputAligned, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(aligned.thenBlock());
+      emitLoop(vectorBegin, mainEnd, laneStride * width, width);
+      b.setInsertionPointToStart(aligned.elseBlock());
+      rowTarget.streamingStores = false;
+      rowTarget.outputAlignment = 0;
+      emitLoop(vectorBegin, mainEnd, laneStride * width, width);
+    } else {
+      emitLoop(vectorBegin, mainEnd, laneStride * width, width);
+    }
+  }
   // Scalar remainder (everything when width is 1).
   APInt innerValue;
   if (width > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) && innerValue.getSExtValue() % width == 0)

@@ -98,8 +98,8 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
 
   void runOnOperation() override {
     for (DomainOp domain : collectDomainOps(getOperation())) {
-      int64_t maxLength = maxListLength(domain);
-      if (maxLength == 0)
+      ListBudget budget = listBudget(domain);
+      if (budget.bytesPerEntry == 0)
         continue;
       DenseSet<Value> alongRow = valuesAlongRow(domain);
       SmallVector<Operation *> reductions;
@@ -107,35 +107,43 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
         if (isa<FoldOp, SumOp>(op))
           reductions.push_back(op);
       });
+      std::optional<SmallVector<Operation *>> invariant; // the domain's row-invariant ops, until it changes
       for (Operation *reduction : reductions)
-        if (alongRow.contains(reduction->getResult(0)))
-          compact(reduction, alongRow, maxLength);
+        if (alongRow.contains(reduction->getResult(0)) && compact(reduction, alongRow, budget, invariant))
+          invariant.reset();
     }
   }
 
-  /// The longest list a domain's kernels can hold: a stack array on the CPU; on the GPU one list per warp
-  /// in shared memory, within kSharedBytes. 0: the domain is not lowered a row at a time.
-  int64_t maxListLength(DomainOp domain) {
+  /// What the lists of one domain may hold together: on the CPU stack arrays of kListBytes in all; on the
+  /// GPU one list per warp in shared memory, kListBytes per block in all. bytesPerEntry 0: the domain is
+  /// not lowered a row at a time.
+  struct ListBudget {
+    int64_t bytesLeft = kListBytes;
+    int64_t bytesPerEntry = 0; // an i32 per step, for each warp of a block on the GPU
+  };
+  ListBudget listBudget(DomainOp domain) {
     if (target == "cpu")
-      return kMaxCpuList;
+      return {kListBytes, 4};
     auto schedule = domain.op()->getAttrOfType<ScheduleAttr>("schedule");
     if (!schedule || gpuMapping(domain) != GpuMapping::Rows)
-      return 0;
+      return {kListBytes, 0};
     int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
-    return std::min<int64_t>(kMaxCpuList, kSharedBytes / (warps * 4));
+    return {kListBytes, warps * 4};
   }
-  static constexpr int64_t kMaxCpuList = 4096;   // 16 KiB of stack
-  static constexpr int64_t kDefaultUnroll = 8;    // moec::chooseSchedule's, for unscheduled input
-  static constexpr int64_t kSharedBytes = 16384; // per block, for every list of its warps
+  static constexpr int64_t kListBytes = 16384;  // per domain: CPU stack, or GPU shared memory per block
+  static constexpr int64_t kDefaultUnroll = 8;  // moec::chooseSchedule's, for unscheduled input
 
   /// GPU: whether the list will be row-invariant, hence built in the row's prologue where the warp is
   /// converged: the fold sits at the top of the domain's body, and what its predicate reads from the body
-  /// is row-invariant too.
-  static bool builtInRowPrologue(Operation *reduction, ArrayRef<Operation *> slice) {
+  /// is row-invariant too. `invariant` caches the domain's row-invariant ops.
+  static bool builtInRowPrologue(Operation *reduction, ArrayRef<Operation *> slice,
+                                 std::optional<SmallVector<Operation *>> &invariantCache) {
     DomainOp domain = DomainOp::dyn(reduction->getParentOp());
     if (!domain)
       return false;
-    SmallVector<Operation *> invariant = rowInvariantOps(domain);
+    if (!invariantCache)
+      invariantCache = rowInvariantOps(domain);
+    const SmallVector<Operation *> &invariant = *invariantCache;
     Block &body = domain.body();
     bool ok = true;
     for (Operation *op : slice)
@@ -151,12 +159,14 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
     return ok;
   }
 
-  void compact(Operation *reduction, const DenseSet<Value> &alongRow, int64_t maxLength) {
+  /// Compacts `reduction` if it qualifies and its list fits what is left of `budget`; true if it did.
+  bool compact(Operation *reduction, const DenseSet<Value> &alongRow, ListBudget &budget,
+               std::optional<SmallVector<Operation *>> &invariant) {
     Value bound = reduction->getOperand(0);
     APInt boundValue;
     if (!matchPattern(bound, m_ConstantInt(&boundValue)) || boundValue.getSExtValue() < 1 ||
-        boundValue.getSExtValue() > maxLength)
-      return;
+        boundValue.getSExtValue() > budget.bytesLeft / budget.bytesPerEntry)
+      return false;
     // A reduction short enough to unroll fully keeps its branches: they are the same for every vector of
     // a row (well predicted, uniform across a warp), and its loads all issue at once; a loop over a list
     // of unknown length would serialize them (B2's top-8 sum ran at 0.7 of its speed).
@@ -165,19 +175,20 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
       domain = DomainOp::dyn(p);
     auto schedule = domain ? domain.op()->getAttrOfType<ScheduleAttr>("schedule") : ScheduleAttr();
     if (boundValue.getSExtValue() <= (schedule ? schedule.getUnroll() : kDefaultUnroll))
-      return;
+      return false;
     std::optional<PredicatedStep> step = predicatedStep(reduction);
     if (!step)
-      return;
+      return false;
     FailureOr<SmallVector<Operation *>> slice = predicateSlice(reduction, step->branch.getCondition(), alongRow);
     if (failed(slice))
-      return;
-    if (target == "gpu" && !builtInRowPrologue(reduction, *slice))
-      return;
+      return false;
+    if (target == "gpu" && !builtInRowPrologue(reduction, *slice, invariant))
+      return false;
     Location loc = reduction->getLoc();
     Block &body = reduction->getRegion(0).front();
     OpBuilder b(reduction);
     int64_t length = boundValue.getSExtValue();
+    budget.bytesLeft -= length * budget.bytesPerEntry;
 
     // The live steps: where the branch that changes the accumulator is taken.
     auto listType = MemRefType::get({length}, b.getI32Type());
@@ -225,6 +236,7 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
     }
     reduction->getResult(0).replaceAllUsesWith(reduced->getResult(0));
     reduction->erase();
+    return true;
   }
 };
 } // namespace

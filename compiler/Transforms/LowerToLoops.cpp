@@ -5,11 +5,12 @@
 // 2. Each moe.compute / moe.scatter becomes `scf.for %row = row_begin to min(row_end, rows)` around the
 //    row body of
 //    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
-// 3. A moe.sum that reads along its own index (a dot product over H) keeps 8 f32 partial sums.
-// 4. With streaming-stores (the default), vector stores of the output are non-temporal: the output is
+// 3. A moe.sum that reads along its own index (a dot product over H) keeps 32 f32 partial sums.
+// 4. With streaming-stores (the default), vector stores of a large output are non-temporal: the output is
 //    written once, and a cached store would first read each line it writes (as memcpy avoids too).
 // Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
-// may come from anywhere.
+// may come from anywhere. Streaming stores are the exception: the loop along the row is versioned on the
+// output's alignment and size, with aligned non-temporal stores in one version and plain stores in the other.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -25,8 +26,13 @@ namespace moec::moe {
 #include "moec/compiler/Transforms/Passes.h.inc"
 
 namespace {
-/// Dot products along a row run as 8 f32 partial sums: one AVX2 register.
-constexpr int64_t kReductionWidth = 8;
+/// Dot products along a row run as 32 f32 partial sums: four AVX2 registers, four independent chains of
+/// additions (one register would wait on the latency of each add).
+constexpr int64_t kReductionWidth = 32;
+/// The widest non-temporal vector store (AVX2: 32 bytes).
+constexpr int64_t kMaxNontemporalAlignment = 32;
+/// Outputs from this size on are written with streaming stores (a typical last-level cache slice).
+constexpr int64_t kStreamingStoreBytes = 4 << 20;
 
 struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   using MoeLowerToLoopsBase::MoeLowerToLoopsBase;
@@ -42,6 +48,36 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
         return signalPassFailure();
     }
     getOperation().walk([](Operation *op) { op->removeAttr(kRowInvariantAttr); });
+  }
+
+  /// Streaming stores need aligned vectors (see RowTarget) and pay off for outputs larger than the caches:
+  /// where the vector stores can be 16-byte aligned or more, the loop along the row is versioned on "the
+  /// output is aligned and at least kStreamingStoreBytes", tested once per kernel call before the row loop;
+  /// otherwise the stores stay plain.
+  RowTarget rowTarget(OpBuilder &b, DomainOp domain, scf::ForOp rowLoop) {
+    RowTarget target{/*onGpu=*/false, /*streamingStores=*/false};
+    int64_t alignment = outputVectorAlignment(domain, kMaxNontemporalAlignment);
+    if (!streamingStores || alignment < 16)
+      return target;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(rowLoop);
+    Location loc = domain.op()->getLoc();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value output = domain.output();
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output);
+    Value misalignment = arith::RemUIOp::create(b, loc, base, cst(alignment));
+    Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment, cst(0));
+    // An output that fits in the caches is better written through them: its reader finds it there.
+    auto type = cast<MemRefType>(output.getType());
+    Value elements = cst(1);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      elements = arith::MulIOp::create(b, loc, elements, memref::DimOp::create(b, loc, output, d));
+    Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, elements,
+                                        cst(kStreamingStoreBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8)));
+    target.streamingStores = true;
+    target.outputAligned = arith::AndIOp::create(b, loc, aligned, large);
+    target.outputAlignment = alignment;
+    return target;
   }
 
   LogicalResult lowerKernel(func::FuncOp func, ArrayRef<DomainOp> domains) {
@@ -60,8 +96,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());
       emitRow(b, domain, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
-              /*vectorAlignment=*/1, /*reductionWidth=*/kReductionWidth,
-              RowTarget{/*onGpu=*/false, /*streamingStores=*/streamingStores});
+              /*vectorAlignment=*/1, /*reductionWidth=*/kReductionWidth, rowTarget(b, domain, rowLoop));
       domain.op()->erase();
     }
     return success();

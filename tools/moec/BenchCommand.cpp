@@ -12,6 +12,7 @@
 #include "Common.h"
 
 #include "Cases.h"
+#include "CpuBaseline.h"
 
 #include "moec/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
@@ -53,12 +54,6 @@ Timing summarize(std::vector<double> times) {
   return {times[times.size() / 2], times.front(), int(times.size())};
 }
 
-template <typename F> double secondsOf(F &f) {
-  auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 /// Like Triton's do_bench, for a kernel and its baseline side by side: one warm-up call of each, then
 /// alternating calls until `budget` seconds are spent on the kernel (at least `reps` each). Alternating
 /// keeps both under the same conditions on a shared, noisy machine.
@@ -68,8 +63,8 @@ template <typename F, typename G> std::pair<Timing, Timing> timeSideBySide(int r
   std::vector<double> kernelTimes, baseTimes;
   double spent = 0;
   while (int(kernelTimes.size()) < std::max(reps, 1) || spent < budget) {
-    kernelTimes.push_back(secondsOf(kernel));
-    baseTimes.push_back(secondsOf(base));
+    kernelTimes.push_back(gpucheck::secondsOf(kernel));
+    baseTimes.push_back(gpucheck::secondsOf(base));
     spent += kernelTimes.back();
   }
   return {summarize(kernelTimes), summarize(baseTimes)};
@@ -110,24 +105,11 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
 }
 
 void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c, nlohmann::json line) {
-  std::map<std::string, TensorView> views;
-  std::map<std::string, HostTensor> outputs;
-  for (auto &[name, t] : c.inputs)
-    views[name] = t.view();
-  for (auto &[name, t] : c.expected)
-    views[name] = outputs.emplace(name, HostTensor(t.type(), t.dims())).first->second.view();
-  // The baseline copies half the minimum traffic (a copy reads and writes each byte once), split over the
-  // same threads as the kernels, in chunks of at least 1 MiB.
+  gpucheck::CaseTensors tensors(c);
+  gpucheck::MemcpyBaseline memcpyBaseline(c);
   ThreadPool &pool = ThreadPool::shared();
-  std::vector<uint8_t> src(size_t(c.bytesMoved / 2), 1), dst(src.size());
-  constexpr int64_t kChunk = 1 << 20;
   auto [kernelTime, copyTime] = timeSideBySide(
-      o.reps, o.budget, [&] { kernel.launch(views, nullptr, c.attrs); },
-      [&] {
-        pool.parallelFor(int64_t(src.size()), kChunk, [&](int64_t begin, int64_t end) {
-          std::memcpy(dst.data() + begin, src.data() + begin, size_t(end - begin));
-        });
-      });
+      o.reps, o.budget, [&] { kernel.launch(tensors.views, nullptr, c.attrs); }, [&] { memcpyBaseline(); });
   double ratio = copyTime.median / kernelTime.median;
   if (o.json) {
     line.update({{"threads", pool.size()}, {"reps", kernelTime.reps}, {"median_us", 1e6 * kernelTime.median},
@@ -148,7 +130,10 @@ void runBench(BenchOptions o) {
     throw CLI::ValidationError("--target", "moec bench runs on cpu or ptx-emu; on a GPU, use bench/gpu/run.sh");
   if (o.target.target == "cpu" && o.target.schedule.threads) {
     // On the CPU --threads is the worker count (a CPU schedule has no threads per row). The shared pool
-    // reads it when first used, which is below.
+    // reads it when first used, which is below; it takes 1 to 1024.
+    if (o.target.schedule.threads < 1 || o.target.schedule.threads > 1024)
+      throw CLI::ValidationError("--threads", "on the cpu, the worker count must be in [1, 1024]; got " +
+                                                  std::to_string(o.target.schedule.threads));
     setenv("MOEC_THREADS", std::to_string(o.target.schedule.threads).c_str(), 1);
     o.target.schedule.threads = 0;
   }

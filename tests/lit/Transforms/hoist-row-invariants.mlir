@@ -20,6 +20,7 @@
 // LOOPS: scf.for {{.*}} iter_args
 // LOOPS: %[[LIVE:.*]] = arith.cmpi sge
 // LOOPS: scf.if %[[LIVE]] {
+// LOOPS-NEXT: scf.if %{{.*}} {
 // LOOPS-NEXT: scf.for {{.*}} step %c8 {
 // LOOPS-NOT: iter_args
 // LOOPS-NOT: scf.if

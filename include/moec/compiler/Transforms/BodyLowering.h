@@ -91,7 +91,16 @@ mlir::Value emitPointCount(mlir::OpBuilder &b, DomainOp op);
 struct RowTarget {
   bool onGpu = false;           // whole warps of a gpu.func: moe.compact lists go to shared memory
   bool streamingStores = false; // vector stores of the output are non-temporal (CPU: no read for ownership)
+  // With streamingStores: an i1, true when the output's base pointer is aligned to outputAlignment bytes.
+  // The loop along the row is then versioned: aligned non-temporal vector stores where it holds (x86 has
+  // no unaligned non-temporal store: LLVM splits them into 8-byte pieces), plain stores where it does not.
+  mlir::Value outputAligned;
+  int64_t outputAlignment = 0;
 };
+
+/// The alignment the vector stores of `op`'s output can promise when its base pointer is aligned to
+/// `baseAlignment` bytes (the row stride and the vector width limit it).
+int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment);
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
              int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);
 
