@@ -302,7 +302,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (isGpu)
     loopPasses.addPass(moe::createMoeLowerToGPU());
   else
-    loopPasses.addPass(moe::createMoeLowerToLoops({!(spec.schedule.disabled & kStreamingStores)}));
+    loopPasses.addPass(moe::createMoeLowerToLoops(
+        {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows)}));
   // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());
   loopPasses.addPass(createCanonicalizerPass());

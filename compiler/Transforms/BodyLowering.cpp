@@ -242,6 +242,42 @@ public:
   /// A warp per point: every lane runs the point's scalar code alike.
   void splitFoldsOver(Value lane) { warpLane = lane; }
 
+  /// The emitted value of a value that does not vary along the row.
+  Value value(Value orig) { return get(orig, false); }
+
+  /// The scalar `index` for each of the domain's indices in `indices` (the row's, then maybe h).
+  void mapIndices(ValueRange indices) {
+    for (auto [arg, index] : llvm::zip(domain.body().getArguments(), indices))
+      scalars.map(arg, index);
+  }
+
+  /// For an accumulated row (emitRow): the value `orig` is known to be `emitted` here, and ops whose results are all
+  /// known are not emitted again.
+  void premap(Value orig, Value emitted) {
+    map(orig, emitted);
+    skipMapped = true;
+  }
+
+  /// The ops of `block` (a fold's step) that do not vary along the row and yield results: once per step,
+  /// before the loop along the row.
+  void emitRowInvariantOps(Block &block) {
+    for (Operation &op : block.without_terminator())
+      if (op.getNumResults() > 0 && llvm::none_of(op.getResults(), [&](Value r) { return analysis.isVarying(r); }))
+        emitOp(op);
+  }
+
+  /// One step of `reduction` (a moe.fold, or a moe.sum: acc + term) with accumulator `acc` (premapped
+  /// values kept); returns the new accumulator.
+  Value emitReductionStep(Operation *reduction, Value acc) {
+    Block &body = reduction->getRegion(0).front();
+    if (isa<FoldOp>(reduction)) {
+      premap(body.getArgument(1), acc);
+      return emitBlock(body, width > 1);
+    }
+    skipMapped = true;
+    return arith::AddFOp::create(b, reduction->getLoc(), acc, emitBlock(body, width > 1));
+  }
+
   /// Emits the body for domain point (rows..., h) and stores the element(s).
   void emitElement(ValueRange indices) {
     Block &body = domain.body();
@@ -336,21 +372,28 @@ private:
     for (Operation &op : block.without_terminator()) {
       if (top && part != Part::All && op.hasAttr(kRowInvariantAttr) != (part == Part::RowPrologue))
         continue;
-      if (auto load = dyn_cast<memref::LoadOp>(op); load && sharedLists.count(load.getMemRef()))
-        emitSharedListLoad(load);
-      else if (auto compact = dyn_cast<CompactOp>(op))
-        emitCompact(compact);
-      else if (auto sum = dyn_cast<SumOp>(op))
-        emitSum(sum);
-      else if (auto fold = dyn_cast<FoldOp>(op))
-        emitFold(fold);
-      else if (auto ifOp = dyn_cast<scf::IfOp>(op))
-        emitIf(ifOp);
-      else if (llvm::any_of(op.getOperands(), [&](Value v) { return vectorized(v); }))
-        emitVectorOp(op);
-      else
-        b.clone(op, scalars);
+      if (skipMapped && op.getNumResults() > 0 &&
+          llvm::all_of(op.getResults(), [&](Value r) { return scalars.contains(r) || vectors.contains(r); }))
+        continue; // computed already, outside this loop (an accumulated row: emitRow)
+      emitOp(op);
     }
+  }
+
+  void emitOp(Operation &op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op); load && sharedLists.count(load.getMemRef()))
+      emitSharedListLoad(load);
+    else if (auto compact = dyn_cast<CompactOp>(op))
+      emitCompact(compact);
+    else if (auto sum = dyn_cast<SumOp>(op))
+      emitSum(sum);
+    else if (auto fold = dyn_cast<FoldOp>(op))
+      emitFold(fold);
+    else if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      emitIf(ifOp);
+    else if (llvm::any_of(op.getOperands(), [&](Value v) { return vectorized(v); }))
+      emitVectorOp(op);
+    else
+      b.clone(op, scalars);
   }
 
   /// Emits a moe.compute / moe.sum body and returns its yielded value.
@@ -716,6 +759,7 @@ private:
   Value storeGuard;
   Part part;
   bool onGpu = false, streamingStores = false;
+  bool skipMapped = false; // set by premap()
   int64_t outputAlignment = 0; // what the output's base pointer is known to be aligned to (a versioned loop)
   Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   IRMapping scalars, vectors;
@@ -814,6 +858,69 @@ Value emitPointCount(OpBuilder &b, DomainOp op) {
   return arith::MulIOp::create(b, op.op()->getLoc(), emitRowCount(b, op), op.bounds().back());
 }
 
+namespace {
+
+/// The longest row whose f32 accumulators an accumulated row keeps on the stack (64 KiB).
+constexpr int64_t kMaxAccumulatedRow = 16384;
+/// The most fold steps one pass over an accumulated row runs (gathered rows read at once).
+constexpr int64_t kJammedSteps = 8;
+
+/// CPU: the reduction (moe.fold or moe.sum) of a row-at-a-time domain whose steps can run one after the
+/// other over the whole row (an accumulated row, see emitRow), or null. It must
+///   - vary along the row and accumulate f32: a sum, or a fold whose step is `acc + x` (either way round)
+///     or fma(x, w, acc), with acc used only there;
+///   - have a bound (and init) that the row's prologue computes or that are defined outside the body;
+///   - be followed only by elementwise arithmetic on its result (a truncation) up to the yield;
+///   - while everything else in the body is row-invariant and the row has a constant length.
+Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis) {
+  Block &body = op.body();
+  APInt length;
+  if (!matchPattern(op.bounds().back(), m_ConstantInt(&length)) || length.getSExtValue() > kMaxAccumulatedRow)
+    return nullptr;
+  auto availableBeforeRow = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !analysis.isVarying(v) && (!def || def->getBlock() != &body || def->hasAttr(kRowInvariantAttr));
+  };
+  Operation *reduction = nullptr;
+  for (Operation &o : body.without_terminator()) {
+    if (o.hasAttr(kRowInvariantAttr))
+      continue;
+    if (isa<FoldOp, SumOp>(o) && !reduction) {
+      reduction = &o;
+      continue;
+    }
+    // After the reduction: elementwise arithmetic on values that vary through it only.
+    bool elementwise = (o.getDialect()->getNamespace() == "arith" || o.getDialect()->getNamespace() == "math") &&
+                       o.hasTrait<OpTrait::Elementwise>() && o.getNumResults() == 1;
+    if (!reduction || !elementwise || !analysis.isVarying(o.getResult(0)) ||
+        !llvm::all_of(o.getOperands(), [&](Value v) { return analysis.isVarying(v) || availableBeforeRow(v); }))
+      return nullptr;
+  }
+  if (!reduction || !reduction->getResult(0).getType().isF32() || !analysis.isVarying(reduction->getResult(0)) ||
+      !availableBeforeRow(reduction->getOperand(0)))
+    return nullptr;
+  if (auto write = dyn_cast<WriteOp>(body.getTerminator()); write && write.getGuard() && !availableBeforeRow(write.getGuard()))
+    return nullptr;
+  auto fold = dyn_cast<FoldOp>(reduction);
+  if (!fold)
+    return reduction;
+  if (!availableBeforeRow(fold.getInit()))
+    return nullptr;
+  Block &step = fold.getBody().front();
+  Value acc = step.getArgument(1);
+  Operation *next = cast<YieldOp>(step.getTerminator()).getValue().getDefiningOp();
+  bool accumulates = false;
+  if (auto add = dyn_cast_or_null<arith::AddFOp>(next))
+    accumulates = add.getLhs() == acc || add.getRhs() == acc;
+  if (auto fma = dyn_cast_or_null<math::FmaOp>(next)) // a weighted sum: acc + x * w, rounded once
+    accumulates = fma.getC() == acc;
+  if (!accumulates || next->getBlock() != &step || !acc.hasOneUse())
+    return nullptr;
+  return fold;
+}
+
+} // namespace
+
 int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
   VaryingAnalysis analysis(op);
   int64_t width = analysis.blocker() ? 1 : op.schedule().getVector();
@@ -859,6 +966,93 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   });
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
+  // A fold along the row (C2's combine of the token's K rows): instead of every step for each vector of
+  // the row, each step over the whole row, into f32 accumulators on the stack, then the rest of the body
+  // for each vector. Each element still adds its terms in the same order, so the results are the same;
+  // what changes is that a step's row-invariant work (its index loads and checks) runs once per row, and
+  // that the gathered row streams contiguously.
+  Operation *accumulated =
+      rowTarget.accumulateRows && width > 1 && laneStride == 1 ? accumulatedReduction(op, analysis) : nullptr;
+  Value accumulators;
+  if (accumulated) {
+    int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();
+    Operation *func = b.getInsertionBlock()->getParentOp();
+    while (!isa<FunctionOpInterface>(func))
+      func = func->getParentOp();
+    OpBuilder entry = OpBuilder::atBlockBegin(&func->getRegion(0).front());
+    accumulators = memref::AllocaOp::create(entry, loc, MemRefType::get({length}, b.getF32Type()));
+    Value vectorEnd = cst(length / width * width);
+    // Loops over the row (a vector part, then the scalar rest), `body(h, w)` for each.
+    auto overRow = [&](const std::function<void(Value, int64_t)> &body) {
+      using Span = std::tuple<Value, Value, int64_t>; // begin, end, vector width
+      for (auto [begin, end, w] : {Span{cst(0), vectorEnd, width}, Span{vectorEnd, inner, 1}}) {
+        auto loop = scf::ForOp::create(b, loc, begin, end, cst(w));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        body(loop.getInductionVar(), w);
+      }
+    };
+    auto loadAcc = [&](Value h, int64_t w) -> Value {
+      if (w == 1)
+        return memref::LoadOp::create(b, loc, accumulators, ValueRange{h});
+      return vector::LoadOp::create(b, loc, VectorType::get({w}, b.getF32Type()), accumulators, ValueRange{h});
+    };
+    auto storeAcc = [&](Value v, Value h, int64_t w) {
+      if (w == 1)
+        memref::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
+      else
+        vector::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
+    };
+    BodyEmitter rowStart(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, {}, part);
+    rowStart.setRowTarget(rowTarget);
+    if (prologueEmitter)
+      rowStart.startFrom(*prologueEmitter);
+    rowStart.mapIndices(rowIndices);
+    // A sum starts at +0.0, as emitSum's does.
+    auto fold = dyn_cast<FoldOp>(accumulated);
+    Value init = fold ? rowStart.value(fold.getInit())
+                      : Value(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)));
+    overRow([&](Value h, int64_t w) {
+      storeAcc(w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, b.getF32Type()), init)), h, w);
+    });
+    // Passes over the row of `jam` steps each (8, then 4, 2, 1 for what is left): a pass reads `jam` gathered
+    // rows at once, and adds their terms to each element in step order.
+    Block &stepBody = accumulated->getRegion(0).front();
+    Value bound = rowStart.value(accumulated->getOperand(0)), done = cst(0);
+    for (int64_t jam = kJammedSteps; jam >= 1; jam /= 2) {
+      Value left = arith::SubIOp::create(b, loc, bound, done);
+      Value end = arith::AddIOp::create(b, loc, done, arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, left, cst(jam)), cst(jam)));
+      auto passes = scf::ForOp::create(b, loc, done, end, cst(jam));
+      done = end;
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(passes.getBody());
+      std::vector<std::unique_ptr<BodyEmitter>> stepStarts; // each step's row-invariant values
+      for (int64_t j = 0; j < jam; ++j) {
+        auto &start = stepStarts.emplace_back(
+            std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, Value(), part));
+        start->setRowTarget(rowTarget);
+        start->startFrom(rowStart);
+        start->premap(stepBody.getArgument(0), arith::AddIOp::create(b, loc, passes.getInductionVar(), cst(j)));
+        start->emitRowInvariantOps(stepBody);
+      }
+      overRow([&](Value h, int64_t w) {
+        SmallVector<Value> indices(rowIndices);
+        indices.push_back(h);
+        Value acc = loadAcc(h, w);
+        for (auto &start : stepStarts) {
+          BodyEmitter stepEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split, {}, part);
+          stepEmitter.setRowTarget(rowTarget);
+          stepEmitter.startFrom(*start);
+          stepEmitter.mapIndices(indices);
+          acc = stepEmitter.emitReductionStep(accumulated, acc);
+          stepEmitter.flushUnrolls();
+        }
+        storeAcc(acc, h, w);
+      });
+      for (auto &start : stepStarts)
+        start->flushUnrolls();
+    }
+  }
   auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
     auto loop = scf::ForOp::create(b, loc, begin, end, cst(step));
     OpBuilder::InsertionGuard guard(b);
@@ -869,6 +1063,13 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     emitter.setRowTarget(rowTarget);
     if (prologueEmitter)
       emitter.startFrom(*prologueEmitter);
+    if (accumulated) {
+      Value h = loop.getInductionVar();
+      emitter.premap(accumulated->getResult(0),
+                     w == 1 ? Value(memref::LoadOp::create(b, loc, accumulators, ValueRange{h}))
+                            : Value(vector::LoadOp::create(b, loc, VectorType::get({w}, b.getF32Type()), accumulators,
+                                                           ValueRange{h})));
+    }
     emitter.emitElement(indices);
   };
   if (width > 1) {

@@ -56,6 +56,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   /// otherwise the stores stay plain.
   RowTarget rowTarget(OpBuilder &b, DomainOp domain, scf::ForOp rowLoop) {
     RowTarget target{/*onGpu=*/false, /*streamingStores=*/false};
+    target.accumulateRows = accumulateRows;
     int64_t alignment = outputVectorAlignment(domain, kMaxNontemporalAlignment);
     if (!streamingStores || alignment < 16)
       return target;

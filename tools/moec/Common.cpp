@@ -70,11 +70,12 @@ void TargetOptions::add(CLI::App &cmd) {
              if (!bit)
                throw CLI::ValidationError("--disable", "'" + name +
                                                            "' is not an optimization (hoist-row-invariants, "
-                                                           "compact-predicated-folds, streaming-stores)");
+                                                           "compact-predicated-folds, streaming-stores, accumulate-rows)");
              schedule.disabled |= bit;
            }
          },
-         "turn an optimization off: hoist-row-invariants, compact-predicated-folds, streaming-stores "
+         "turn an optimization off: hoist-row-invariants, compact-predicated-folds, streaming-stores, "
+         "accumulate-rows "
          "(repeatable; results are the same, only speed changes)");
 }
 

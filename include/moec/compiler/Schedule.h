@@ -17,7 +17,8 @@ enum Optimization : uint32_t {
   kHoistRowInvariants = 1u << 0,    // moe-hoist-row-invariants
   kCompactPredicatedFolds = 1u << 1, // moe-compact-predicated-folds
   kStreamingStores = 1u << 2,        // moe-lower-to-loops{streaming-stores} (CPU)
-  kAllOptimizations = (1u << 3) - 1,
+  kAccumulateRows = 1u << 3,         // moe-lower-to-loops{accumulate-rows} (CPU)
+  kAllOptimizations = (1u << 4) - 1,
 };
 
 /// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.
@@ -28,6 +29,8 @@ inline uint32_t optimizationByName(const std::string &name) {
     return kCompactPredicatedFolds;
   if (name == "streaming-stores")
     return kStreamingStores;
+  if (name == "accumulate-rows")
+    return kAccumulateRows;
   return 0;
 }
 

@@ -96,6 +96,7 @@ struct RowTarget {
   // no unaligned non-temporal store: LLVM splits them into 8-byte pieces), plain stores where it does not.
   mlir::Value outputAligned;
   int64_t outputAlignment = 0;
+  bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
 };
 
 /// The alignment the vector stores of `op`'s output can promise when its base pointer is aligned to

@@ -1,0 +1,100 @@
+// moe-lower-to-loops with accumulate-rows (CPU): C2's combine (f32, E = 40, H = 20, vector 8, after
+// moe-compact-predicated-folds and moe-hoist-row-invariants) is a fold over the row's list of live experts.
+// Instead of every step for each vector of the row, the steps run over the whole row into f32 accumulators
+// on the stack (an alloca of H floats, set to the init): passes of 8 steps, then 4, 2 and 1 for the rest;
+// a step's row-invariant work (the list entry, the row index, its check) runs once per pass, and each
+// element adds its terms in step order, so results are unchanged. A last loop along the row reads the
+// accumulators and stores.
+// RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
+// RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=OFF
+
+// CHECK-LABEL: func.func @moe_unpermute__0_hidden_states
+// CHECK: %[[ACC:.*]] = memref.alloca() : memref<20xf32>
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to
+// The list of live experts (moe.compact) is built once per row: a loop storing into the list.
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<40xi32>
+// The accumulators start at the fold's init: vectors over [0, 16), then elements over [16, 20).
+// CHECK: scf.for %[[H0:.*]] = %{{.*}} to %[[C16:.*]] step
+// CHECK-NEXT: vector.broadcast
+// CHECK-NEXT: vector.store %{{.*}}, %[[ACC]][%[[H0]]] : memref<20xf32>, vector<8xf32>
+// CHECK: scf.for %[[H1:.*]] = %[[C16]] to %c20 step
+// CHECK-NEXT: memref.store %{{.*}}, %[[ACC]][%[[H1]]] : memref<20xf32>
+// Passes of 8 steps: 8 list entries and row indices, then one loop along the row adding the 8 terms in order.
+// CHECK: scf.for %[[PASS:.*]] = %{{.*}} to %{{.*}} step %[[EIGHT:.*]] {
+// CHECK-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<40xi32>
+// CHECK: scf.for %[[H:.*]] = %{{.*}} to %[[C16]] step
+// CHECK-NEXT: %[[OLD:.*]] = vector.load %[[ACC]][%[[H]]] : memref<20xf32>, vector<8xf32>
+// CHECK: arith.addf %[[OLD]], %{{.*}} : vector<8xf32>
+// CHECK-COUNT-7: arith.addf %{{.*}} : vector<8xf32>
+// CHECK: vector.store %{{.*}}, %[[ACC]][%[[H]]] : memref<20xf32>, vector<8xf32>
+// Then passes of 4, 2 and 1 step.
+// CHECK: scf.for %{{.*}} step %c4
+// CHECK: scf.for %{{.*}} step %c2
+// CHECK: scf.for %{{.*}} step %c1
+// The rest of the body for each vector (here in the version with streaming stores): the accumulators are
+// the fold's value.
+// CHECK: scf.if %{{[0-9a-z_]+}} {{[{]$}}
+// CHECK: scf.for
+// CHECK-NEXT: vector.load %[[ACC]][%{{.*}}] : memref<20xf32>, vector<8xf32>
+// CHECK-NEXT: vector.store %{{.*}} {alignment = 16 : i64, nontemporal = true} : memref<?x20xf32>, vector<8xf32>
+
+// Off: the fold runs inside the loop along the row, with a vector accumulator.
+// OFF-NOT: memref<20xf32>
+// OFF: scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>)
+
+module attributes {moe.dtype = "f32", moe.op = "moe_unpermute"} {
+  func.func @moe_unpermute__0_hidden_states(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:hidden_states_unzipped"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:zipped_expertwise_rowmap"}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:expert_routemap_topk"}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:token_prob_unzipped"}, %arg4: !llvm.ptr {llvm.noalias, moe.arg = "tensor:hidden_states"}, %arg5: !llvm.ptr {llvm.noalias, moe.arg = "tensor:expert_prob_topk"}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg7: index {moe.arg = "dim:R"}, %arg8: index {moe.arg = "dim:Tk"}, %arg9: index {moe.arg = "attr:total_zipped_tokens"}) {
+    %cst = arith.constant 0.000000e+00 : f32
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c0 = arith.constant 0 : index
+    %c40 = arith.constant 40 : index
+    %c20 = arith.constant 20 : index
+    %0 = moe.view %arg4[%arg8, %c20] : !llvm.ptr -> memref<?x20xf32>
+    %1 = moe.view %arg1[%arg8, %c40] : !llvm.ptr -> memref<?x40xi32>
+    %2 = moe.view %arg0[%arg7, %c20] : !llvm.ptr -> memref<?x20xf32>
+    %3 = moe.view %arg6[%c2] : !llvm.ptr -> memref<2xi64>
+    moe.compute %0[%arg8, %c20] {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 8, unroll = 8>} : memref<?x20xf32> {
+    ^bb0(%arg10: index, %arg11: index):
+      %list, %count = moe.compact %c40 {moe.row_invariant} : memref<40xi32> {
+      ^bb0(%arg12: index):
+        %5 = memref.load %1[%arg10, %arg12] : memref<?x40xi32>
+        %6 = arith.index_cast %5 : i32 to index
+        %7 = arith.cmpi slt, %6, %c0 : index
+        %true = arith.constant true
+        %8 = arith.xori %7, %true : i1
+        moe.yield %8 : i1
+      }
+      %4 = moe.fold %count, %cst : f32 {
+      ^bb0(%arg12: index, %arg13: f32):
+        %5 = memref.load %list[%arg12] : memref<40xi32>
+        %6 = arith.index_cast %5 : i32 to index
+        %7 = memref.load %1[%arg10, %6] : memref<?x40xi32>
+        %8 = arith.index_cast %7 : i32 to index
+        %9 = arith.cmpi slt, %8, %c0 : index
+        %10 = arith.cmpi sge, %8, %c0 : index
+        %11 = arith.cmpi slt, %8, %arg7 : index
+        %12 = arith.andi %10, %11 : i1
+        %13 = scf.if %12 -> (f32) {
+          %15 = memref.load %2[%8, %arg11] : memref<?x20xf32>
+          scf.yield %15 : f32
+        } else {
+          %15 = arith.cmpi slt, %8, %c0 : index
+          %16 = arith.cmpi sge, %8, %arg7 : index
+          %17 = arith.ori %15, %16 : i1
+          %18 = arith.select %17, %c1, %c0 : index
+          %19 = arith.select %17, %8, %c0 : index
+          %20 = arith.index_cast %18 : index to i64
+          memref.store %20, %3[%c0] : memref<2xi64>
+          %21 = arith.index_cast %19 : index to i64
+          memref.store %21, %3[%c1] : memref<2xi64>
+          scf.yield %cst : f32
+        }
+        %14 = arith.addf %arg13, %13 : f32
+        moe.yield %14 : f32
+      }
+      moe.yield %4 : f32
+    }
+    return
+  }
+}
