@@ -142,9 +142,10 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     and every `moe.sum` an `scf.for` with an f32 (or vector of f32) accumulator, unrolled per the schedule.
     Values that do not depend on the contiguous index stay scalar and are computed once per vector.
     With `streaming-stores` (the default) the vector stores of a large output are non-temporal.
-    With `accumulate-rows` (the default) a row whose value is a reduction over gathered rows (C2's combine,
-    B2's sum) runs the reduction's steps over the whole row into f32 accumulators on the stack, several
-    steps per pass, each element still adding its terms in order (bit-identical results).
+    With `accumulate-rows` (the default) a row whose value is a reduction over gathered rows too long to
+    unroll fully (C2's combine over its list of live experts) runs the reduction's steps over the whole row
+    into f32 accumulators on the stack, several steps per pass, each element still adding its terms in
+    order (bit-identical results).
   }];
   let options = [
     Option<"streamingStores", "streaming-stores", "bool", "true",
