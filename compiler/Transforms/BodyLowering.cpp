@@ -815,6 +815,17 @@ SmallVector<Operation *> rowInvariantOps(DomainOp op) {
   return ops;
 }
 
+bool hasRowInvariantGuard(DomainOp op, ArrayRef<Operation *> invariant) {
+  auto write = dyn_cast<WriteOp>(op.body().getTerminator());
+  if (!write || !write.getGuard())
+    return false;
+  Value guard = write.getGuard();
+  if (isa<BlockArgument>(guard))
+    return guard != op.body().getArguments().back();
+  Operation *def = guard.getDefiningOp();
+  return def->getBlock() != &op.body() || llvm::is_contained(invariant, def);
+}
+
 /// The first moe.sum in the body that reduces along its own index, if any.
 static SumOp findContiguousReduction(DomainOp op) {
   SumOp found;

@@ -25,16 +25,8 @@ struct HoistRowInvariantsPass : impl::MoeHoistRowInvariantsBase<HoistRowInvarian
       SmallVector<Operation *> invariant = rowInvariantOps(domain);
       for (Operation *op : invariant)
         op->setAttr(kRowInvariantAttr, unit);
-      auto write = dyn_cast<WriteOp>(domain.body().getTerminator());
-      if (!write || !write.getGuard())
-        continue;
-      Value guard = write.getGuard();
-      Operation *def = guard.getDefiningOp();
-      bool rowArgument = isa<BlockArgument>(guard) && guard != domain.body().getArguments().back();
-      bool invariantGuard = rowArgument || (def && (def->getBlock() != &domain.body() ||
-                                                     llvm::is_contained(invariant, def)));
-      if (invariantGuard)
-        write->setAttr(kRowGuardAttr, unit);
+      if (hasRowInvariantGuard(domain, invariant))
+        domain.body().getTerminator()->setAttr(kRowGuardAttr, unit);
     }
   }
 };

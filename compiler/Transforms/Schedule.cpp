@@ -41,6 +41,11 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
         ReductionShape r = reductionShape(domain);
         s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, vector, unroll}, kind, r.length, r.elemBytes, true);
         s.threads = 32;
+      } else if (kind == TargetKind::GPU && !threads && hasRowInvariantGuard(domain, rowInvariantOps(domain))) {
+        // A scatter that skips whole rows (A3's (token, expert) rows, most of them not routed): a warp per
+        // row, so that a skipped row costs one warp's prologue, not a whole block's.
+        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, vector, unroll}, kind, inner, elemBytes,
+                           isVectorizable(domain));
       } else {
         s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes, isVectorizable(domain));
       }

@@ -147,3 +147,27 @@ func.func @already_scheduled(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 }
 
 // BADTARGET: error: moe-schedule: target must be cpu or gpu, got 'tpu'
+
+// A scatter whose write guard depends on the row only (rows of (t, e) of A3, most not routed): a warp per
+// row, 8 rows a block, so a skipped row costs one warp. With threads requested (ALL), the request wins.
+// GPU-LABEL: func.func @row_guarded_scatter
+// GPU: moe.scatter {{.*}} {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 8, unroll = 8>} : memref<?x4096xbf16>
+// ALL-LABEL: func.func @row_guarded_scatter
+// ALL: moe.scatter {{.*}} {schedule = #moe.schedule<rowsPerBlock = 3, threads = 64, vector = 4, unroll = 2>} : memref<?x4096xbf16>
+func.func @row_guarded_scatter(%g: !llvm.ptr, %idx: !llvm.ptr, %out: !llvm.ptr, %T: index, %R: index) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c4096 = arith.constant 4096 : index
+  %gv = moe.view %g[%T, %c4096] : !llvm.ptr -> memref<?x4096xbf16>
+  %iv = moe.view %idx[%T, %c4] : !llvm.ptr -> memref<?x4xi32>
+  %ov = moe.view %out[%R, %c4096] : !llvm.ptr -> memref<?x4096xbf16>
+  moe.scatter %ov[%T, %c4, %c4096] : memref<?x4096xbf16> {
+  ^bb0(%t: index, %e: index, %h: index):
+    %r32 = memref.load %iv[%t, %e] : memref<?x4xi32>
+    %r = arith.index_cast %r32 : i32 to index
+    %live = arith.cmpi sge, %r, %c0 : index
+    %x = memref.load %gv[%t, %h] : memref<?x4096xbf16>
+    moe.write %x to [%r, %h] if %live : bf16
+  }
+  return
+}

@@ -117,7 +117,7 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(launches[0].stream, reinterpret_cast<void *>(0x77));
 
   // A3 with probs, T = 100 tokens, K = 8 (R = 800): zero fill (R rows), probs grad (a warp per (t, e)
-  // point: 100 * 64 points, 8 per block), data grad scatter (rows of (t, e)).
+  // point: 100 * 64 points, 8 per block), data grad scatter (rows of (t, e), a warp each, 8 per block).
   Kernel g = bundle->get("moe_token_unpermute_with_routing_map_grad",
                          {DType::BF16, {{"H", 4096}, {"E", 64}}, {}, {"routing_map", "permuted_tokens", "probs"}, {}});
   launches.clear();
@@ -136,7 +136,10 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(launches[1].grid[0], 100u * 64 / 8);
   EXPECT_EQ(launches[1].block[0], 32u);
   EXPECT_EQ(launches[1].block[1], 8u);
-  EXPECT_EQ(launches[2].grid[0], 100u * 64);
+  // The data grad's write guard depends on the row only: a warp per (t, e) row, 8 rows a block.
+  EXPECT_EQ(launches[2].grid[0], 100u * 64 / 8);
+  EXPECT_EQ(launches[2].block[0], 32u);
+  EXPECT_EQ(launches[2].block[1], 8u);
 }
 
 // Row counts that are not a multiple of the rows per block: the grid is rounded up (ceil_div), or the

@@ -55,6 +55,9 @@ constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
 /// from such ops.
 llvm::SmallVector<mlir::Operation *> rowInvariantOps(DomainOp op);
 
+/// Whether `op` is a scatter whose moe.write guard depends on the row only (`invariant`: rowInvariantOps).
+bool hasRowInvariantGuard(DomainOp op, llvm::ArrayRef<mlir::Operation *> invariant);
+
 /// The values of the body that depend on the contiguous (last) index, the block argument included.
 llvm::DenseSet<mlir::Value> valuesAlongRow(DomainOp op);
 
