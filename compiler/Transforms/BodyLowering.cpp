@@ -978,7 +978,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   }
   Part part = prologue ? Part::AfterPrologue : Part::All;
   // The prologue's loops unroll last, when nothing refers to them by mapping any more.
-  auto finish = llvm::make_scope_exit([&] {
+  llvm::scope_exit finish([&] {
     if (prologueEmitter)
       prologueEmitter->flushUnrolls();
   });
