@@ -201,6 +201,28 @@ int64_t vectorAccessAlignment(Value memref, int64_t width, int64_t baseAlignment
   return std::max(align, elemBytes);
 }
 
+/// A builder at the start of the function `b` inserts into (for stack arrays allocated once per call).
+OpBuilder builderAtFunctionEntry(OpBuilder &b) {
+  Operation *func = b.getInsertionBlock()->getParentOp();
+  while (!isa<FunctionOpInterface>(func))
+    func = func->getParentOp();
+  return OpBuilder::atBlockBegin(&func->getRegion(0).front());
+}
+
+/// Element h of f32 row accumulators, or the w elements from h.
+Value loadAccumulators(OpBuilder &b, Location loc, Value accumulators, Value h, int64_t w) {
+  if (w == 1)
+    return memref::LoadOp::create(b, loc, accumulators, ValueRange{h});
+  return vector::LoadOp::create(b, loc, VectorType::get({w}, b.getF32Type()), accumulators, ValueRange{h});
+}
+
+void storeAccumulators(OpBuilder &b, Location loc, Value v, Value accumulators, Value h, int64_t w) {
+  if (w == 1)
+    memref::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
+  else
+    vector::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
+}
+
 /// Clones a compute body for one (row, h) position, vectorized when width > 1.
 class BodyEmitter {
 public:
@@ -660,13 +682,7 @@ private:
     map(load.getResult(), memref::LoadOp::create(b, load.getLoc(), buffer, ValueRange{at}).getResult());
   }
 
-  /// A builder at the start of the enclosing function (for stack arrays allocated once per call).
-  OpBuilder atFunctionEntry() {
-    Operation *func = b.getInsertionBlock()->getParentOp();
-    while (!isa<FunctionOpInterface>(func))
-      func = func->getParentOp();
-    return OpBuilder::atBlockBegin(&func->getRegion(0).front());
-  }
+  OpBuilder atFunctionEntry() { return builderAtFunctionEntry(b); }
 
   /// Fully unrolls short reductions (K <= unroll), else unrolls by the schedule's factor; either only
   /// while the unrolled body stays under kMaxUnrolledOps. Inner loops are unrolled first, so the budget
@@ -939,6 +955,79 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis) {
 
 } // namespace
 
+/// The steps of `accumulated` (an accumulatedReduction) for the row at `rowIndices`, each over the whole
+/// row instead of every step for each vector: into f32 accumulators on the stack, set to the reduction's
+/// init (+0.0 for a sum), then passes of 8 steps (then 4, 2, 1 for what is left), each reading its steps'
+/// gathered rows at once and adding their terms to each element in step order; returns the accumulators.
+/// Each element adds its terms in the same order as the plain lowering, so results are the same; a step's
+/// row-invariant work (its list entry, index load and check) runs once per pass instead of once per vector.
+/// `newEmitter(w)` makes an emitter of width w that starts from the row's prologue.
+Value emitAccumulatedSteps(OpBuilder &b, DomainOp op, const VaryingAnalysis &analysis, Operation *accumulated,
+                           ArrayRef<Value> rowIndices, int64_t width,
+                           llvm::function_ref<std::unique_ptr<BodyEmitter>(int64_t)> newEmitter) {
+  Location loc = op.op()->getLoc();
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value inner = op.bounds().back();
+  int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();
+  OpBuilder entry = builderAtFunctionEntry(b);
+  Value accumulators = memref::AllocaOp::create(entry, loc, MemRefType::get({length}, b.getF32Type()));
+  Value vectorEnd = cst(length / width * width);
+  // Loops over the row (a vector part, then the scalar rest), `body(h, w)` for each.
+  auto overRow = [&](const std::function<void(Value, int64_t)> &body) {
+    using Span = std::tuple<Value, Value, int64_t>; // begin, end, vector width
+    for (auto [begin, end, w] : {Span{cst(0), vectorEnd, width}, Span{vectorEnd, inner, 1}}) {
+      auto loop = scf::ForOp::create(b, loc, begin, end, cst(w));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      body(loop.getInductionVar(), w);
+    }
+  };
+  std::unique_ptr<BodyEmitter> rowStart = newEmitter(1);
+  rowStart->mapIndices(rowIndices);
+  auto fold = dyn_cast<FoldOp>(accumulated);
+  Value init = fold ? rowStart->value(fold.getInit())
+                    : Value(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f))); // as emitSum's
+  overRow([&](Value h, int64_t w) {
+    Value v = w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, b.getF32Type()), init));
+    storeAccumulators(b, loc, v, accumulators, h, w);
+  });
+  Block &stepBody = accumulated->getRegion(0).front();
+  Value bound = rowStart->value(accumulated->getOperand(0)), done = cst(0);
+  for (int64_t jam = kJammedSteps; jam >= 1; jam /= 2) {
+    Value whole = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, bound, done), cst(jam)), cst(jam));
+    Value end = arith::AddIOp::create(b, loc, done, whole);
+    auto passes = scf::ForOp::create(b, loc, done, end, cst(jam));
+    done = end;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(passes.getBody());
+    std::vector<std::unique_ptr<BodyEmitter>> stepStarts; // each step's row-invariant values
+    for (int64_t j = 0; j < jam; ++j) {
+      std::unique_ptr<BodyEmitter> &start = stepStarts.emplace_back(newEmitter(1));
+      start->startFrom(*rowStart);
+      start->premap(stepBody.getArgument(0), arith::AddIOp::create(b, loc, passes.getInductionVar(), cst(j)));
+      start->emitRowInvariantOps(stepBody);
+    }
+    overRow([&](Value h, int64_t w) {
+      SmallVector<Value> indices(rowIndices);
+      indices.push_back(h);
+      Value acc = loadAccumulators(b, loc, accumulators, h, w);
+      for (std::unique_ptr<BodyEmitter> &start : stepStarts) {
+        std::unique_ptr<BodyEmitter> stepEmitter = newEmitter(w);
+        stepEmitter->startFrom(*start);
+        stepEmitter->mapIndices(indices);
+        acc = stepEmitter->emitReductionStep(accumulated, acc);
+        stepEmitter->flushUnrolls();
+      }
+      storeAccumulators(b, loc, acc, accumulators, h, w);
+    });
+    for (std::unique_ptr<BodyEmitter> &start : stepStarts)
+      start->flushUnrolls();
+  }
+  rowStart->flushUnrolls();
+  return accumulators;
+}
+
 int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
   VaryingAnalysis analysis(op);
   int64_t width = analysis.blocker() ? 1 : op.schedule().getVector();
@@ -984,111 +1073,32 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   });
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
-  // A fold along the row (C2's combine of the token's K rows): instead of every step for each vector of
-  // the row, each step over the whole row, into f32 accumulators on the stack, then the rest of the body
-  // for each vector. Each element still adds its terms in the same order, so the results are the same;
-  // what changes is that a step's row-invariant work (its index loads and checks) runs once per row, and
-  // that the gathered row streams contiguously.
+  // An emitter of width w for this row, of its part of the body.
+  auto newEmitter = [&](int64_t w) {
+    auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split,
+                                                 Value(), part);
+    emitter->setRowTarget(rowTarget);
+    if (prologueEmitter)
+      emitter->startFrom(*prologueEmitter);
+    return emitter;
+  };
+  // A reduction over gathered rows as the row's value: its steps first, over the whole row (see
+  // emitAccumulatedSteps); the loop along the row below then starts from the accumulators.
   Operation *accumulated =
       rowTarget.accumulateRows && width > 1 && laneStride == 1 ? accumulatedReduction(op, analysis) : nullptr;
-  Value accumulators;
-  if (accumulated) {
-    int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();
-    Operation *func = b.getInsertionBlock()->getParentOp();
-    while (!isa<FunctionOpInterface>(func))
-      func = func->getParentOp();
-    OpBuilder entry = OpBuilder::atBlockBegin(&func->getRegion(0).front());
-    accumulators = memref::AllocaOp::create(entry, loc, MemRefType::get({length}, b.getF32Type()));
-    Value vectorEnd = cst(length / width * width);
-    // Loops over the row (a vector part, then the scalar rest), `body(h, w)` for each.
-    auto overRow = [&](const std::function<void(Value, int64_t)> &body) {
-      using Span = std::tuple<Value, Value, int64_t>; // begin, end, vector width
-      for (auto [begin, end, w] : {Span{cst(0), vectorEnd, width}, Span{vectorEnd, inner, 1}}) {
-        auto loop = scf::ForOp::create(b, loc, begin, end, cst(w));
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        body(loop.getInductionVar(), w);
-      }
-    };
-    auto loadAcc = [&](Value h, int64_t w) -> Value {
-      if (w == 1)
-        return memref::LoadOp::create(b, loc, accumulators, ValueRange{h});
-      return vector::LoadOp::create(b, loc, VectorType::get({w}, b.getF32Type()), accumulators, ValueRange{h});
-    };
-    auto storeAcc = [&](Value v, Value h, int64_t w) {
-      if (w == 1)
-        memref::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
-      else
-        vector::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
-    };
-    BodyEmitter rowStart(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, {}, part);
-    rowStart.setRowTarget(rowTarget);
-    if (prologueEmitter)
-      rowStart.startFrom(*prologueEmitter);
-    rowStart.mapIndices(rowIndices);
-    // A sum starts at +0.0, as emitSum's does.
-    auto fold = dyn_cast<FoldOp>(accumulated);
-    Value init = fold ? rowStart.value(fold.getInit())
-                      : Value(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)));
-    overRow([&](Value h, int64_t w) {
-      storeAcc(w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, b.getF32Type()), init)), h, w);
-    });
-    // Passes over the row of `jam` steps each (8, then 4, 2, 1 for what is left): a pass reads `jam` gathered
-    // rows at once, and adds their terms to each element in step order.
-    Block &stepBody = accumulated->getRegion(0).front();
-    Value bound = rowStart.value(accumulated->getOperand(0)), done = cst(0);
-    for (int64_t jam = kJammedSteps; jam >= 1; jam /= 2) {
-      Value left = arith::SubIOp::create(b, loc, bound, done);
-      Value end = arith::AddIOp::create(b, loc, done, arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, left, cst(jam)), cst(jam)));
-      auto passes = scf::ForOp::create(b, loc, done, end, cst(jam));
-      done = end;
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(passes.getBody());
-      std::vector<std::unique_ptr<BodyEmitter>> stepStarts; // each step's row-invariant values
-      for (int64_t j = 0; j < jam; ++j) {
-        auto &start = stepStarts.emplace_back(
-            std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, Value(), part));
-        start->setRowTarget(rowTarget);
-        start->startFrom(rowStart);
-        start->premap(stepBody.getArgument(0), arith::AddIOp::create(b, loc, passes.getInductionVar(), cst(j)));
-        start->emitRowInvariantOps(stepBody);
-      }
-      overRow([&](Value h, int64_t w) {
-        SmallVector<Value> indices(rowIndices);
-        indices.push_back(h);
-        Value acc = loadAcc(h, w);
-        for (auto &start : stepStarts) {
-          BodyEmitter stepEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split, {}, part);
-          stepEmitter.setRowTarget(rowTarget);
-          stepEmitter.startFrom(*start);
-          stepEmitter.mapIndices(indices);
-          acc = stepEmitter.emitReductionStep(accumulated, acc);
-          stepEmitter.flushUnrolls();
-        }
-        storeAcc(acc, h, w);
-      });
-      for (auto &start : stepStarts)
-        start->flushUnrolls();
-    }
-  }
+  Value accumulators =
+      accumulated ? emitAccumulatedSteps(b, op, analysis, accumulated, rowIndices, width, newEmitter) : Value();
   auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
     auto loop = scf::ForOp::create(b, loc, begin, end, cst(step));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> indices(rowIndices);
     indices.push_back(loop.getInductionVar());
-    BodyEmitter emitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split, {}, part);
-    emitter.setRowTarget(rowTarget);
-    if (prologueEmitter)
-      emitter.startFrom(*prologueEmitter);
-    if (accumulated) {
-      Value h = loop.getInductionVar();
-      emitter.premap(accumulated->getResult(0),
-                     w == 1 ? Value(memref::LoadOp::create(b, loc, accumulators, ValueRange{h}))
-                            : Value(vector::LoadOp::create(b, loc, VectorType::get({w}, b.getF32Type()), accumulators,
-                                                           ValueRange{h})));
-    }
-    emitter.emitElement(indices);
+    std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
+    if (accumulated)
+      emitter->premap(accumulated->getResult(0),
+                      loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
+    emitter->emitElement(indices);
   };
   if (width > 1) {
     Value vectorBegin = arith::MulIOp::create(b, loc, laneStart, cst(width));
