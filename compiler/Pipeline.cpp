@@ -3,7 +3,8 @@
 //   OpDef (checked AST)
 //     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
 //     ▼
-//   moe dialect ── moe-specialize ── moe-schedule ── moe-compact-predicated-folds ── moe-hoist-row-invariants
+//   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
+//     │ moe-hoist-row-invariants
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
@@ -267,6 +268,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   for (const auto &[name, value] : statics)
     bind.bindings.push_back(name + "=" + std::to_string(value));
   moePasses.addPass(moe::createMoeSpecialize(bind));
+  if (!(spec.schedule.disabled & kFillUncoveredRows))
+    moePasses.addPass(moe::createMoeFillUncoveredRows());
   moe::MoeScheduleOptions schedule{isGpu ? "gpu" : "cpu", spec.schedule.vector, spec.schedule.threads,
                                    spec.schedule.rowsPerBlock, spec.schedule.unroll};
   moePasses.addPass(moe::createMoeSchedule(schedule));
@@ -278,9 +281,17 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     moePasses.addPass(moe::createMoeHoistRowInvariants());
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");
-  // Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
-  for (auto [plan, checks] : llvm::zip(generated.kernels, generated.checks)) {
-    auto func = module->lookupSymbol<func::FuncOp>(plan.name);
+  // Kernels run in the module's order (moe-fill-uncovered-rows moves fills after the scatters they
+  // complete). Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
+  std::map<std::string, std::pair<const dsl::PlannedKernel *, const std::vector<dsl::IndexCheck> *>> planned;
+  for (auto [plan, checks] : llvm::zip(generated.kernels, generated.checks))
+    planned[plan.name] = {&plan, &checks};
+  for (func::FuncOp func : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
+    auto found = planned.find(func.getSymName().str());
+    if (found == planned.end())
+      continue;
+    const dsl::PlannedKernel &plan = *found->second.first;
+    const std::vector<dsl::IndexCheck> &checks = *found->second.second;
     SmallVector<moe::DomainOp> domains = moe::collectDomainOps(func);
     if (domains.empty()) {
       func.erase();
@@ -293,6 +304,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
                               pointPerWarp, checks});
   }
 
+  if (auto outputs = (*module)->getAttrOfType<ArrayAttr>("moe.workspace"))
+    for (auto name : outputs.getAsValueRange<StringAttr>())
+      result.workspace.push_back(name.str());
   if (wants(Stage::Moe))
     result.dumps[Stage::Moe] = printIR(*module);
 

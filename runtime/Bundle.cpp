@@ -14,7 +14,7 @@ namespace moec {
 
 namespace {
 
-constexpr int kFormat = 2; // 2: kernels take a status buffer for their bounds checks
+constexpr int kFormat = 3; // 2: kernels take a status buffer for their bounds checks; 3: and a workspace
 
 /// Only regular files: a FIFO in a bundle would block the read forever.
 std::string readFile(const std::filesystem::path &path) { return readRegularFile(path.string()); }
@@ -117,7 +117,8 @@ void Bundle::write(const std::filesystem::path &dir, const std::vector<Entry> &e
                                 {"present", e.present},
                                 {"target", e.target},
                                 {"code", e.codeFile},
-                                {"kernels", kernels}});
+                                {"kernels", kernels},
+                                {"workspace", e.workspace}});
   }
   writeFile(dir / "bundle.json", index.dump(2) + "\n");
 }
@@ -152,6 +153,7 @@ std::unique_ptr<Bundle> Bundle::open(const std::filesystem::path &dir, const Cud
       for (const nlohmann::json &kernel : j.at("kernels"))
         e.kernels.push_back(
             kernelMetaFromJson(kernel, TargetKind::GPU, where + ": kernels[" + std::to_string(k++) + "]"));
+      e.workspace = workspaceFromJson(j, where);
       b->list.push_back(std::move(e));
     }
   } catch (const nlohmann::json::exception &error) {
@@ -179,6 +181,7 @@ Kernel Bundle::get(size_t index, const std::map<std::string, int64_t> &runtimeAt
     l->statics = e.statics;
     l->present = e.present;
     l->kernels = e.kernels;
+    l->workspace = e.workspace;
     l->driver = &driver;
     l->cuda = std::make_shared<CudaModule>(driver, readFile(dir / e.codeFile), context);
     for (const KernelMeta &k : e.kernels)

@@ -11,7 +11,23 @@ namespace moec {
 
 using namespace dsl;
 
-void LoadedOp::plan() { plans = planKernels(*op, specializationBindings(*op, present, statics)); }
+void LoadedOp::plan() {
+  std::map<std::string, PlannedKernel> byName;
+  for (PlannedKernel &p : planKernels(*op, specializationBindings(*op, present, statics)))
+    byName.emplace(p.name, std::move(p));
+  plans.clear();
+  for (const KernelMeta &k : kernels) {
+    auto it = byName.find(k.name);
+    if (it == byName.end())
+      throw std::runtime_error(op->name + ": kernel '" + k.name + "' is not a kernel of this specialization");
+    plans.push_back(it->second);
+  }
+  for (const std::string &name : workspace) {
+    const TensorDecl *t = op->findTensor(name);
+    if (!t || !t->isOutput || t->shape.size() < 2 || (t->optional && !present.count(name)))
+      throw std::runtime_error(op->name + ": the workspace's '" + name + "' is not an output of rank 2 or more");
+  }
+}
 
 namespace {
 
@@ -154,6 +170,47 @@ void checkDeviceIndexData(const LoadedOp &l, const std::map<std::string, TensorV
   checkIndexData(*l.op, hostViews, call.bindings);
 }
 
+/// The workspace's size: for each output it names, one byte per row, at kWorkspaceAlignment offsets.
+int64_t workspaceBytes(const LoadedOp &l, const std::map<std::string, TensorView> &outputs) {
+  int64_t bytes = 0;
+  for (const std::string &name : l.workspace) {
+    const std::vector<int64_t> &shape = outputs.at(name).shape;
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < shape.size(); ++d)
+      if (__builtin_mul_overflow(rows, shape[d], &rows))
+        fail(l, "output '" + name + "' has more rows than int64 holds");
+    bytes = (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+    if (__builtin_add_overflow(bytes, rows, &bytes))
+      fail(l, "the workspace needs more bytes than int64 holds");
+  }
+  return bytes;
+}
+
+/// The stream's workspace, at least `bytes` long, zeroed on the stream ahead of the kernels.
+CUdeviceptr zeroedDeviceWorkspace(const LoadedOp &l, int64_t bytes, void *stream) {
+  constexpr size_t kMaxStreams = 64; // more streams than this: drop the buffers once they are idle
+  size_t size = size_t(std::max<int64_t>(bytes, 1));
+  std::shared_ptr<CudaBuffer> buffer;
+  {
+    std::lock_guard<std::mutex> lock(l.statusMutex);
+    auto it = l.deviceWorkspaces.find(stream);
+    if (it == l.deviceWorkspaces.end() || it->second->size() < size) {
+      // A buffer kernels may still use is released only after the work queued before it is done.
+      if (it != l.deviceWorkspaces.end())
+        l.driver->check(l.driver->api().streamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+      if (l.deviceWorkspaces.size() >= kMaxStreams) {
+        l.driver->check(l.driver->api().ctxSynchronize(), "cuCtxSynchronize");
+        l.deviceWorkspaces.clear();
+      }
+      l.deviceWorkspaces[stream] = std::make_shared<CudaBuffer>(*l.driver, size, l.cuda->contextShared());
+    }
+    buffer = l.deviceWorkspaces[stream];
+  }
+  l.driver->check(l.driver->api().memsetD8Async(buffer->pointer(), 0, size_t(bytes), static_cast<CUstream>(stream)),
+                  "cuMemsetD8Async");
+  return buffer->pointer();
+}
+
 size_t statusWords(const LoadedOp &l) {
   size_t checks = 0;
   for (const KernelMeta &k : l.kernels)
@@ -239,6 +296,7 @@ std::shared_ptr<const LoadedOp::CheckedCall> Kernel::check(const std::map<std::s
       fail(l, "kernel '" + l.kernels[k].name + "': its domain has more points than int64 holds");
     checked->units.push_back(units);
   }
+  checked->workspaceBytes = workspaceBytes(l, outputs);
   // Alignment depends on the pointers, not the signature: GPU calls re-check it below on every launch.
   std::lock_guard<std::mutex> lock(l.checkedMutex);
   if (l.checked.size() < 1024) // bounded: shapes vary with batch size
@@ -278,6 +336,14 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
   if (!l.onGpu()) {
     std::vector<int64_t> status(statusWords(l));
     pointers.push_back(status.data());
+    // Zeroed for every call; one buffer per launching thread, so concurrent calls do not share it.
+    thread_local std::vector<uint8_t> workspace;
+    if (!l.workspace.empty()) {
+      if (workspace.size() < size_t(checked->workspaceBytes))
+        workspace.resize(checked->workspaceBytes);
+      std::fill_n(workspace.begin(), checked->workspaceBytes, 0);
+      pointers.push_back(workspace.data());
+    }
     for (size_t k = 0; k < l.kernels.size(); ++k) {
       launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared());
       throwIfIndexOutside(l, l.kernels[k], status.data(), checked->call);
@@ -300,6 +366,8 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
     status = l.deviceStatus;
   }
   pointers.push_back(reinterpret_cast<void *>(status->pointer()));
+  if (!l.workspace.empty())
+    pointers.push_back(reinterpret_cast<void *>(zeroedDeviceWorkspace(l, checked->workspaceBytes, stream)));
   for (size_t k = 0; k < l.kernels.size(); ++k) {
     const KernelMeta &meta = l.kernels[k];
     int64_t perBlock = meta.schedule.rowsPerBlock;

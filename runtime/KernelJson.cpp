@@ -80,4 +80,16 @@ KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const 
   return k;
 }
 
+std::vector<std::string> workspaceFromJson(const nlohmann::json &j, const std::string &where) {
+  if (!j.is_object() || !j.contains("workspace") || !j.at("workspace").is_array())
+    throw std::runtime_error(where + ": 'workspace' must be a list of output names");
+  std::vector<std::string> names;
+  for (const nlohmann::json &name : j.at("workspace")) {
+    if (!name.is_string() || name.get<std::string>().empty())
+      throw std::runtime_error(where + ": 'workspace' must be a list of output names, got " + name.dump());
+    names.push_back(name.get<std::string>());
+  }
+  return names;
+}
+
 } // namespace moec

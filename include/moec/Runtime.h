@@ -88,10 +88,11 @@ private:
 /// What the compiler said of each kernel, as the runtime keeps it.
 std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled);
 
-/// A specialization ready to launch, from its kernels and code: a linked host object (`cpu`) for the
-/// CPU, or PTX loaded on `driver` in `context`.
+/// A specialization ready to launch, from its kernels, their workspace (CompiledOp::workspace) and code:
+/// a linked host object (`cpu`) for the CPU, or PTX loaded on `driver` in `context`.
 std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
-                                       std::vector<KernelMeta> kernels, const std::string &ptx,
+                                       std::vector<KernelMeta> kernels, std::vector<std::string> workspace,
+                                       const std::string &ptx,
                                        std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver,
                                        std::shared_ptr<const CudaContext> context = nullptr);
 

@@ -64,6 +64,7 @@ void loadTable(SymbolLoader &load, CudaDriverTable &t) {
   load(t.memcpyHtoD, "cuMemcpyHtoD_v2");
   load(t.memcpyDtoH, "cuMemcpyDtoH_v2");
   load(t.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  load(t.memsetD8Async, "cuMemsetD8Async");
   load(t.eventCreate, "cuEventCreate");
   load(t.eventRecord, "cuEventRecord");
   load(t.eventSynchronize, "cuEventSynchronize");

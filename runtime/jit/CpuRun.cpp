@@ -5,6 +5,8 @@
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 
+#include <cstring>
+
 namespace moec {
 
 CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
@@ -17,10 +19,12 @@ CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::str
   result.compileTimes = compiled.times;
   // The caller owns `op` for the whole call; the kernel only borrows it.
   std::shared_ptr<const dsl::OpDef> borrowed(&op, [](const dsl::OpDef *) {});
-  Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), "", std::move(compiled.cpu), nullptr), attrs);
+  Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.workspace, "", std::move(compiled.cpu), nullptr), attrs);
   std::map<std::string, TensorView> tensors = inputs;
   for (const auto &[name, shape] : call.outputShapes) {
     auto [it, _] = result.outputs.emplace(name, HostTensor(op.findTensor(name)->elem.resolve(dtype), shape));
+    // All bytes 0xFF (NaN in every float type): an element the kernels never write shows.
+    std::memset(it->second.raw(), 0xFF, it->second.bytes());
     tensors[name] = it->second.view();
   }
   kernel.launch(tensors);
@@ -37,7 +41,7 @@ CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::
   result.compileTimes = compiled.times;
   auto context = std::make_shared<const CudaContext>(driver, 0);
   std::shared_ptr<const dsl::OpDef> borrowed(&op, [](const dsl::OpDef *) {});
-  Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.ptx, nullptr, &driver, context), attrs);
+  Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.workspace, compiled.ptx, nullptr, &driver, context), attrs);
 
   DeviceTensors device(driver);
   std::map<std::string, TensorView> tensors;
@@ -46,7 +50,7 @@ CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::
     tensors[name] = view.data && view.isContiguous() ? device.upload(view) : view;
   for (const auto &[name, shape] : call.outputShapes) {
     auto [it, _] = result.outputs.emplace(name, HostTensor(op.findTensor(name)->elem.resolve(dtype), shape));
-    tensors[name] = device.allocate(it->second.type(), shape);
+    tensors[name] = device.allocate(it->second.type(), shape, 0xFF); // as in runOnCpu
   }
   {
     CudaContext::Scope current(driver, context.get());

@@ -222,10 +222,11 @@ std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Spe
     for (size_t i = 0; i < records.size(); ++i)
       kernels.push_back(
           kernelMetaFromJson(records[i], spec.target.kind, "meta.json: kernels[" + std::to_string(i) + "]"));
+    std::vector<std::string> workspace = workspaceFromJson(entry->meta, "meta.json");
     std::unique_ptr<CpuExecutable> cpu;
     if (spec.target.kind == TargetKind::CPU)
       cpu = loadHostObject(code->second);
-    return makeLoadedOp(src.op, spec, std::move(kernels), code->second, std::move(cpu), options.driver,
+    return makeLoadedOp(src.op, spec, std::move(kernels), std::move(workspace), code->second, std::move(cpu), options.driver,
                         cudaContext);
   } catch (const std::exception &e) {
     disk->discard(hash, e.what());
@@ -252,6 +253,7 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
   entry.meta["kernels"] = nlohmann::json::array();
   for (const KernelMeta &k : kernels)
     entry.meta["kernels"].push_back(kernelMetaToJson(k));
+  entry.meta["workspace"] = compiled.workspace;
   std::string hash = cacheKeyHash(key);
   if (disk->enabled())
     disk->store(hash, entry);
@@ -262,7 +264,7 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
         std::string name = src.op->name + "-" + hash.substr(0, 8) + "." + file;
         writeFileReplacing((*options.dumpDir / name).string(), {text});
       }
-  return makeLoadedOp(src.op, spec, std::move(kernels), artifact, std::move(compiled.cpu), options.driver, cudaContext);
+  return makeLoadedOp(src.op, spec, std::move(kernels), compiled.workspace, artifact, std::move(compiled.cpu), options.driver, cudaContext);
 }
 
 std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
@@ -273,7 +275,8 @@ std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
 }
 
 std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
-                                       std::vector<KernelMeta> kernels, const std::string &ptx,
+                                       std::vector<KernelMeta> kernels, std::vector<std::string> workspace,
+                                       const std::string &ptx,
                                        std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver,
                                        std::shared_ptr<const CudaContext> context) {
   auto l = std::make_shared<LoadedOp>();
@@ -283,6 +286,7 @@ std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, con
   l->statics = resolveStatics(def, spec);
   l->present = resolvePresence(def, spec.present, l->statics);
   l->kernels = std::move(kernels);
+  l->workspace = std::move(workspace);
   if (spec.target.kind == TargetKind::CPU) {
     for (const KernelMeta &k : l->kernels) {
       PackedKernelFn fn = cpu->lookup(k.name);

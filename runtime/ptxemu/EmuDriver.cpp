@@ -278,6 +278,16 @@ CUresult memcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream) {
   return copy(to, from, bytes);
 }
 
+CUresult memsetD8(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream) {
+  Device &d = device();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  uint8_t *to = d.memory.find(dst, bytes);
+  if (!to)
+    return failWith(CUDA_ERROR_INVALID_VALUE, "cuMemsetD8Async: the range is not allocated");
+  std::memset(to, value, bytes);
+  return CUDA_SUCCESS;
+}
+
 CUresult eventCreate(CUevent *e, unsigned) {
   if (!e)
     return CUDA_ERROR_INVALID_VALUE;
@@ -379,6 +389,7 @@ CudaDriverTable emulatorTable() {
   t.memcpyHtoD = memcpyHtoD;
   t.memcpyDtoH = memcpyDtoH;
   t.memcpyDtoDAsync = memcpyDtoD;
+  t.memsetD8Async = memsetD8;
   t.eventCreate = eventCreate;
   t.eventRecord = eventRecord;
   t.eventSynchronize = eventSynchronize;

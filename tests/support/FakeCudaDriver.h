@@ -49,6 +49,7 @@ inline CudaDriverTable fakeCudaDriverTable() {
   t.memcpyHtoD = [](CUdeviceptr, const void *, size_t) { return ok(); };
   t.memcpyDtoH = [](void *, CUdeviceptr, size_t) { return ok(); };
   t.memcpyDtoDAsync = [](CUdeviceptr, CUdeviceptr, size_t, CUstream) { return ok(); };
+  t.memsetD8Async = [](CUdeviceptr, unsigned char, size_t, CUstream) { return ok(); };
   t.eventCreate = [](CUevent *e, unsigned) { *e = reinterpret_cast<CUevent>(0x40); return ok(); };
   t.eventRecord = [](CUevent, CUstream) { return ok(); };
   t.eventSynchronize = [](CUevent) { return ok(); };

@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include "moec/ops/BuiltinOps.h"
+#include "moec/Runtime.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/DiskCache.h"
 
@@ -73,8 +74,8 @@ void runBundle(const BundleOptions &o) {
         }
         Bundle::Entry e{name, spec.dtype, resolveStatics(*op, spec), {}, spec.target.str(), "", {}};
         e.present = resolvePresence(*op, spec.present, e.statics);
-        for (const KernelInfo &k : compiled.kernels)
-          e.kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp, k.checks});
+        e.kernels = kernelMetas(compiled);
+        e.workspace = compiled.workspace;
         e.codeFile = name + "." + dtypeName + "." + contentHash(compiled.ptx).substr(0, 12) + ".ptx";
         entries.push_back(e);
         ptx.push_back(compiled.ptx);

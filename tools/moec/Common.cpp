@@ -68,15 +68,13 @@ void TargetOptions::add(CLI::App &cmd) {
            for (const std::string &name : names) {
              uint32_t bit = optimizationByName(name);
              if (!bit)
-               throw CLI::ValidationError("--disable", "'" + name +
-                                                           "' is not an optimization (hoist-row-invariants, "
-                                                           "compact-predicated-folds, streaming-stores, accumulate-rows)");
+               throw CLI::ValidationError("--disable", "'" + name + "' is not an optimization (" +
+                                                           kOptimizationNames + ")");
              schedule.disabled |= bit;
            }
          },
-         "turn an optimization off: hoist-row-invariants, compact-predicated-folds, streaming-stores, "
-         "accumulate-rows "
-         "(repeatable; results are the same, only speed changes)");
+         std::string("turn an optimization off: ") + kOptimizationNames +
+             " (repeatable; results are the same, only speed changes)");
 }
 
 Target TargetOptions::resolveTarget() const {

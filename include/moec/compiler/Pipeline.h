@@ -65,6 +65,10 @@ struct StageTimes {
 
 struct CompiledOp {
   std::vector<KernelInfo> kernels; // in the order they must run
+  /// The kernels' scratch buffer (see moe-fill-uncovered-rows): empty when they take none; else they take
+  /// a `workspace` pointer after the status buffer, to zeroed memory holding, for each output named here
+  /// in order, one byte per row (all dims but the last) at a 64-byte aligned offset.
+  std::vector<std::string> workspace;
   std::map<Stage, std::string> dumps; // the text of each stage asked for
   std::string ptx;                    // GPU targets
   std::string cpuObject;              // CPU target: the host object file...

@@ -18,8 +18,13 @@ enum Optimization : uint32_t {
   kCompactPredicatedFolds = 1u << 1, // moe-compact-predicated-folds
   kStreamingStores = 1u << 2,        // moe-lower-to-loops{streaming-stores} (CPU)
   kAccumulateRows = 1u << 3,         // moe-lower-to-loops{accumulate-rows} (CPU)
-  kAllOptimizations = (1u << 4) - 1,
+  kFillUncoveredRows = 1u << 4,      // moe-fill-uncovered-rows
+  kAllOptimizations = (1u << 5) - 1,
 };
+
+/// The names optimizationByName() knows, for messages and help.
+inline constexpr const char *kOptimizationNames =
+    "hoist-row-invariants, compact-predicated-folds, streaming-stores, accumulate-rows, fill-uncovered-rows";
 
 /// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.
 inline uint32_t optimizationByName(const std::string &name) {
@@ -31,6 +36,8 @@ inline uint32_t optimizationByName(const std::string &name) {
     return kStreamingStores;
   if (name == "accumulate-rows")
     return kAccumulateRows;
+  if (name == "fill-uncovered-rows")
+    return kFillUncoveredRows;
   return 0;
 }
 

@@ -44,6 +44,9 @@ struct PlannedKernel {
   bool scatter = false; // inside a `for`: a moe.scatter, else a dense moe.compute
 };
 
+/// Where a specialization's workspace puts each buffer: at offsets rounded up to this many bytes.
+constexpr int64_t kWorkspaceAlignment = 64;
+
 /// The kernels of `op` for a specialization, in the order they must run. `known` holds what is decided
 /// at specialization time: presence of optional tensors (inputs given, outputs whose `when` holds) and
 /// static dims/attrs. Branches whose condition `known` decides are kept or dropped here; assignments to

@@ -30,6 +30,7 @@ public:
     std::string target;                     // "ptx-sm_90"
     std::string codeFile;                   // the PTX, relative to the bundle
     std::vector<KernelMeta> kernels;
+    std::vector<std::string> workspace;     // LoadedOp::workspace
   };
 
   /// Reads DIR/bundle.json and the op sources it names; throws std::runtime_error naming the file and

@@ -39,6 +39,7 @@ struct CudaDriverTable {
   decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
   decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
+  decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
   decltype(&::cuEventCreate) eventCreate = nullptr;
   decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;

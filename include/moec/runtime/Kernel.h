@@ -56,6 +56,9 @@ struct LoadedOp {
   std::set<std::string> present;          // optional tensors the kernels take (inputs and outputs)
   std::vector<KernelMeta> kernels;        // in launch order
   std::vector<dsl::PlannedKernel> plans;  // the same kernels' domains, from planKernels()
+  /// The kernels' workspace (CompiledOp::workspace): outputs with one zeroed byte per row each. Empty:
+  /// the kernels take no workspace argument.
+  std::vector<std::string> workspace;
 
   // CPU: packed entry points, kept alive by cpuOwner (the JIT).
   std::vector<PackedKernelFn> cpu;
@@ -66,7 +69,8 @@ struct LoadedOp {
   std::vector<void *> functions; // CUfunction, per kernel
 
   bool onGpu() const { return cuda != nullptr; }
-  /// Plans the kernels' domains from the op; call once the fields above are set.
+  /// Plans the kernels' domains from the op, by kernel name, and checks the workspace's outputs; call once
+  /// the fields above are set. Throws std::runtime_error when the kernels do not fit the op.
   void plan();
 
   /// Calls already checked, by their shape signature (dtypes, devices, shapes, attributes): a repeat
@@ -75,6 +79,7 @@ struct LoadedOp {
     BoundCall call;
     std::vector<int64_t> scalars; // the kernels' runtime dims and attributes
     std::vector<int64_t> units;   // per kernel: rows (CPU, GPU rows) or points (GPU, point per warp)
+    int64_t workspaceBytes = 0;
   };
   mutable std::mutex checkedMutex;
   mutable std::unordered_map<std::string, std::shared_ptr<const CheckedCall>> checked;
@@ -83,6 +88,8 @@ struct LoadedOp {
   /// first launch and shared by launches; read back only under MOEC_CHECK_INDICES=1.
   mutable std::mutex statusMutex;
   mutable std::shared_ptr<CudaBuffer> deviceStatus;
+  /// CUDA: the workspace, one per stream (launches on one stream run in order; on two, at once).
+  mutable std::map<void *, std::shared_ptr<CudaBuffer>> deviceWorkspaces;
 };
 
 /// A handle to a loaded specialization plus the runtime attribute values it was requested with.

@@ -28,4 +28,8 @@ nlohmann::json kernelMetaToJson(const KernelMeta &k);
 /// std::runtime_error naming `where` (the file and the record) and the field.
 KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const std::string &where);
 
+/// The `workspace` field of a cache entry or bundle entry `j` (LoadedOp::workspace): a list of output
+/// names, each checked to be a non-empty string; LoadedOp::plan() checks them against the op.
+std::vector<std::string> workspaceFromJson(const nlohmann::json &j, const std::string &where);
+
 } // namespace moec

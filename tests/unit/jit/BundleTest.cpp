@@ -1,6 +1,7 @@
 //===- BundleTest.cpp - AOT bundles: written, loaded, launched on a fake driver ===//
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
+#include "moec/Runtime.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/HostTensor.h"
@@ -27,8 +28,16 @@ struct Launch {
   unsigned grid[3], block[3];
   size_t params;
   void *stream;
+  std::vector<uint64_t> values; // the parameters (all 8 bytes in the ABI), when paramCount is set
 };
 std::vector<Launch> launches;
+struct Memset {
+  CUdeviceptr to;
+  unsigned char value;
+  size_t bytes;
+  CUstream stream;
+};
+std::vector<Memset> memsets;
 std::string loadedPtx;
 size_t paramCount = 0; // set by the test: how many parameters the kernel takes
 
@@ -43,7 +52,14 @@ CudaDriverTable fakeDriver() {
   };
   t.launchKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                       unsigned, CUstream s, void **params, void **) {
-    launches.push_back({{gx, gy, gz}, {bx, by, bz}, paramCount, s});
+    std::vector<uint64_t> values;
+    for (size_t i = 0; i < paramCount; ++i)
+      values.push_back(*static_cast<uint64_t *>(params[i]));
+    launches.push_back({{gx, gy, gz}, {bx, by, bz}, paramCount, s, values});
+    return CUDA_SUCCESS;
+  };
+  t.memsetD8Async = [](CUdeviceptr to, unsigned char value, size_t bytes, CUstream s) {
+    memsets.push_back({to, value, bytes, s});
     return CUDA_SUCCESS;
   };
   return t;
@@ -58,8 +74,8 @@ std::pair<Bundle::Entry, std::string> compileEntry(const std::string &name, DTyp
   CompiledOp compiled = compile(*op, spec);
   Bundle::Entry e{name, dtype, resolveStatics(*op, spec), {}, "ptx-sm_90", name + ".ptx", {}};
   e.present = resolvePresence(*op, with, e.statics);
-  for (const KernelInfo &k : compiled.kernels)
-    e.kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp, k.checks});
+  e.kernels = kernelMetas(compiled);
+  e.workspace = compiled.workspace;
   return {e, compiled.ptx};
 }
 
@@ -116,8 +132,9 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(launches[0].block[1], 1u);
   EXPECT_EQ(launches[0].stream, reinterpret_cast<void *>(0x77));
 
-  // A3 with probs, T = 100 tokens, K = 8 (R = 800): zero fill (R rows), probs grad (a warp per (t, e)
-  // point: 100 * 64 points, 8 per block), data grad scatter (rows of (t, e), a warp each, 8 per block).
+  // A3 with probs, T = 100 tokens, K = 8 (R = 800): probs grad (a warp per (t, e) point: 100 * 64 points,
+  // 8 per block), data grad scatter (rows of (t, e), a warp each, 8 per block), then the zero fill of the
+  // R rows the scatter left unwritten (moe-fill-uncovered-rows; a warp per row, 8 per block).
   Kernel g = bundle->get("moe_token_unpermute_with_routing_map_grad",
                          {DType::BF16, {{"H", 4096}, {"E", 64}}, {}, {"routing_map", "permuted_tokens", "probs"}, {}});
   launches.clear();
@@ -130,14 +147,31 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
       {"probs", device(DType::BF16, {100, 64}, 0x100000000)},
       {"permuted_tokens_grad", device(DType::BF16, {800, 4096}, 0x140000000)},
       {"probs_grad", device(DType::BF16, {100, 64}, 0x180000000)}};
-  g.launch(t);
+  memsets.clear();
+  paramCount = 12; // 8 tensors, the status buffer, the workspace, Tk, R
+  g.launch(t, reinterpret_cast<void *>(0x78));
+  // The workspace (a byte per row of permuted_tokens_grad) is zeroed on the stream, then passed to every
+  // kernel after the status buffer.
+  ASSERT_EQ(memsets.size(), 1u);
+  EXPECT_EQ(memsets[0].value, 0);
+  EXPECT_EQ(memsets[0].bytes, 800u);
+  EXPECT_EQ(memsets[0].stream, reinterpret_cast<CUstream>(0x78));
   ASSERT_EQ(launches.size(), 3u);
-  EXPECT_EQ(launches[0].grid[0], 800u);
+  for (const Launch &l : launches) {
+    ASSERT_EQ(l.values.size(), 12u);
+    EXPECT_EQ(l.values[9], memsets[0].to);
+    EXPECT_EQ(l.values[10], 100u);
+    EXPECT_EQ(l.values[11], 800u);
+  }
+  EXPECT_EQ(launches[0].grid[0], 100u * 64 / 8);
+  EXPECT_EQ(launches[0].block[0], 32u);
+  EXPECT_EQ(launches[0].block[1], 8u);
+  // The data grad's write guard depends on the row only: a warp per (t, e) row, 8 rows a block.
   EXPECT_EQ(launches[1].grid[0], 100u * 64 / 8);
   EXPECT_EQ(launches[1].block[0], 32u);
   EXPECT_EQ(launches[1].block[1], 8u);
-  // The data grad's write guard depends on the row only: a warp per (t, e) row, 8 rows a block.
-  EXPECT_EQ(launches[2].grid[0], 100u * 64 / 8);
+  // So does the fill's ("no scatter wrote this row").
+  EXPECT_EQ(launches[2].grid[0], 800u / 8);
   EXPECT_EQ(launches[2].block[0], 32u);
   EXPECT_EQ(launches[2].block[1], 8u);
 }
@@ -168,8 +202,8 @@ TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {
     expectCovers(launches[0], b2.kernels[0], n);
   }
 
-  // A3 with probs, T = 5 tokens, K = 2 of E = 3 (R = 10): zero fill (R rows), probs_grad (a warp per
-  // (t, e): 15 points), permuted_tokens_grad (rows of (t, e)).
+  // A3 with probs, T = 5 tokens, K = 2 of E = 3 (R = 10): probs_grad (a warp per (t, e): 15 points),
+  // permuted_tokens_grad (rows of (t, e)), the zero fill of unwritten rows (R rows).
   Kernel g = bundle->get("moe_token_unpermute_with_routing_map_grad",
                          {DType::F32, {{"H", 7}, {"E", 3}}, {}, {"routing_map", "permuted_tokens", "probs"}, {}});
   std::map<std::string, TensorView> t = {
@@ -185,7 +219,7 @@ TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {
   g.launch(t);
   ASSERT_EQ(launches.size(), 3u);
   ASSERT_EQ(a3.kernels.size(), 3u);
-  const int64_t units[3] = {10, 5 * 3, 5 * 3};
+  const int64_t units[3] = {5 * 3, 5 * 3, 10};
   bool someRemainder = false;
   for (int i = 0; i < 3; ++i) {
     expectCovers(launches[i], a3.kernels[i], units[i]);

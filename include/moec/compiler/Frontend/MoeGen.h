@@ -41,6 +41,7 @@ public:
 ///    one index per runtime attribute, in declaration order)
 ///
 /// Each argument carries `moe.arg = "tensor:NAME" | "status" | "dim:NAME" | "attr:NAME"`.
+/// (moe-fill-uncovered-rows may add a `workspace` pointer after the status buffer to every kernel.)
 ///
 /// Every gather and scatter index that is not provably inside its dim (a domain, for, sum or fold
 /// variable whose bound is that dim, or `i * B + j` over a dim `A * B`) is checked in the kernel: an

@@ -33,6 +33,47 @@ def MoeSpecialize : Pass<"moe-specialize", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def MoeFillUncoveredRows : Pass<"moe-fill-uncovered-rows", "::mlir::ModuleOp"> {
+  let summary = "Writes an output's fill only to the rows that later scatters leave unwritten";
+  let description = [{
+    An op that fills an output (`out[r, h] = 0`) and then scatters whole rows into it writes most rows
+    twice. When a kernel computes all of an output from read-only inputs, and later kernels write that
+    output only through `moe.scatter`s of whole rows (row indices and guard independent of the contiguous
+    index), this pass gives every kernel a `workspace` pointer (after the last pointer argument; the
+    runtime passes a zeroed buffer with one byte per row of each such output, at 64-byte aligned offsets,
+    in the order of the module's `moe.workspace` attribute), has each scatter set its rows' bytes, and
+    moves the fill after the scatters as a scatter guarded by "this row's byte is 0". Results do not change.
+
+    ```mlir
+    func.func @fill(...) {
+      moe.compute %out[%R, %c64] : memref<?x64xbf16> { ^bb0(%r: index, %h: index): moe.yield %zero : bf16 }
+    }
+    func.func @scatter(...) {
+      moe.scatter %out[%Tk, %K, %c64] : memref<?x64xbf16> { ...; moe.write %v to [%row, %h] if %live : bf16 }
+    }
+    // becomes
+    func.func @scatter(..., %ws: !llvm.ptr {moe.arg = "workspace"}, ...) {
+      %covered = moe.view %ws_at_0[%R] : !llvm.ptr -> memref<?xi8>
+      moe.scatter %out[%Tk, %K, %c64] ... {
+        ...
+        scf.if %live_and_inside { memref.store %c1_i8, %covered[%row] : memref<?xi8> }
+        moe.write %v to [%row, %h] if %live : bf16
+      }
+    }
+    func.func @fill(..., %ws: !llvm.ptr {moe.arg = "workspace"}, ...) {
+      moe.scatter %out[%R, %c64] ... {
+      ^bb0(%r: index, %h: index):
+        %m = memref.load %covered[%r] : memref<?xi8>
+        %unwritten = arith.cmpi eq, %m, %c0_i8 : i8
+        moe.write %zero to [%r, %h] if %unwritten : bf16
+      }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
   let summary = "Chooses how each moe.compute runs and records it as #moe.schedule";
   let description = [{
