@@ -4,7 +4,7 @@
 //     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
-//     │ moe-hoist-row-invariants
+//     │ moe-hoist-row-invariants ── moe-carry-prefix-folds (cpu)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
@@ -279,6 +279,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     moePasses.addPass(moe::createMoeCompactPredicatedFolds({isGpu ? "gpu" : "cpu"}));
   if (hoist)
     moePasses.addPass(moe::createMoeHoistRowInvariants());
+  // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
+  if (hoist && !isGpu && !(spec.schedule.disabled & kCarryPrefixFolds))
+    moePasses.addPass(moe::createMoeCarryPrefixFolds());
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");
   // Kernels run in the module's order (moe-fill-uncovered-rows moves fills after the scatters they

@@ -78,6 +78,13 @@ nlohmann::json header(const BenchOptions &o, const std::string &mode, int64_t to
 void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::Case &c, nlohmann::json line) {
   ptxemu::LaunchOptions launch = ptxemu::launchOptions();
   launch.sampleBlocks = o.sampleBlocks;
+  // Kernels that pass rows through the workspace (a fill skips the rows a scatter marked) see each
+  // other's effects: a sample of one kernel's blocks would leave the next one's work wrong. All run.
+  if (!kernel.specialization().workspace.empty() && o.sampleBlocks != 0) {
+    launch.sampleBlocks = 0;
+    if (!o.json)
+      fmt::print("(the kernels share a workspace: every block runs, --sample-blocks does not apply)\n");
+  }
   ptxemu::setLaunchOptions(launch);
   gpucheck::DeviceCall call(CudaDriver::emulator(), c);
   ptxemu::takeProfiles();

@@ -19,12 +19,14 @@ enum Optimization : uint32_t {
   kStreamingStores = 1u << 2,        // moe-lower-to-loops{streaming-stores} (CPU)
   kAccumulateRows = 1u << 3,         // moe-lower-to-loops{accumulate-rows} (CPU)
   kFillUncoveredRows = 1u << 4,      // moe-fill-uncovered-rows
-  kAllOptimizations = (1u << 5) - 1,
+  kCarryPrefixFolds = 1u << 5,       // moe-carry-prefix-folds (CPU)
+  kAllOptimizations = (1u << 6) - 1,
 };
 
 /// The names optimizationByName() knows, for messages and help.
 inline constexpr const char *kOptimizationNames =
-    "hoist-row-invariants, compact-predicated-folds, streaming-stores, accumulate-rows, fill-uncovered-rows";
+    "hoist-row-invariants, compact-predicated-folds, streaming-stores, accumulate-rows, fill-uncovered-rows, "
+    "carry-prefix-folds";
 
 /// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.
 inline uint32_t optimizationByName(const std::string &name) {
@@ -38,6 +40,8 @@ inline uint32_t optimizationByName(const std::string &name) {
     return kAccumulateRows;
   if (name == "fill-uncovered-rows")
     return kFillUncoveredRows;
+  if (name == "carry-prefix-folds")
+    return kCarryPrefixFolds;
   return 0;
 }
 

@@ -84,7 +84,8 @@ TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
     CpuRunResult plain = run(kAllOptimizations);
     for (uint32_t disabled :
          {0u, uint32_t(kHoistRowInvariants), uint32_t(kCompactPredicatedFolds), uint32_t(kStreamingStores),
-          uint32_t(kAccumulateRows), uint32_t(kFillUncoveredRows)}) {
+          uint32_t(kAccumulateRows), uint32_t(kFillUncoveredRows),
+          uint32_t(kCarryPrefixFolds)}) {
       SCOPED_TRACE("disabled optimizations: " + std::to_string(disabled));
       CpuRunResult optimized = run(disabled);
       ASSERT_EQ(optimized.outputs.size(), plain.outputs.size());

@@ -167,6 +167,31 @@ def MoeHoistRowInvariants : Pass<"moe-hoist-row-invariants", "::mlir::ModuleOp">
   }];
 }
 
+def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
+  let summary = "CPU: a row's prefix fold continues from the previous row's value";
+  let description = [{
+    A row-invariant `moe.fold` (marked by moe-hoist-row-invariants) whose bound is the domain's last row
+    index `e`, and whose init and steps depend on neither `e` nor the contiguous index, computes a prefix
+    over `j < e` (A3 numbers a (token, expert) row's slot by counting the routing map's experts before it).
+    One CPU thread runs its rows in order, so this pass keeps the last row's indices and the fold's value
+    in a stack cell of the kernel and, when the previous row was (same outer indices, e - 1), runs only the
+    step j = e - 1 from the kept value; otherwise all e steps from init. Same steps, same order: results
+    are bit-identical. CPU only (GPU rows run in parallel).
+
+    ```mlir
+    %k = moe.fold %e, %c0 {moe.row_invariant} : index { ^bb0(%j: index, %n: index): ... }
+    // becomes (the cell %rows / %value is a memref.alloca at the kernel's entry)
+    %continues = (e > 0) and %rows == [t, e - 1]
+    %start = arith.select %continues, %e_minus_1, %c0 : index
+    %count = arith.subi %e, %start : index
+    %from = arith.select %continues, %kept, %c0 : index
+    %k = moe.fold %count, %from { ^bb0(%i: index, %n: index): %j = arith.addi %start, %i ... }
+    memref.store %t, %rows[%c0] ... memref.store %k, %value[%c0]
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
   let summary = "CPU: lowers moe.compute to a row loop over a range and a vector loop along the row";
   let description = [{
