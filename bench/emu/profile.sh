@@ -2,11 +2,13 @@
 # The PTX emulator's GPU performance proxy for every op x mode at one model shape (default DeepSeek-V3:
 # H 7168, top-8 of 256 experts, 4096 tokens): warp instructions per 16 bytes of minimum traffic, coalescing,
 # and the fraction of H200 copy bandwidth the bound allows. Usage: bench/emu/profile.sh [DTYPE] [H E K]
+# A3's kernels share a workspace (its fill skips the rows the scatter marked), so every block of theirs
+# runs instead of a sample: they run at A3_TOKENS (default 256) tokens to keep that short.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
 dtype=${1:-bf16} H=${2:-7168} E=${3:-256} K=${4:-8}
-sample=${SAMPLE_BLOCKS:-256}
+sample=${SAMPLE_BLOCKS:-256} a3tokens=${A3_TOKENS:-256}
 run() { # label, then moec bench arguments
   local label=$1
   shift
@@ -22,14 +24,15 @@ us = re.search(r"bound ([\d.]+) us", line).group(1)
 print(f"| {label:<44} | {ipb:>9} | {coal:>9}% | {us:>9} | {frac:>7}% |")
 PY
 }
-echo "PTX emulator profile, $dtype, H=$H E=$E K=$K (sampled: $sample blocks per launch, counts scaled)"
+echo "PTX emulator profile, $dtype, H=$H E=$E K=$K (sampled: $sample blocks per launch, counts scaled; A3: all"
+echo "blocks at $a3tokens tokens)"
 echo "| op, mode                                     | instr/16B | coalescing | bound us  | of copy |"
 echo "|----------------------------------------------|-----------|------------|-----------|---------|"
 b2=(moe_init_routing_v2_grad --dim H=$H --attr top_k=$K)
 run "B2 dropless" "${b2[@]}"
 run "B2 dropless, active_num" "${b2[@]}" --active
 run "B2 drop_pad_mode=1" "${b2[@]}" --attr drop_pad_mode=1
-a3=(moe_token_unpermute_with_routing_map_grad --dim E=$E --dim H=$H)
+a3=(moe_token_unpermute_with_routing_map_grad --dim E=$E --dim H=$H --tokens "$a3tokens")
 run "A3 default" "${a3[@]}"
 run "A3 +routing_map,+permuted_tokens,+probs" "${a3[@]}" --with routing_map --with permuted_tokens --with probs
 run "A3 drop_and_pad" "${a3[@]}" --attr drop_and_pad=1
