@@ -443,6 +443,16 @@ const BadEntry kBadEntries[] = {
      }},
     {"no kernels list",
      [](const fs::path &e) { forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"].erase("kernels"); }); }},
+    {"no workspace list",
+     [](const fs::path &e) { forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"].erase("workspace"); }); }},
+    {"a workspace that is not a list of names",
+     [](const fs::path &e) {
+       forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"]["workspace"] = {1, 2}; });
+     }},
+    {"a workspace naming an input",
+     [](const fs::path &e) {
+       forgeEntry(e, [](nlohmann::json &m, const fs::path &) { m["user"]["workspace"] = {"grad_expanded_x"}; });
+     }},
     {"no kernel.o",
      [](const fs::path &e) {
        forgeEntry(e, [](nlohmann::json &m, const fs::path &dir) {
