@@ -26,6 +26,8 @@ int main(int argc, char **argv) {
       for (const moec::KernelMeta &k : e.kernels)
         std::cout << "  " << k.name << " -> " << k.output << " " << k.schedule.str()
                   << (k.pointPerWarp ? " warp-per-point" : "") << "\n";
+      for (const std::string &output : e.workspace)
+        std::cout << "  workspace: a zeroed byte per row of " << output << "\n";
     }
     std::cout << (driver.available() ? "CUDA device: " + driver.archName(0)
                                      : "cannot launch here: " + driver.unavailableReason())
