@@ -13,8 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <unistd.h>
 
 using namespace moec;
@@ -75,6 +77,37 @@ TEST(Workspace, StartsZeroedForEveryCallOnTheCpu) {
     kernel.launch(tensors, nullptr, c.attrs);
     expectEqualBytes(out, c.expected.at("permuted_tokens_grad"), "dropping every " + std::to_string(dropEvery));
   }
+}
+
+// Calls from several threads at once each get their own workspace (one per launching thread).
+TEST(Workspace, ConcurrentCallsOnTheCpuDoNotShareIt) {
+  CacheDir cache("threads");
+  Runtime::Options o;
+  o.target = Target::cpu();
+  o.cacheDir = cache.path;
+  Runtime rt(o);
+  Kernel kernel = rt.get(kOp, request());
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      std::mt19937 rng(std::random_device{}() + i);
+      for (int call = 0; call < 20; ++call) {
+        Case c = unpermuteCase(rng, (call + i) % 4); // 0: every row written; else some dropped
+        HostTensor out(DType::F32, {kTokens * kTopK, kH});
+        std::memset(out.raw(), 0xFF, out.bytes());
+        std::map<std::string, TensorView> tensors = {{"permuted_tokens_grad", out.view()}};
+        for (auto &[name, t] : c.inputs)
+          tensors[name] = t.view();
+        kernel.launch(tensors, nullptr, c.attrs);
+        const HostTensor &expected = c.expected.at("permuted_tokens_grad");
+        if (std::memcmp(out.raw(), expected.raw(), out.bytes()) != 0)
+          ++mismatches;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(Workspace, StartsZeroedForEveryCallOnTheEmulatedGpu) {
