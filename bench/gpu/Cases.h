@@ -224,7 +224,11 @@ inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64
   }
   HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
   std::iota(ints(outIndex), ints(outIndex) + R, 0);
-  std::stable_sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) { return tokenOfRow[a] < tokenOfRow[b]; });
+  // Stable by token (rows of one token in row order); std::stable_sort would warn here (libstdc++ 12's
+  // deprecated get_temporary_buffer under clang).
+  std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
+    return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
+  });
   std::vector<Slot> slots;
   for (int64_t i = 0; i < R; ++i) {
     ints(tokenIds)[i] = tokenOfRow[ints(outIndex)[i]];

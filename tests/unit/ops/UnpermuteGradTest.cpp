@@ -277,7 +277,9 @@ std::vector<int32_t> nonPadSortedIndices(const std::vector<std::vector<int>> &m,
 std::vector<int32_t> stableArgsort(const std::vector<int32_t> &keys) {
   std::vector<int32_t> idx(keys.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
+  // Ties in index order, as std::stable_sort would (which warns under clang with libstdc++ 12).
+  std::sort(idx.begin(), idx.end(),
+            [&](int32_t a, int32_t b) { return std::make_pair(keys[a], a) < std::make_pair(keys[b], b); });
   return idx;
 }
 
