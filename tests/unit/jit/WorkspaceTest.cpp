@@ -58,34 +58,41 @@ void expectEqualBytes(const HostTensor &got, const HostTensor &expected, const s
   EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.bytes()), 0) << call << ": permuted_tokens_grad differs";
 }
 
-TEST(Workspace, StartsZeroedForEveryCallOnTheCpu) {
-  CacheDir cache("cpu");
+Runtime::Options cpuOptions(const CacheDir &cache) {
   Runtime::Options o;
   o.target = Target::cpu();
   o.cacheDir = cache.path;
-  Runtime rt(o);
+  return o;
+}
+
+/// Launches `c` on the CPU into an output of 0xFF bytes and returns the output.
+HostTensor launchOnCpu(const Kernel &kernel, Case &c) {
+  HostTensor out(DType::F32, {kTokens * kTopK, kH});
+  std::memset(out.raw(), 0xFF, out.bytes());
+  std::map<std::string, TensorView> tensors = {{"permuted_tokens_grad", out.view()}};
+  for (auto &[name, t] : c.inputs)
+    tensors[name] = t.view();
+  kernel.launch(tensors, nullptr, c.attrs);
+  return out;
+}
+
+TEST(Workspace, StartsZeroedForEveryCallOnTheCpu) {
+  CacheDir cache("cpu");
+  Runtime rt(cpuOptions(cache));
   Kernel kernel = rt.get(kOp, request());
   ASSERT_FALSE(kernel.specialization().workspace.empty()) << "the A3 zero fill is expected to use a workspace";
   std::mt19937 rng(std::random_device{}());
   for (int dropEvery : {0, 3, 2}) {
     Case c = unpermuteCase(rng, dropEvery);
-    HostTensor out(DType::F32, {kTokens * kTopK, kH});
-    std::memset(out.raw(), 0xFF, out.bytes());
-    std::map<std::string, TensorView> tensors = {{"permuted_tokens_grad", out.view()}};
-    for (auto &[name, t] : c.inputs)
-      tensors[name] = t.view();
-    kernel.launch(tensors, nullptr, c.attrs);
-    expectEqualBytes(out, c.expected.at("permuted_tokens_grad"), "dropping every " + std::to_string(dropEvery));
+    expectEqualBytes(launchOnCpu(kernel, c), c.expected.at("permuted_tokens_grad"),
+                     "dropping every " + std::to_string(dropEvery));
   }
 }
 
 // Calls from several threads at once each get their own workspace (one per launching thread).
 TEST(Workspace, ConcurrentCallsOnTheCpuDoNotShareIt) {
   CacheDir cache("threads");
-  Runtime::Options o;
-  o.target = Target::cpu();
-  o.cacheDir = cache.path;
-  Runtime rt(o);
+  Runtime rt(cpuOptions(cache));
   Kernel kernel = rt.get(kOp, request());
   std::atomic<int> mismatches{0};
   std::vector<std::thread> threads;
@@ -94,12 +101,7 @@ TEST(Workspace, ConcurrentCallsOnTheCpuDoNotShareIt) {
       std::mt19937 rng(std::random_device{}() + i);
       for (int call = 0; call < 20; ++call) {
         Case c = unpermuteCase(rng, (call + i) % 4); // 0: every row written; else some dropped
-        HostTensor out(DType::F32, {kTokens * kTopK, kH});
-        std::memset(out.raw(), 0xFF, out.bytes());
-        std::map<std::string, TensorView> tensors = {{"permuted_tokens_grad", out.view()}};
-        for (auto &[name, t] : c.inputs)
-          tensors[name] = t.view();
-        kernel.launch(tensors, nullptr, c.attrs);
+        HostTensor out = launchOnCpu(kernel, c);
         const HostTensor &expected = c.expected.at("permuted_tokens_grad");
         if (std::memcmp(out.raw(), expected.raw(), out.bytes()) != 0)
           ++mismatches;
