@@ -88,7 +88,8 @@ struct LoadedOp {
   /// first launch and shared by launches; read back only under MOEC_CHECK_INDICES=1.
   mutable std::mutex statusMutex;
   mutable std::shared_ptr<CudaBuffer> deviceStatus;
-  /// CUDA: the workspace, one per stream (launches on one stream run in order; on two, at once).
+  /// CUDA: the workspace, one per stream (launches on one stream run in order; on two, at once); guarded
+  /// by statusMutex like the status buffer.
   mutable std::map<void *, std::shared_ptr<CudaBuffer>> deviceWorkspaces;
 };
 
