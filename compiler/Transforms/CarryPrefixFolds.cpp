@@ -86,7 +86,7 @@ SmallVector<Carriable> carriableFolds(DomainOp domain) {
 void carry(OpBuilder &b, func::FuncOp func, DomainOp domain, FoldOp fold, unsigned position) {
   Location loc = fold.getLoc();
   Block &body = domain.body();
-  unsigned rowDims = position + 1; // the indices kept: those up to the position
+  unsigned keptDims = position + 1; // the indices kept: the domain's up to the position
   Type type = fold.getType();
   // The cell, per call of the kernel (so per thread's range of rows): the last row's indices, then the
   // fold's value there. Index -1 matches no row.
@@ -94,10 +94,10 @@ void carry(OpBuilder &b, func::FuncOp func, DomainOp domain, FoldOp fold, unsign
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&func.getBody().front());
-    rows = memref::AllocaOp::create(b, loc, MemRefType::get({int64_t(rowDims)}, b.getIndexType()));
+    rows = memref::AllocaOp::create(b, loc, MemRefType::get({int64_t(keptDims)}, b.getIndexType()));
     value = memref::AllocaOp::create(b, loc, MemRefType::get({1}, type));
     Value none = arith::ConstantIndexOp::create(b, loc, -1);
-    for (unsigned d = 0; d < rowDims; ++d)
+    for (unsigned d = 0; d < keptDims; ++d)
       memref::StoreOp::create(b, loc, none, rows, ValueRange{arith::ConstantIndexOp::create(b, loc, d)});
   }
 
@@ -108,12 +108,12 @@ void carry(OpBuilder &b, func::FuncOp func, DomainOp domain, FoldOp fold, unsign
     return v;
   };
   auto cst = [&](int64_t v) { return mark(arith::ConstantIndexOp::create(b, loc, v)); };
-  Value e = body.getArgument(rowDims - 1);
+  Value e = body.getArgument(keptDims - 1);
   Value previous = mark(arith::SubIOp::create(b, loc, e, cst(1)));
   Value continues = mark(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, e, cst(0)));
-  for (unsigned d = 0; d < rowDims; ++d) {
+  for (unsigned d = 0; d < keptDims; ++d) {
     Value kept = mark(memref::LoadOp::create(b, loc, rows, ValueRange{cst(d)}));
-    Value expected = d + 1 == rowDims ? previous : body.getArgument(d);
+    Value expected = d + 1 == keptDims ? previous : body.getArgument(d);
     Value same = mark(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kept, expected));
     continues = mark(arith::AndIOp::create(b, loc, continues, same));
   }
@@ -134,7 +134,7 @@ void carry(OpBuilder &b, func::FuncOp func, DomainOp domain, FoldOp fold, unsign
     for (Operation &op : from)
       b.clone(op, map);
   }
-  for (unsigned d = 0; d < rowDims; ++d)
+  for (unsigned d = 0; d < keptDims; ++d)
     added.push_back(memref::StoreOp::create(b, loc, body.getArgument(d), rows, ValueRange{cst(d)}));
   added.push_back(memref::StoreOp::create(b, loc, carried.getResult(), value, ValueRange{cst(0)}));
   if (fold->hasAttr(kRowInvariantAttr))

@@ -153,38 +153,31 @@ Value flatten(OpBuilder &b, Location loc, ValueRange indices, ValueRange sizes) 
   return flat;
 }
 
-class Workspace {
-public:
-  Workspace(MutableArrayRef<Candidate> outputs) : outputs(outputs) {}
-
-  /// Output `k`'s covered-row bytes as a memref<?xi8>, built at the start of `func`.
-  Value coveredRows(OpBuilder &b, func::FuncOp func, size_t k, BlockArgument workspace) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&func.getBody().front());
-    Location loc = func.getLoc();
-    Value offset = arith::ConstantIndexOp::create(b, loc, 0);
-    Value rows;
-    for (size_t j = 0; j <= k; ++j) {
-      ValueRange sizes = outputs[j].view.getSizes().drop_back();
-      rows = rebuildExtent(b, func, sizes.front());
-      for (Value size : sizes.drop_front())
-        rows = arith::MulIOp::create(b, loc, rows, rebuildExtent(b, func, size));
-      if (j < k) { // the next buffer starts at the next aligned offset
-        Value align = arith::ConstantIndexOp::create(b, loc, kWorkspaceAlignment);
-        Value end = arith::AddIOp::create(b, loc, offset, rows);
-        Value up = arith::AddIOp::create(b, loc, end, arith::ConstantIndexOp::create(b, loc, kWorkspaceAlignment - 1));
-        offset = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, up, align), align);
-      }
+/// Output `k`'s covered-row bytes in the workspace, as a memref<?xi8> built at the start of `func`.
+Value coveredRows(OpBuilder &b, func::FuncOp func, MutableArrayRef<Candidate> outputs, size_t k,
+                  BlockArgument workspace) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Location loc = func.getLoc();
+  Value offset = arith::ConstantIndexOp::create(b, loc, 0);
+  Value rows;
+  for (size_t j = 0; j <= k; ++j) {
+    ValueRange sizes = outputs[j].view.getSizes().drop_back();
+    rows = rebuildExtent(b, func, sizes.front());
+    for (Value size : sizes.drop_front())
+      rows = arith::MulIOp::create(b, loc, rows, rebuildExtent(b, func, size));
+    if (j < k) { // the next buffer starts at the next aligned offset
+      Value align = arith::ConstantIndexOp::create(b, loc, kWorkspaceAlignment);
+      Value end = arith::AddIOp::create(b, loc, offset, rows);
+      Value up = arith::AddIOp::create(b, loc, end, arith::ConstantIndexOp::create(b, loc, kWorkspaceAlignment - 1));
+      offset = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, up, align), align);
     }
-    Value offset64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), offset);
-    Value base = LLVM::GEPOp::create(b, loc, workspace.getType(), b.getI8Type(), workspace, ValueRange{offset64});
-    auto type = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
-    return ViewOp::create(b, loc, type, base, ValueRange{rows});
   }
-
-private:
-  MutableArrayRef<Candidate> outputs;
-};
+  Value offset64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), offset);
+  Value base = LLVM::GEPOp::create(b, loc, workspace.getType(), b.getI8Type(), workspace, ValueRange{offset64});
+  auto type = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+  return ViewOp::create(b, loc, type, base, ValueRange{rows});
+}
 
 /// Before the scatter's write: `covered[row] = 1` when the write happens and the row is inside the output.
 void markCoveredRows(OpBuilder &b, ScatterOp scatter, Value covered) {
@@ -261,14 +254,13 @@ struct FillUncoveredRowsPass : impl::MoeFillUncoveredRowsBase<FillUncoveredRowsP
       if (c.arg >= position)
         ++c.arg;
 
-    Workspace workspace(outputs);
     SmallVector<Attribute> names;
     for (auto [k, c] : llvm::enumerate(outputs)) {
       for (ScatterOp scatter : c.scatters) {
         auto func = scatter->getParentOfType<func::FuncOp>();
-        markCoveredRows(b, scatter, workspace.coveredRows(b, func, k, func.getArgument(position)));
+        markCoveredRows(b, scatter, coveredRows(b, func, outputs, k, func.getArgument(position)));
       }
-      fillUncoveredRows(b, c, workspace.coveredRows(b, c.fill, k, c.fill.getArgument(position)));
+      fillUncoveredRows(b, c, coveredRows(b, c.fill, outputs, k, c.fill.getArgument(position)));
       c.fill->moveAfter(c.scatters.back()->getParentOfType<func::FuncOp>());
       names.push_back(b.getStringAttr(c.tensor));
     }
