@@ -5,6 +5,7 @@
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
 //     │ moe-hoist-row-invariants ── moe-carry-prefix-folds (cpu)
+//     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
@@ -270,6 +271,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   moePasses.addPass(moe::createMoeSpecialize(bind));
   if (!(spec.schedule.disabled & kFillUncoveredRows))
     moePasses.addPass(moe::createMoeFillUncoveredRows());
+  bool isAscend = spec.target.kind == TargetKind::Ascend;
+  if (isAscend && !spec.target.chip)
+    throw CompileError(op.name + ": the ascend target needs a chip");
   moe::MoeScheduleOptions schedule{isGpu ? "gpu" : "cpu", spec.schedule.vector, spec.schedule.threads,
                                    spec.schedule.rowsPerBlock, spec.schedule.unroll};
   moePasses.addPass(moe::createMoeSchedule(schedule));
@@ -280,8 +284,12 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (hoist)
     moePasses.addPass(moe::createMoeHoistRowInvariants());
   // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
-  if (hoist && !isGpu && !(spec.schedule.disabled & kCarryPrefixFolds))
+  if (hoist && !isGpu && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
     moePasses.addPass(moe::createMoeCarryPrefixFolds());
+  if (isAscend) {
+    const ascend::Chip &chip = *spec.target.chip;
+    moePasses.addPass(moe::createMoePlanAscend({chip.name, chip.ubBytes, chip.ubAlignment, chip.maxCopyBytes}));
+  }
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");
   // Kernels run in the module's order (moe-fill-uncovered-rows moves fills after the scatters they
@@ -312,6 +320,15 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
       result.workspace.push_back(name.str());
   if (wants(Stage::Moe))
     result.dumps[Stage::Moe] = printIR(*module);
+  if (isAscend) {
+    std::vector<std::string> names;
+    for (const KernelInfo &k : result.kernels)
+      names.push_back(k.name);
+    result.ascend = ascendTilings(*module, names);
+    for (auto [tiling, kernel] : llvm::zip(result.ascend, result.kernels))
+      tiling.output = kernel.output;
+    return result;
+  }
 
   // 3. Loops: rows to a row-range loop (cpu) or to the grid (gpu); the row along vectors.
   PassManager loopPasses(&context);

@@ -245,6 +245,9 @@ void checkUnique(const OpDef &op, const std::map<std::string, TensorView> &input
   }
 }
 
+
+} // namespace
+
 /// Top-level lets that the host can evaluate (`let K = R / Tk`), along the branches of host-evaluable
 /// ifs: kernel domains may use them.
 void bindHostLets(const std::vector<Stmt> &body, Bindings &b) {
@@ -263,8 +266,6 @@ void bindHostLets(const std::vector<Stmt> &body, Bindings &b) {
     }
   }
 }
-
-} // namespace
 
 std::map<std::string, int64_t> BoundCall::statics(const OpDef &op) const {
   std::map<std::string, int64_t> s;

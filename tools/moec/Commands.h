@@ -12,5 +12,6 @@ void registerRunCommand(CLI::App &app);
 void registerCacheCommand(CLI::App &app);
 void registerBundleCommand(CLI::App &app);
 void registerBenchCommand(CLI::App &app);
+void registerPlanCommand(CLI::App &app);
 
 } // namespace moec::cli

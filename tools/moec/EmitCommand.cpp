@@ -96,6 +96,7 @@ void runEmitAll(const EmitAllOptions &o) {
   std::vector<Target> targets = {Target::cpu()};
   for (const std::string &arch : o.archs)
     targets.push_back(Target::ptx(arch));
+  targets.push_back(Target::ascend(ascend::builtinChip("910b")));
 
   fmt::print("{:<42} {:<6} {:<52} {:<10} {:>10}  {}\n", "op", "dtype", "specialization", "target", "compile ms",
              "output");
@@ -117,13 +118,18 @@ void runEmitAll(const EmitAllOptions &o) {
         label += ",+" + name;
       for (const Target &target : targets) {
         spec.target = target;
-        Stage code = stagesOf(target).back();
+        bool isAscend = target.kind == TargetKind::Ascend;
+        Stage code = isAscend ? Stage::Moe : stagesOf(target).back();
         CompiledOp compiled = compile(*op, spec, {{code}});
         std::string file = (std::filesystem::path(o.outDir) / op->name /
                             (std::string(dsl::dtypeName(spec.dtype)) + "." + label + "." + target.str() + "." +
-                             extension(code)))
+                             (isAscend ? "tiling.json" : extension(code))))
                                .string();
-        writeFile(file, compiled.dumps.at(code));
+        // Ascend: each kernel's tiling for the chip; the core split waits for a call's dims (moec plan).
+        nlohmann::json tilings = nlohmann::json::array();
+        for (const ascend::KernelTiling &t : compiled.ascend)
+          tilings.push_back(ascend::tilingToJson(t));
+        writeFile(file, isAscend ? tilings.dump(2) + "\n" : compiled.dumps.at(code));
         fmt::print("{:<42} {:<6} {:<52} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
                    target.str(), compiled.times.total(), file);
         ++count;

@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
   moec::cli::registerCacheCommand(app);
   moec::cli::registerBundleCommand(app);
   moec::cli::registerBenchCommand(app);
+  moec::cli::registerPlanCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -5,6 +5,7 @@
 #include "moec/compiler/Targets/Targets.h"
 #include "moec/dsl/AST.h"
 #include "moec/dsl/KernelPlan.h"
+#include "moec/runtime/ascend/Plan.h"
 
 #include <map>
 #include <memory>
@@ -23,11 +24,17 @@ std::optional<Stage> parseStage(const std::string &name);
 
 struct Target {
   TargetKind kind = TargetKind::CPU;
-  std::string arch = "host"; // "sm_90" for GPU targets
+  std::string arch = "host"; // "sm_90" for GPU targets, the chip's name for Ascend
+  std::shared_ptr<const ascend::Chip> chip; // Ascend only
 
-  static Target cpu() { return {TargetKind::CPU, "host"}; }
-  static Target ptx(const std::string &arch) { return {TargetKind::GPU, arch}; }
-  std::string str() const { return kind == TargetKind::CPU ? "cpu" : "ptx-" + arch; }
+  static Target cpu() { return {TargetKind::CPU, "host", nullptr}; }
+  static Target ptx(const std::string &arch) { return {TargetKind::GPU, arch, nullptr}; }
+  static Target ascend(const ascend::Chip &chip) {
+    return {TargetKind::Ascend, chip.name, std::make_shared<const ascend::Chip>(chip)};
+  }
+  std::string str() const {
+    return kind == TargetKind::CPU ? "cpu" : kind == TargetKind::GPU ? "ptx-" + arch : "ascend-" + arch;
+  }
 };
 
 /// What a kernel is specialized for: everything that changes its code, and nothing else (runtime dims
@@ -71,6 +78,7 @@ struct CompiledOp {
   std::vector<std::string> workspace;
   std::map<Stage, std::string> dumps; // the text of each stage asked for
   std::string ptx;                    // GPU targets
+  std::vector<ascend::KernelTiling> ascend; // Ascend target: each kernel's tiling, in kernel order
   std::string cpuObject;              // CPU target: the host object file...
   std::unique_ptr<CpuExecutable> cpu; // ...linked into this process
   StageTimes times;

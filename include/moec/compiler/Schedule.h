@@ -63,7 +63,7 @@ struct Schedule {
   }
 };
 
-enum class TargetKind { CPU, GPU };
+enum class TargetKind { CPU, GPU, Ascend };
 
 /// What is wrong with `s` as a schedule for `target`, naming the field ("'threads': 2048 is not in [1,
 /// 1024]"), or "" when nothing is: threads in [1, 1024] (whole warps on a GPU), threads * rowsPerBlock <=

@@ -55,4 +55,8 @@ void checkIndexData(const dsl::OpDef &op, const std::map<std::string, TensorView
 void checkOutputs(const dsl::OpDef &op, DType dtype, const BoundCall &call,
                   const std::map<std::string, TensorView> &outputs);
 
+/// Binds the top-level lets that the host can evaluate (`let K = R / Tk`), along the branches of
+/// host-evaluable ifs: kernel domains may use them. Lets that read tensor data stay unbound.
+void bindHostLets(const std::vector<dsl::Stmt> &body, dsl::Bindings &b);
+
 } // namespace moec

@@ -55,4 +55,47 @@ def Moe_ScheduleAttr : AttrDef<Moe_Dialect, "Schedule"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Moe_UbBufferAttr : AttrDef<Moe_Dialect, "UbBuffer"> {
+  let mnemonic = "ub_buffer";
+  let summary = "One buffer of an Ascend core's Unified Buffer in a tiled kernel";
+  let description = [{
+    `elementBytes` per element of a row chunk (0 for a buffer of row-invariant values, which holds
+    `fixedBytesPerRow` bytes per row instead), `copies` (2: a double-buffered queue), and `perRowOfPass`:
+    whether it holds every row of a UB pass or one row at a time.
+
+    ```mlir
+    #moe.ub_buffer<name = "in.grad_expanded_x", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<>:$name, "int64_t":$elementBytes, "int64_t":$copies,
+                        "bool":$perRowOfPass, "int64_t":$fixedBytesPerRow);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Moe_AscendPlanAttr : AttrDef<Moe_Dialect, "AscendPlan"> {
+  let mnemonic = "ascend_plan";
+  let summary = "The static part of an Ascend tiling plan for one moe.compute / moe.scatter";
+  let description = [{
+    `moe-plan-ascend` derives it from the scheduled IR for one chip (its UB size, alignment and copy
+    limit): every row of the domain streams `rowLength` elements along its contiguous dim, `chunk` at a
+    time (`chunks` passes), through `buffers` in the UB, double-buffered when `bufferCount` is 2; up to
+    `maxRowsPerPass` rows share a pass. `pointRows`: the rows are the domain's points (a reduction along
+    a contiguous dim, such as a dot product over H). The DataCopy counts per row and chunk, per pass and
+    chunk, and per pass, the row-invariant values per row (`rowScalars`, which the runtime may read as
+    scalars instead), and the GM bytes a row moves, feed the cost model. The runtime adds the core
+    split for each call's shapes (moec/runtime/ascend/Plan.h).
+
+    ```mlir
+    moe.compute %out[%n, %c7168] {ascend_plan = #moe.ascend_plan<chip = "910b", rowLength = 7168, chunk = 7168,
+        chunks = 1, bufferCount = 2, maxRowsPerPass = 2, pointRows = false, rowCopiesPerChunk = 8,
+        passCopiesPerChunk = 1, passCopies = 1, rowScalars = 8, rowBytes = 129056, buffers = [...]>, schedule = ...}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<>:$chip, "int64_t":$rowLength, "int64_t":$chunk, "int64_t":$chunks,
+                        "int64_t":$bufferCount, "int64_t":$maxRowsPerPass, "bool":$pointRows,
+                        "int64_t":$rowCopiesPerChunk, "int64_t":$passCopiesPerChunk, "int64_t":$passCopies,
+                        "int64_t":$rowScalars, "int64_t":$rowBytes, "::mlir::ArrayAttr":$buffers);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // MOE_DIALECT_TD

@@ -2,10 +2,12 @@
 //
 // ptx: LLVM IR -> NVPTX backend -> PTX text, for sm_80 / sm_90 / sm_100.
 // cpu: LLVM IR -> ORC JIT in this process -> a function pointer per kernel.
+// ascend: scheduled moe IR with #moe.ascend_plan -> a KernelTiling per kernel (runtime/ascend plans).
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "moec/runtime/CpuLauncher.h"
+#include "moec/runtime/ascend/Plan.h"
 
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
@@ -14,6 +16,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace mlir {
+class Operation;
+}
 
 namespace moec {
 
@@ -72,5 +78,13 @@ std::string hostToolchain();
 
 /// Host assembly of an optimized `module` (for `--emit asm`); does not change the module.
 std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm);
+
+//===----------------------------------------------------------------------===//
+// Ascend
+//===----------------------------------------------------------------------===//
+
+/// The tiling of each kernel func in `module` named in `kernels` (in that order), read from the
+/// #moe.ascend_plan that moe-plan-ascend put on its domain op.
+std::vector<ascend::KernelTiling> ascendTilings(mlir::Operation *module, const std::vector<std::string> &kernels);
 
 } // namespace moec

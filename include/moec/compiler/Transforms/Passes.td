@@ -192,6 +192,39 @@ def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
+  let summary = "Derives each domain's Ascend tiling (UB buffers, row chunks, copies) for one chip";
+  let description = [{
+    For every scheduled `moe.compute` / `moe.scatter`, reads off the IR what an Ascend vector core must
+    hold in its Unified Buffer to run one row: a buffer per tensor read along the row (`in.<tensor>`,
+    double-buffered; its rows are consecutive in GM when the load indexes the domain's own row, else each
+    gathered row is its own DataCopy, as many per row as the enclosing folds' constant bounds), one per
+    output (`out.<tensor>`), f32 working buffers for a reduction and for casts, and the row-invariant
+    values (`idx.<tensor>`: indices and probs, copied once per pass). It then picks the largest chunk of
+    the row that fits the UB with 32-byte aligned buffers (balanced: 7168 elements in two passes are two
+    chunks of 3584, not 4096 + 3072), double buffering when that costs no extra chunk, and how many short
+    rows share a pass. The result is a `#moe.ascend_plan` on the op; nothing else changes. A domain that
+    reduces along a contiguous dim (a dot product over H) plans its points as rows.
+
+    Before (B2, f32, H = 8):
+    ```mlir
+    moe.compute %out[%n, %c8] {schedule = #moe.schedule<...>} : memref<?x8xf32> { ... }
+    ```
+    After (`moe-plan-ascend{chip=910b ub-bytes=65536}`):
+    ```mlir
+    moe.compute %out[%n, %c8] {ascend_plan = #moe.ascend_plan<chip = "910b", rowLength = 8, chunk = 8,
+        chunks = 1, bufferCount = 2, maxRowsPerPass = ..., ...>, schedule = #moe.schedule<...>} ...
+    ```
+    A row whose smallest chunk does not fit the UB is an error naming the op and the bytes it needs.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"chip\"", "the chip's name, recorded in the plan">,
+    Option<"ubBytes", "ub-bytes", "int64_t", "196352", "usable UB bytes per vector core">,
+    Option<"ubAlignment", "ub-alignment", "int64_t", "32", "UB buffer alignment in bytes (a power of two)">,
+    Option<"maxCopyBytes", "max-copy-bytes", "int64_t", "65536", "the most bytes one buffer of a chunk holds">
+  ];
+}
+
 def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
   let summary = "CPU: lowers moe.compute to a row loop over a range and a vector loop along the row";
   let description = [{

@@ -1,0 +1,271 @@
+//===- PlanAscend.cpp - Each domain's Ascend tiling, read off the IR ------===//
+//
+// What one vector core holds in its Unified Buffer to run a row of a domain follows from the body:
+//   * a load whose index runs along the row streams that tensor through an `in.` buffer, one row (or
+//     chunk) at a time; when its other indices are the domain's own row indices, consecutive rows are
+//     consecutive in GM and a pass of several rows is one DataCopy, else every gathered row is one, as
+//     many per row as the constant bounds of the folds around the load;
+//   * the output goes out through an `out.` buffer (a scatter's rows one DataCopy each);
+//   * a reduction along the row keeps an f32 accumulator, and a T other than f32 needs an f32 cast buffer;
+//   * loads that do not run along the row (indices, probs) are copied once per pass into `idx.` buffers.
+// The chunk is then the largest multiple of the granule (32 B / the narrowest element) that fits the UB
+// and the copy limit, balanced over the chunks the row needs.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Dialect/MoeDialect.h"
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+
+#include <map>
+
+#define DEBUG_TYPE "moe-plan-ascend"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOEPLANASCEND
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+int64_t elementBytes(Value memref) {
+  return std::max<int64_t>(1, cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8);
+}
+
+/// The tensor a memref views ("grad_expanded_x"), or "" for a kernel-local one (a compacted list).
+std::string tensorName(Value memref) {
+  auto view = memref.getDefiningOp<ViewOp>();
+  auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : BlockArgument();
+  if (!arg)
+    return "";
+  auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  auto text = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : StringAttr();
+  if (!text || !text.getValue().starts_with("tensor:"))
+    return "";
+  return text.getValue().drop_front(7).str();
+}
+
+/// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
+/// around it up to `stop`. A bound known only at run time (a compacted list's length) counts once.
+int64_t stepsPerRow(Operation *op, Operation *stop) {
+  int64_t steps = 1;
+  for (Operation *p = op->getParentOp(); p && p != stop; p = p->getParentOp()) {
+    Value bound;
+    if (auto sum = dyn_cast<SumOp>(p))
+      bound = sum.getBound();
+    else if (auto fold = dyn_cast<FoldOp>(p))
+      bound = fold.getBound();
+    else if (auto compact = dyn_cast<CompactOp>(p))
+      bound = compact.getBound();
+    APInt value;
+    if (bound && matchPattern(bound, m_ConstantInt(&value)) && value.getSExtValue() > 0)
+      steps = std::min<int64_t>(steps * value.getSExtValue(), int64_t(1) << 40);
+  }
+  return steps;
+}
+
+/// Whether `indices` (all but the last) are the domain's own row indices, in order.
+bool indexesOwnRow(ValueRange indices, Block &body) {
+  if (indices.size() != body.getNumArguments())
+    return false;
+  for (auto [index, arg] : llvm::zip(indices.drop_back(), body.getArguments().drop_back()))
+    if (index != arg)
+      return false;
+  return true;
+}
+
+struct Stream {
+  int64_t elementBytes = 0;
+  bool own = false; // rows consecutive in GM
+  int64_t gathers = 0;
+};
+
+struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (ubAlignment <= 0 || (ubAlignment & (ubAlignment - 1)) || ubBytes < ubAlignment || maxCopyBytes < ubAlignment) {
+      getOperation()->emitError("moe-plan-ascend: bad chip numbers (ub-bytes ")
+          << int64_t(ubBytes) << ", ub-alignment " << int64_t(ubAlignment) << ", max-copy-bytes "
+          << int64_t(maxCopyBytes) << ")";
+      return signalPassFailure();
+    }
+    for (DomainOp domain : collectDomainOps(getOperation()))
+      if (failed(plan(domain)))
+        return signalPassFailure();
+  }
+
+  LogicalResult plan(DomainOp domain) {
+    Operation *op = domain.op();
+    Block &body = domain.body();
+    // The row: the domain's contiguous dim, or, for a domain that reduces along a contiguous dim
+    // instead, that reduction (every domain point is then a row).
+    ReductionShape reduction = reductionShape(domain);
+    bool pointRows = !isVectorizable(domain) && reduction.length > 0;
+    int64_t rowLength = 0;
+    llvm::DenseSet<Value> along;
+    if (pointRows) {
+      rowLength = reduction.length;
+      // The first sum whose own index reaches a load: everything that index reaches runs along the row.
+      op->walk([&](SumOp sum) {
+        if (!along.empty())
+          return WalkResult::interrupt();
+        SetVector<Operation *> slice;
+        getForwardSlice(sum.getBody().front().getArgument(0), &slice);
+        if (llvm::any_of(slice, [](Operation *s) { return isa<memref::LoadOp>(s); }))
+          for (Operation *s : slice)
+            for (Value r : s->getResults())
+              along.insert(r);
+        return WalkResult::advance();
+      });
+    } else {
+      APInt value;
+      if (!matchPattern(domain.bounds().back(), m_ConstantInt(&value)))
+        return op->emitOpError("moe-plan-ascend: the contiguous dim must be static on Ascend");
+      rowLength = value.getSExtValue();
+      along = valuesAlongRow(domain);
+    }
+
+    std::map<std::string, Stream> streams, rowValues;
+    bool castsToF32 = false, accumulates = pointRows;
+    op->walk([&](Operation *inner) {
+      if (isa<arith::ExtFOp>(inner))
+        castsToF32 = true;
+      if (auto sum = dyn_cast<SumOp>(inner); sum && along.contains(sum.getResult()))
+        accumulates = true;
+      auto load = dyn_cast<memref::LoadOp>(inner);
+      std::string name = load ? tensorName(load.getMemRef()) : "";
+      if (name.empty())
+        return;
+      bool isStream = along.contains(load.getResult());
+      Stream &s = (isStream ? streams : rowValues)[name];
+      s.elementBytes = elementBytes(load.getMemRef());
+      bool own = !pointRows && indexesOwnRow(load.getIndices(), body);
+      s.own = isStream && (s.gathers == 0 ? own : s.own && own);
+      s.gathers += stepsPerRow(load, op);
+    });
+
+    // Buffers, per element of a chunk (streams and output) or per row (row-invariant values).
+    SmallVector<Attribute> buffers;
+    MLIRContext *ctx = &getContext();
+    int64_t rowCopies = 0, passCopiesPerChunk = 0, passCopies = 0, rowScalars = 0, rowBytes = 0;
+    struct ElementBuffer {
+      std::string name;
+      int64_t bytes;
+      bool queued; // a copy-in/copy-out queue: double-buffered when pipelined
+      bool perRowOfPass;
+      int64_t copies = 1;
+    };
+    SmallVector<ElementBuffer> elementBuffers;
+    for (const auto &[name, s] : streams) {
+      elementBuffers.push_back({"in." + name, s.elementBytes, true, s.own, 1});
+      (s.own ? passCopiesPerChunk : rowCopies) += s.own ? 1 : s.gathers;
+      rowBytes += s.gathers * rowLength * s.elementBytes;
+    }
+    std::string output = tensorName(domain.output());
+    int64_t outputBytes = elementBytes(domain.output());
+    bool outputOwnRow = !domain.isScatter() ||
+                        indexesOwnRow(cast<WriteOp>(body.getTerminator()).getIndices(), body);
+    int64_t fixedBytesPerRow = 0;
+    if (pointRows) {
+      fixedBytesPerRow += outputBytes; // one value per point
+      passCopies += 1;
+      rowBytes += outputBytes;
+    } else {
+      elementBuffers.push_back({"out." + output, outputBytes, true, outputOwnRow, 1});
+      (outputOwnRow ? passCopiesPerChunk : rowCopies) += 1;
+      rowBytes += rowLength * outputBytes;
+    }
+    if (accumulates)
+      elementBuffers.push_back({"acc.f32", 4, false, false, 1});
+    if (castsToF32 && llvm::any_of(elementBuffers, [](const ElementBuffer &b) { return b.bytes != 4; }))
+      elementBuffers.push_back({"cast.f32", 4, false, false, 1});
+
+    // The chunk: the largest granule multiple whose buffers, with the row-invariant ones, fit the UB.
+    auto align = [&](int64_t v) { return (v + ubAlignment - 1) / ubAlignment * ubAlignment; };
+    for (const auto &[name, s] : rowValues) {
+      fixedBytesPerRow += s.gathers * s.elementBytes;
+      rowScalars += s.gathers;
+      passCopies += 1;
+      rowBytes += s.gathers * s.elementBytes;
+    }
+    int64_t fixed = align(fixedBytesPerRow);
+
+    // Two layouts. Pipelined: every copy-in and copy-out queue double-buffered, so moves overlap compute.
+    // In place, single-buffered, as CANN's grad kernels do: a narrow input lands in the back half of an
+    // f32-sized buffer and is cast forward in place, and the output is staged in the accumulator. The
+    // second holds longer chunks; it is used only when the first would need more of them.
+    SmallVector<ElementBuffer> pipelined = elementBuffers, inPlace;
+    for (ElementBuffer &b : pipelined)
+      b.copies = b.queued ? 2 : 1;
+    bool outputInAccumulator = false;
+    for (ElementBuffer b : elementBuffers) {
+      if (b.name == "cast.f32")
+        continue;
+      if (accumulates && StringRef(b.name).starts_with("out.")) {
+        outputInAccumulator = true;
+        continue;
+      }
+      if (castsToF32 && StringRef(b.name).starts_with("in."))
+        b.bytes = std::max<int64_t>(b.bytes, 4);
+      inPlace.push_back(b);
+    }
+    auto largestChunk = [&](ArrayRef<ElementBuffer> layout) -> std::pair<int64_t, int64_t> {
+      int64_t perElement = 0, narrowest = 8, widest = 1;
+      for (const ElementBuffer &b : layout) {
+        perElement += b.bytes * b.copies;
+        narrowest = std::min(narrowest, b.bytes);
+        widest = std::max(widest, b.bytes);
+      }
+      int64_t granule = std::max<int64_t>(1, ubAlignment / narrowest);
+      int64_t chunk = (ubBytes - fixed) / std::max<int64_t>(perElement, 1) / granule * granule;
+      return {std::min(chunk, maxCopyBytes / widest / granule * granule), granule};
+    };
+    auto chunksFor = [&](int64_t chunk) { return chunk <= 0 ? INT64_MAX : (rowLength + chunk - 1) / chunk; };
+    bool useInPlace = chunksFor(largestChunk(inPlace).first) < chunksFor(largestChunk(pipelined).first);
+    elementBuffers = useInPlace ? inPlace : pipelined;
+    int64_t bufferCount = useInPlace ? 1 : 2;
+    if (useInPlace && outputInAccumulator && outputOwnRow) { // staged a row at a time: one copy-out per row
+      passCopiesPerChunk -= 1;
+      rowCopies += 1;
+    }
+    auto [largest, granule] = largestChunk(elementBuffers);
+    if (largest < granule)
+      return op->emitOpError("moe-plan-ascend: a chunk of ")
+             << granule << " elements with " << fixedBytesPerRow << " B of row-invariant values does not fit the "
+             << int64_t(ubBytes) << " B UB of chip '" << std::string(chip) << "'";
+    int64_t chunks = chunksFor(largest);
+    int64_t chunk = ((rowLength + chunks - 1) / chunks + granule - 1) / granule * granule;
+
+    for (const ElementBuffer &b : elementBuffers)
+      buffers.push_back(UbBufferAttr::get(ctx, b.name, b.bytes, b.copies, b.perRowOfPass, 0));
+    for (const auto &[name, s] : rowValues)
+      buffers.push_back(UbBufferAttr::get(ctx, "idx." + name, 0, 1, true, s.gathers * s.elementBytes));
+    if (pointRows)
+      buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes));
+
+    // Rows per pass: only worth it when something moves a pass at a time, and only for whole rows.
+    int64_t maxRowsPerPass = 1;
+    bool batches = passCopies > 0 || llvm::any_of(elementBuffers, [](const ElementBuffer &b) { return b.perRowOfPass; });
+    if (chunks == 1 && batches) {
+      int64_t perRow = fixedBytesPerRow, shared = 0;
+      for (const ElementBuffer &b : elementBuffers)
+        (b.perRowOfPass ? perRow : shared) += b.copies * align(b.bytes * chunk);
+      // Each buffer that grows with the rows may round up by one alignment unit.
+      int64_t slack = ubAlignment * int64_t(rowValues.size() + 1 + elementBuffers.size());
+      maxRowsPerPass = std::clamp<int64_t>((ubBytes - shared - slack) / std::max<int64_t>(perRow, 1), 1, 65535);
+    }
+    op->setAttr("ascend_plan",
+                AscendPlanAttr::get(ctx, chip, rowLength, chunk, chunks, bufferCount, maxRowsPerPass, pointRows,
+                                    rowCopies, passCopiesPerChunk, passCopies, rowScalars, rowBytes,
+                                    ArrayAttr::get(ctx, buffers)));
+    return success();
+  }
+};
+
+} // namespace
+} // namespace moec::moe

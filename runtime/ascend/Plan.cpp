@@ -1,0 +1,171 @@
+//===- Plan.cpp - The per-call part of an Ascend plan: the core split and the work ---===//
+#include "moec/runtime/ascend/Plan.h"
+
+#include "moec/dsl/Eval.h"
+#include "moec/dsl/KernelPlan.h"
+#include "moec/runtime/Binding.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace moec::ascend {
+namespace {
+
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw std::overflow_error("ascend plan: " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw std::overflow_error("ascend plan: " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t alignUp(int64_t v, int64_t alignment) { return mul((v + alignment - 1) / alignment, alignment); }
+
+int64_t ceilDiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
+
+/// The work of a core that runs `rows` rows of `t`, `rowsPerPass` at a time; its row-invariant values
+/// are copied a pass at a time, or read as scalars with `scalarRowValues`.
+CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t rows, int64_t rowsPerPass, bool scalarRowValues) {
+  CoreWork w;
+  w.rows = rows;
+  int64_t groups = ceilDiv(rows, rowsPerPass);
+  w.passes = mul(groups, t.chunks);
+  w.dataCopies = add(mul(mul(rows, t.chunks), t.rowCopiesPerChunk), mul(w.passes, t.passCopiesPerChunk));
+  if (scalarRowValues)
+    w.scalarReads = mul(rows, t.rowScalars);
+  else
+    w.dataCopies = add(w.dataCopies, mul(groups, t.passCopies));
+  w.gmBytes = mul(rows, t.rowBytes);
+  w.costNs = rows == 0 ? 0 : coreCostNs(chip, w);
+  return w;
+}
+
+} // namespace
+
+int64_t ubBytes(const KernelTiling &t, int64_t rows, int64_t alignment) {
+  int64_t total = 0;
+  for (const UbBuffer &b : t.buffers) {
+    int64_t perCopy = mul(mul(b.elementBytes, t.chunk), b.perRowOfPass ? rows : 1);
+    total = add(total, add(mul(b.copies, alignUp(perCopy, alignment)), alignUp(mul(b.fixedBytesPerRow, rows), alignment)));
+  }
+  return total;
+}
+
+double coreCostNs(const Chip &chip, const CoreWork &w) {
+  return chip.coreLaunchNs + double(w.dataCopies) * chip.dataCopyNs + double(w.scalarReads) * chip.scalarReadNs +
+         double(w.gmBytes) / chip.gmGBpsPerCore;
+}
+
+KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows) {
+  if (rows < 0)
+    throw std::invalid_argument("ascend plan: kernel " + tiling.kernel + " has " + std::to_string(rows) + " rows");
+  KernelPlan p;
+  p.tiling = tiling;
+  p.rows = rows;
+  int64_t cores = std::max<int64_t>(1, std::min(rows, chip.vectorCores));
+  p.blockDim = cores;
+  // The first rows % cores cores take one row more: the busiest core has ceil(rows / cores), as few as any
+  // split can give it, and every launched core has work.
+  p.rowsPerTailCore = rows / cores;
+  p.formerCores = rows % cores;
+  p.rowsPerFormerCore = p.rowsPerTailCore + (p.formerCores ? 1 : 0);
+  p.tailCores = cores - p.formerCores;
+  if (p.formerCores == 0) { // every core takes the same: report them all as former cores, as CANN does
+    p.formerCores = cores;
+    p.tailCores = 0;
+    p.rowsPerFormerCore = p.rowsPerTailCore;
+    p.rowsPerTailCore = 0;
+  }
+  p.rowsPerPass = std::max<int64_t>(1, std::min(tiling.maxRowsPerPass, p.rowsPerFormerCore));
+  p.ubBytesUsed = ubBytes(tiling, p.rowsPerPass, chip.ubAlignment);
+  // A pass's row-invariant values: one DataCopy per tensor, or scalar loads when fewer cost less.
+  p.scalarRowValues = tiling.passCopies > 0 &&
+                      coreWork(tiling, chip, p.rowsPerFormerCore, p.rowsPerPass, true).costNs <
+                          coreWork(tiling, chip, p.rowsPerFormerCore, p.rowsPerPass, false).costNs;
+  for (int64_t c = 0; c < cores; ++c) {
+    int64_t coreRows = c < p.formerCores ? p.rowsPerFormerCore : p.rowsPerTailCore;
+    p.cores.push_back(coreWork(tiling, chip, coreRows, p.rowsPerPass, p.scalarRowValues));
+    p.costNs = std::max(p.costNs, p.cores.back().costNs);
+  }
+  return p;
+}
+
+Plan planOp(const PlanRequest &request, const Chip &chip, const std::vector<KernelTiling> &tilings,
+            const std::vector<std::vector<const dsl::Expr *>> &domains, const std::vector<std::string> &workspace) {
+  const dsl::OpDef &op = *request.op;
+  Plan plan;
+  plan.op = op.name;
+  plan.chip = chip.name;
+  plan.dtype = dsl::dtypeName(request.dtype);
+  plan.dims = request.dims;
+  plan.attrs = request.attrs;
+  dsl::Bindings b;
+  b.values = request.dims;
+  for (const dsl::AttrDecl &a : op.attrs) {
+    auto it = request.attrs.find(a.name);
+    if (it == request.attrs.end() && !a.defaultValue)
+      throw std::invalid_argument(op.name + ": attribute '" + a.name + "' needs a value (--attr " + a.name + "=...)");
+    int64_t v = it != request.attrs.end() ? it->second : *a.defaultValue;
+    plan.attrs[a.name] = b.values[a.name] = b.values[a.innerName()] = v;
+  }
+  for (const dsl::TensorDecl &t : op.tensors)
+    b.present[t.name] = !t.optional || request.present.count(t.name);
+  bindHostLets(op.body, b);
+  auto eval = [&](const dsl::Expr &e) {
+    try {
+      return dsl::evalInt(e, b);
+    } catch (const dsl::EvalError &error) {
+      throw std::invalid_argument(op.name + ": " + error.what() + " (give every dim with --dim NAME=VALUE)");
+    }
+  };
+  plan.tilingKey = tilingKey(op, request.dtype, plan.attrs, request.present);
+  plan.workspaceBytes = chip.systemWorkspaceBytes;
+  for (const std::string &output : workspace) {
+    const dsl::TensorDecl *t = op.findTensor(output);
+    int64_t rows = 1;
+    for (size_t d = 0; t && d + 1 < t->shape.size(); ++d)
+      rows = mul(rows, eval(*t->shape[d].size));
+    plan.workspaceBytes = add(plan.workspaceBytes, alignUp(rows, dsl::kWorkspaceAlignment));
+  }
+  for (size_t k = 0; k < tilings.size() && k < domains.size(); ++k) {
+    int64_t rows = 1;
+    size_t dims = tilings[k].pointRows ? domains[k].size() : domains[k].size() - 1;
+    for (size_t d = 0; d < dims; ++d)
+      rows = mul(rows, eval(*domains[k][d]));
+    plan.kernels.push_back(planKernel(tilings[k], chip, rows));
+    plan.costNs += plan.kernels.back().costNs;
+  }
+  return plan;
+}
+
+int64_t tilingKey(const dsl::OpDef &op, dsl::DType dtype, const std::map<std::string, int64_t> &attrs,
+                  const std::set<std::string> &present) {
+  std::vector<bool> switches;
+  auto value = [&](const dsl::AttrDecl &a) {
+    auto it = attrs.find(a.name);
+    return it != attrs.end() ? it->second : a.defaultValue.value_or(0);
+  };
+  auto isSwitch = [](const dsl::AttrDecl &a) { return a.isBool || a.defaultValue == int64_t(0); };
+  for (bool wantStatic : {true, false})
+    for (const dsl::AttrDecl &a : op.attrs)
+      if (a.isStatic == wantStatic && isSwitch(a))
+        switches.push_back(value(a) != 0);
+  for (const dsl::TensorDecl &t : op.tensors)
+    if (t.optional && !t.isOutput)
+      switches.push_back(present.count(t.name) > 0);
+  if (switches.size() > 16)
+    throw std::invalid_argument("ascend plan: op " + op.name + " has more than 16 mode switches for its tiling key");
+  int64_t key = 1; // the leading 1, above one digit per switch and the dtype digit
+  for (bool on : switches)
+    key = key * 10 + (on ? 1 : 0);
+  int64_t dtypeDigit = dtype == dsl::DType::F16 ? 1 : dtype == dsl::DType::BF16 ? 2 : 0;
+  return key * 10 + dtypeDigit;
+}
+
+} // namespace moec::ascend

@@ -1,0 +1,148 @@
+//===- PlanOutput.cpp - An Ascend plan as a table, as JSON, as a C header ---===//
+#include "moec/runtime/ascend/Plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace moec::ascend {
+namespace {
+
+/// "moe_init_routing_v2_grad" -> "MoeInitRoutingV2Grad", the CANN spelling of an op's name.
+std::string camel(const std::string &name) {
+  std::string out;
+  bool upper = true;
+  for (char c : name) {
+    if (c == '_' || c == '.' || c == '-') {
+      upper = true;
+      continue;
+    }
+    out += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out;
+}
+
+std::string valuesText(const std::map<std::string, int64_t> &values) {
+  std::string text;
+  for (const auto &[name, value] : values)
+    text += fmt::format("{}{}={}", text.empty() ? "" : " ", name, value);
+  return text.empty() ? "-" : text;
+}
+
+/// The TilingData fields of one kernel, in the header's order.
+std::vector<std::pair<const char *, int64_t>> tilingFields(const Plan &plan, const KernelPlan &k) {
+  const KernelTiling &t = k.tiling;
+  return {{"tilingKey", plan.tilingKey},          {"blockDim", k.blockDim},
+          {"rows", k.rows},                        {"formerCoreNum", k.formerCores},
+          {"rowsPerFormerCore", k.rowsPerFormerCore}, {"tailCoreNum", k.tailCores},
+          {"rowsPerTailCore", k.rowsPerTailCore},  {"rowLength", t.rowLength},
+          {"chunkElements", t.chunk},              {"chunkLoops", t.chunks},
+          {"lastChunkElements", t.rowLength - (t.chunks - 1) * t.chunk},
+          {"bufferNum", t.bufferCount},            {"rowsPerPass", k.rowsPerPass},
+          {"ubBytes", k.ubBytesUsed},              {"workspaceBytes", plan.workspaceBytes}};
+}
+
+} // namespace
+
+std::string planTable(const Plan &plan) {
+  std::string out = fmt::format("{} {} on {}: tiling key {}, workspace {} B, cost {:.2f} us\n", plan.op, plan.dtype,
+                                plan.chip, plan.tilingKey, plan.workspaceBytes, plan.costNs / 1000);
+  out += fmt::format("  dims: {}; attrs: {}\n", valuesText(plan.dims), valuesText(plan.attrs));
+  for (const KernelPlan &k : plan.kernels) {
+    const KernelTiling &t = k.tiling;
+    out += fmt::format("kernel {} (writes {}): {} rows\n", t.kernel, t.output, k.rows);
+    auto row = [&](const std::string &field, const std::string &value) {
+      out += fmt::format("  {:<22} {}\n", field, value);
+    };
+    row("blockDim", std::to_string(k.blockDim));
+    row("rows per core", k.tailCores ? fmt::format("{} cores x {}, {} cores x {}", k.formerCores, k.rowsPerFormerCore,
+                                                   k.tailCores, k.rowsPerTailCore)
+                                     : fmt::format("{} cores x {}", k.formerCores, k.rowsPerFormerCore));
+    row("row chunks", fmt::format("{} x {} elements (row of {})", t.chunks, t.chunk, t.rowLength));
+    row("rows per UB pass", std::to_string(k.rowsPerPass));
+    row("buffers", std::to_string(t.bufferCount) + (t.bufferCount > 1 ? " (double buffering)" : ""));
+    row("row-invariant values", k.scalarRowValues ? "scalar loads" : "a DataCopy per pass");
+    row("UB used", fmt::format("{} B", k.ubBytesUsed));
+    for (const UbBuffer &b : t.buffers)
+      row("  " + b.name, b.elementBytes ? fmt::format("{} B/element x {}{}", b.elementBytes, b.copies,
+                                                      b.perRowOfPass ? " per row of the pass" : "")
+                                        : fmt::format("{} B per row", b.fixedBytesPerRow));
+    if (!k.cores.empty()) {
+      const CoreWork &busiest = *std::max_element(k.cores.begin(), k.cores.end(),
+                                                  [](const CoreWork &a, const CoreWork &b) { return a.costNs < b.costNs; });
+      row("busiest core", fmt::format("{} rows, {} passes, {} DataCopy, {} scalar loads, {} B", busiest.rows,
+                                      busiest.passes, busiest.dataCopies, busiest.scalarReads, busiest.gmBytes));
+    }
+    row("cost", fmt::format("{:.2f} us", k.costNs / 1000));
+  }
+  return out;
+}
+
+nlohmann::json tilingToJson(const KernelTiling &t) {
+  nlohmann::json buffers = nlohmann::json::array();
+  for (const UbBuffer &b : t.buffers)
+    buffers.push_back({{"name", b.name}, {"element_bytes", b.elementBytes}, {"copies", b.copies},
+                       {"per_row_of_pass", b.perRowOfPass}, {"fixed_bytes_per_row", b.fixedBytesPerRow}});
+  return {{"kernel", t.kernel},
+          {"output", t.output},
+          {"row_length", t.rowLength},
+          {"chunk", t.chunk},
+          {"chunks", t.chunks},
+          {"buffer_count", t.bufferCount},
+          {"max_rows_per_pass", t.maxRowsPerPass},
+          {"point_rows", t.pointRows},
+          {"buffers", buffers},
+          {"row_copies_per_chunk", t.rowCopiesPerChunk},
+          {"pass_copies_per_chunk", t.passCopiesPerChunk},
+          {"pass_copies", t.passCopies},
+          {"row_scalars", t.rowScalars},
+          {"row_bytes", t.rowBytes}};
+}
+
+nlohmann::json planToJson(const Plan &plan) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelPlan &k : plan.kernels) {
+    nlohmann::json cores = nlohmann::json::array();
+    for (const CoreWork &c : k.cores)
+      cores.push_back({{"rows", c.rows}, {"passes", c.passes}, {"data_copies", c.dataCopies},
+                       {"scalar_reads", c.scalarReads}, {"gm_bytes", c.gmBytes}, {"cost_ns", c.costNs}});
+    nlohmann::json kernel = tilingToJson(k.tiling);
+    kernel.update({{"rows", k.rows}, {"block_dim", k.blockDim}, {"former_cores", k.formerCores},
+                   {"rows_per_former_core", k.rowsPerFormerCore}, {"tail_cores", k.tailCores},
+                   {"rows_per_tail_core", k.rowsPerTailCore}, {"rows_per_pass", k.rowsPerPass},
+                   {"scalar_row_values", k.scalarRowValues}, {"ub_bytes_used", k.ubBytesUsed}, {"cores", cores},
+                   {"cost_ns", k.costNs}});
+    kernels.push_back(std::move(kernel));
+  }
+  return {{"format", 1}, {"op", plan.op}, {"chip", plan.chip}, {"dtype", plan.dtype}, {"dims", plan.dims},
+          {"attrs", plan.attrs}, {"tiling_key", plan.tilingKey}, {"workspace_bytes", plan.workspaceBytes},
+          {"cost_ns", plan.costNs}, {"kernels", kernels}};
+}
+
+std::string planHeader(const Plan &plan) {
+  std::string op = camel(plan.op);
+  std::string guard = "MOEC_ASCEND_" + plan.op + "_TILING_H";
+  std::transform(guard.begin(), guard.end(), guard.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::string out = fmt::format("// Generated by `moec plan`: {} {} on {} ({}; {}). Do not edit.\n", plan.op,
+                                plan.dtype, plan.chip, valuesText(plan.dims), valuesText(plan.attrs));
+  out += fmt::format("#ifndef {0}\n#define {0}\n\n#include <stdint.h>\n\n", guard);
+  for (const KernelPlan &k : plan.kernels) {
+    std::string type = op + "_" + camel(k.tiling.kernel.substr(k.tiling.kernel.rfind("__") == std::string::npos
+                                                                    ? 0
+                                                                    : k.tiling.kernel.rfind("__") + 2)) +
+                       "_TilingData";
+    std::vector<std::pair<const char *, int64_t>> fields = tilingFields(plan, k);
+    out += fmt::format("typedef struct {{\n");
+    for (const auto &[name, value] : fields)
+      out += fmt::format("  int64_t {};\n", name);
+    out += fmt::format("}} {};\n\nstatic const {} k{} = {{", type, type, type);
+    for (size_t i = 0; i < fields.size(); ++i)
+      out += fmt::format("{}{}", i ? ", " : "", fields[i].second);
+    out += "};\n\n";
+  }
+  out += fmt::format("#endif // {}\n", guard);
+  return out;
+}
+
+} // namespace moec::ascend

@@ -1,0 +1,93 @@
+//===- PlanCommand.cpp - moec plan: an op's Ascend tiling plan for one call --===//
+//
+//   moec plan OP --target ascend --chip 910b --dtype bf16 --dim N=4096 --dim H=7168 --attr top_k=8
+// compiles OP for the chip (moe-plan-ascend gives each kernel's tiling), adds the core split for the
+// call's dims, prints the plan as a table, and writes it as JSON (--json) and as a C header of TilingData
+// structs (--header). Every dim the kernels use is needed, runtime ones included: a plan, like CANN's
+// tiling, depends on the call's shapes.
+//===----------------------------------------------------------------------===//
+#include "Commands.h"
+#include "Common.h"
+
+#include "moec/ops/BuiltinOps.h"
+
+#include <fmt/core.h>
+
+namespace moec::cli {
+namespace {
+
+struct PlanOptions {
+  std::string op;
+  std::string target = "ascend";
+  std::string chip = "910b";
+  std::string chipFile;
+  std::string dtype = "f32";
+  std::vector<std::string> dims, attrs, with;
+  std::string json, header;
+};
+
+void runPlan(const PlanOptions &o) {
+  std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
+  ascend::Chip chip;
+  try {
+    chip = o.chipFile.empty() ? ascend::builtinChip(o.chip) : ascend::loadChipFile(o.chipFile);
+  } catch (const std::exception &e) {
+    throw CLI::ValidationError(o.chipFile.empty() ? "--chip" : "--chip-file", e.what());
+  }
+  ascend::PlanRequest request;
+  request.op = op.get();
+  request.dtype = parseDType(o.dtype);
+  request.present = presentTensors(*op, o.with);
+  Specialization spec;
+  spec.dtype = request.dtype;
+  spec.target = Target::ascend(chip);
+  spec.present = request.present;
+  for (const auto &[name, value] : parseAssignments(o.dims, "--dim")) {
+    const dsl::DimDecl *dim = op->findDim(name);
+    if (!dim)
+      throw CLI::ValidationError("--dim", "'" + name + "' is not a dim of " + op->name);
+    request.dims[name] = value;
+    if (dim->isStatic)
+      spec.statics[name] = value;
+  }
+  for (const auto &[name, value] : parseAssignments(o.attrs, "--attr")) {
+    const dsl::AttrDecl *attr = op->findAttr(name);
+    if (!attr)
+      throw CLI::ValidationError("--attr", "'" + name + "' is not an attribute of " + op->name);
+    request.attrs[attr->name] = value;
+    if (attr->isStatic)
+      spec.statics[name] = value;
+  }
+  CompiledOp compiled = compile(*op, spec);
+  std::vector<std::vector<const dsl::Expr *>> domains;
+  for (const KernelInfo &k : compiled.kernels)
+    domains.push_back(k.domain);
+  ascend::Plan plan = ascend::planOp(request, chip, compiled.ascend, domains, compiled.workspace);
+  fmt::print("{}", ascend::planTable(plan));
+  if (!o.json.empty())
+    writeFile(o.json, ascend::planToJson(plan).dump(2) + "\n");
+  if (!o.header.empty())
+    writeFile(o.header, ascend::planHeader(plan));
+}
+
+} // namespace
+
+void registerPlanCommand(CLI::App &app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App *cmd = app.add_subcommand("plan", "Print an op's Ascend tiling plan for one call; write it as JSON and a C header");
+  cmd->add_option("op", o->op, "built-in op name or .moe file")->required();
+  cmd->add_option("--target", o->target, "ascend (the only target with plans)")
+      ->check(CLI::IsMember({"ascend"}))
+      ->capture_default_str();
+  cmd->add_option("--chip", o->chip, "built-in chip: " + ascend::builtinChipNames())->capture_default_str();
+  cmd->add_option("--chip-file", o->chipFile, "a chip description (JSON, as runtime/ascend/chips/*.json)");
+  cmd->add_option("--dtype", o->dtype, "element type of the op's type parameter: f16, bf16, f32")->capture_default_str();
+  cmd->add_option("--dim", o->dims, "NAME=VALUE for every dim the kernels use, runtime ones included (repeatable)");
+  cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
+  cmd->add_option("--with", o->with, "an optional input the call passes (repeatable)");
+  cmd->add_option("--json", o->json, "write the plan as JSON here");
+  cmd->add_option("--header", o->header, "write the plan's TilingData structs as a C header here");
+  cmd->callback([o] { runPlan(*o); });
+}
+
+} // namespace moec::cli
