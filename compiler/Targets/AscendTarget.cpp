@@ -29,6 +29,7 @@ std::vector<ascend::KernelTiling> ascendTilings(Operation *module, const std::ve
     t.bufferCount = plan.getBufferCount();
     t.maxRowsPerPass = plan.getMaxRowsPerPass();
     t.pointRows = plan.getPointRows();
+    t.guardedRows = plan.getGuardedRows();
     t.rowCopiesPerChunk = plan.getRowCopiesPerChunk();
     t.passCopiesPerChunk = plan.getPassCopiesPerChunk();
     t.passCopies = plan.getPassCopies();
@@ -36,7 +37,8 @@ std::vector<ascend::KernelTiling> ascendTilings(Operation *module, const std::ve
     t.rowBytes = plan.getRowBytes();
     for (auto buffer : plan.getBuffers().getAsRange<moe::UbBufferAttr>())
       t.buffers.push_back({buffer.getName().str(), buffer.getElementBytes(), buffer.getCopies(),
-                           buffer.getPerRowOfPass(), buffer.getFixedBytesPerRow()});
+                           buffer.getPerRowOfPass(), buffer.getFixedBytesPerRow(), buffer.getReuseDims(),
+                           buffer.getCopiesPerChunk()});
     tilings.push_back(std::move(t));
   }
   return tilings;

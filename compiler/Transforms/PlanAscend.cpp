@@ -18,6 +18,7 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 
 #include <map>
@@ -50,10 +51,13 @@ std::string tensorName(Value memref) {
 }
 
 /// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
-/// around it up to `stop`. A bound known only at run time (a compacted list's length) counts once.
-int64_t stepsPerRow(Operation *op, Operation *stop) {
+/// around it up to `stop`, but for `along` (the reduction a row streams). A bound known only at run time
+/// (a compacted list's length) counts once.
+int64_t stepsPerRow(Operation *op, Operation *stop, Operation *along) {
   int64_t steps = 1;
   for (Operation *p = op->getParentOp(); p && p != stop; p = p->getParentOp()) {
+    if (p == along)
+      continue;
     Value bound;
     if (auto sum = dyn_cast<SumOp>(p))
       bound = sum.getBound();
@@ -78,11 +82,47 @@ bool indexesOwnRow(ValueRange indices, Block &body) {
   return true;
 }
 
+/// Whether `load` runs under an scf.if that decides for the whole row: one not inside a sum, fold or
+/// compact of the row (a per-gather test, as B2's dropped rows) other than `along`.
+bool underRowCondition(Operation *load, Operation *stop, Operation *along) {
+  bool condition = false;
+  for (Operation *p = load->getParentOp(); p && p != stop; p = p->getParentOp()) {
+    if (isa<scf::IfOp>(p))
+      condition = true;
+    else if (isa<SumOp, FoldOp, CompactOp>(p) && p != along)
+      condition = false; // a condition inside a loop of the row is per step, not per row
+  }
+  return condition;
+}
+
 struct Stream {
   int64_t elementBytes = 0;
   bool own = false; // rows consecutive in GM
   int64_t gathers = 0;
+  int64_t reuseDims = -1; // trailing row dims its rows do not depend on (-1: no load seen yet)
 };
+
+/// How many of the domain's innermost row indices (`rowArgs`, outermost first) the row a load reads
+/// (its indices but the last) does not depend on: consecutive rows then read the same GM row, which the
+/// UB keeps instead of copying it again (A3 reads token t's gradient once for its K slots).
+int64_t trailingIgnoredRowDims(memref::LoadOp load, ArrayRef<BlockArgument> rowArgs) {
+  SetVector<Operation *> slice;
+  llvm::DenseSet<Value> reached;
+  for (Value index : load.getIndices().drop_back()) {
+    reached.insert(index);
+    getBackwardSlice(index, &slice);
+  }
+  for (Operation *op : slice)
+    for (Value operand : op->getOperands())
+      reached.insert(operand);
+  int64_t ignored = 0;
+  for (BlockArgument arg : llvm::reverse(rowArgs)) {
+    if (reached.contains(arg))
+      break;
+    ++ignored;
+  }
+  return ignored == int64_t(rowArgs.size()) ? 0 : ignored; // a row read by every row is a row-invariant
+}
 
 struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
   using Base::Base;
@@ -108,6 +148,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     bool pointRows = !isVectorizable(domain) && reduction.length > 0;
     int64_t rowLength = 0;
     llvm::DenseSet<Value> along;
+    Operation *alongSum = nullptr;
     if (pointRows) {
       rowLength = reduction.length;
       // The first sum whose own index reaches a load: everything that index reaches runs along the row.
@@ -116,10 +157,12 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
           return WalkResult::interrupt();
         SetVector<Operation *> slice;
         getForwardSlice(sum.getBody().front().getArgument(0), &slice);
-        if (llvm::any_of(slice, [](Operation *s) { return isa<memref::LoadOp>(s); }))
+        if (llvm::any_of(slice, [](Operation *s) { return isa<memref::LoadOp>(s); })) {
+          alongSum = sum;
           for (Operation *s : slice)
             for (Value r : s->getResults())
               along.insert(r);
+        }
         return WalkResult::advance();
       });
     } else {
@@ -132,6 +175,9 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
 
     std::map<std::string, Stream> streams, rowValues;
     bool castsToF32 = false, accumulates = pointRows;
+    // Whether a row's streaming work depends on a condition: a row guard on the write, or a stream read
+    // under an scf.if (a dot product behind `row >= 0 ? ... : 0`, a dropped gather).
+    bool guardedRows = hasRowInvariantGuard(domain, rowInvariantOps(domain));
     op->walk([&](Operation *inner) {
       if (isa<arith::ExtFOp>(inner))
         castsToF32 = true;
@@ -142,11 +188,20 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       if (name.empty())
         return;
       bool isStream = along.contains(load.getResult());
+      if (isStream && underRowCondition(load, op, alongSum))
+        guardedRows = true;
       Stream &s = (isStream ? streams : rowValues)[name];
       s.elementBytes = elementBytes(load.getMemRef());
       bool own = !pointRows && indexesOwnRow(load.getIndices(), body);
       s.own = isStream && (s.gathers == 0 ? own : s.own && own);
-      s.gathers += stepsPerRow(load, op);
+      s.gathers += stepsPerRow(load, op, alongSum);
+      if (isStream) {
+        ArrayRef<BlockArgument> rowArgs = body.getArguments();
+        if (!pointRows)
+          rowArgs = rowArgs.drop_back();
+        int64_t ignored = trailingIgnoredRowDims(load, rowArgs);
+        s.reuseDims = s.reuseDims < 0 ? ignored : std::min(s.reuseDims, ignored);
+      }
     });
 
     // Buffers, per element of a chunk (streams and output) or per row (row-invariant values).
@@ -159,10 +214,15 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       bool queued; // a copy-in/copy-out queue: double-buffered when pipelined
       bool perRowOfPass;
       int64_t copies = 1;
+      int64_t reuseDims = 0, copiesPerChunk = 0; // a stream kept across rows that share its row
     };
     SmallVector<ElementBuffer> elementBuffers;
     for (const auto &[name, s] : streams) {
-      elementBuffers.push_back({"in." + name, s.elementBytes, true, s.own, 1});
+      bool reused = !s.own && s.reuseDims > 0; // copied once per group of rows that share it
+      elementBuffers.push_back({"in." + name, s.elementBytes, true, s.own, 1, reused ? s.reuseDims : 0,
+                                reused ? s.gathers : 0});
+      if (reused)
+        continue;
       (s.own ? passCopiesPerChunk : rowCopies) += s.own ? 1 : s.gathers;
       rowBytes += s.gathers * rowLength * s.elementBytes;
     }
@@ -242,11 +302,12 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     int64_t chunk = ((rowLength + chunks - 1) / chunks + granule - 1) / granule * granule;
 
     for (const ElementBuffer &b : elementBuffers)
-      buffers.push_back(UbBufferAttr::get(ctx, b.name, b.bytes, b.copies, b.perRowOfPass, 0));
+      buffers.push_back(
+          UbBufferAttr::get(ctx, b.name, b.bytes, b.copies, b.perRowOfPass, 0, b.reuseDims, b.copiesPerChunk));
     for (const auto &[name, s] : rowValues)
-      buffers.push_back(UbBufferAttr::get(ctx, "idx." + name, 0, 1, true, s.gathers * s.elementBytes));
+      buffers.push_back(UbBufferAttr::get(ctx, "idx." + name, 0, 1, true, s.gathers * s.elementBytes, 0, 0));
     if (pointRows)
-      buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes));
+      buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes, 0, 0));
 
     // Rows per pass: only worth it when something moves a pass at a time, and only for whole rows.
     int64_t maxRowsPerPass = 1;
@@ -260,7 +321,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       maxRowsPerPass = std::clamp<int64_t>((ubBytes - shared - slack) / std::max<int64_t>(perRow, 1), 1, 65535);
     }
     op->setAttr("ascend_plan",
-                AscendPlanAttr::get(ctx, chip, rowLength, chunk, chunks, bufferCount, maxRowsPerPass, pointRows,
+                AscendPlanAttr::get(ctx, chip, rowLength, chunk, chunks, bufferCount, maxRowsPerPass, pointRows, guardedRows,
                                     rowCopies, passCopiesPerChunk, passCopies, rowScalars, rowBytes,
                                     ArrayAttr::get(ctx, buffers)));
     return success();

@@ -31,17 +31,32 @@ int64_t ceilDiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 
 /// The work of a core that runs `rows` rows of `t`, `rowsPerPass` at a time; its row-invariant values
 /// are copied a pass at a time, or read as scalars with `scalarRowValues`.
-CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t rows, int64_t rowsPerPass, bool scalarRowValues) {
+CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t begin, int64_t rows, int64_t live,
+                  int64_t rowsPerPass, bool scalarRowValues, const std::vector<int64_t> &groupRows) {
   CoreWork w;
   w.rows = rows;
+  w.liveRows = live;
   int64_t groups = ceilDiv(rows, rowsPerPass);
   w.passes = mul(groups, t.chunks);
-  w.dataCopies = add(mul(mul(rows, t.chunks), t.rowCopiesPerChunk), mul(w.passes, t.passCopiesPerChunk));
+  // A pass moves its consecutive rows' data only if one of them is live: at most one copy per live row.
+  int64_t livePasses = std::min(w.passes, mul(live, t.chunks));
+  w.dataCopies = add(mul(mul(live, t.chunks), t.rowCopiesPerChunk), mul(livePasses, t.passCopiesPerChunk));
   if (scalarRowValues)
     w.scalarReads = mul(rows, t.rowScalars);
   else
     w.dataCopies = add(w.dataCopies, mul(groups, t.passCopies));
-  w.gmBytes = mul(rows, t.rowBytes);
+  w.gmBytes = add(mul(live, t.rowBytes), mul(rows - live, deadRowBytes(t)));
+  // Kept inputs: one copy per group of rows sharing their GM row that this core's rows [begin, end) touch
+  // (and no more than its live rows).
+  for (size_t i = 0; i < t.buffers.size() && rows > 0; ++i) {
+    const UbBuffer &b = t.buffers[i];
+    if (b.reuseDims == 0)
+      continue;
+    int64_t group = i < groupRows.size() ? std::max<int64_t>(1, groupRows[i]) : 1;
+    int64_t groups = std::min(live, (begin + rows - 1) / group - begin / group + 1);
+    w.dataCopies = add(w.dataCopies, mul(mul(groups, t.chunks), b.copiesPerChunk));
+    w.gmBytes = add(w.gmBytes, mul(mul(groups, b.copiesPerChunk), mul(t.rowLength, b.elementBytes)));
+  }
   w.costNs = rows == 0 ? 0 : coreCostNs(chip, w);
   return w;
 }
@@ -62,12 +77,31 @@ double coreCostNs(const Chip &chip, const CoreWork &w) {
          double(w.gmBytes) / chip.gmGBpsPerCore;
 }
 
-KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows) {
+int64_t deadRowBytes(const KernelTiling &t) {
+  int64_t bytes = 0;
+  for (const UbBuffer &b : t.buffers)
+    if (b.elementBytes == 0)
+      bytes = add(bytes, b.fixedBytesPerRow);
+  return bytes;
+}
+
+KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows, int64_t liveRows,
+                      const std::vector<int64_t> &groupRows) {
   if (rows < 0)
     throw std::invalid_argument("ascend plan: kernel " + tiling.kernel + " has " + std::to_string(rows) + " rows");
+  if (liveRows < 0 || !tiling.guardedRows)
+    liveRows = rows;
+  if (liveRows > rows)
+    throw std::invalid_argument("ascend plan: kernel " + tiling.kernel + " has " + std::to_string(rows) +
+                                " rows, not " + std::to_string(liveRows) + " live ones");
   KernelPlan p;
   p.tiling = tiling;
   p.rows = rows;
+  p.liveRows = liveRows;
+  // Live rows spread evenly: a core with n rows has ceil(n * live / rows) of them (never fewer than its share).
+  auto liveOf = [&](int64_t coreRows) {
+    return rows == 0 ? 0 : std::min(coreRows, ceilDiv(mul(coreRows, liveRows), rows));
+  };
   int64_t cores = std::max<int64_t>(1, std::min(rows, chip.vectorCores));
   p.blockDim = cores;
   // The first rows % cores cores take one row more: the busiest core has ceil(rows / cores), as few as any
@@ -86,11 +120,16 @@ KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows
   p.ubBytesUsed = ubBytes(tiling, p.rowsPerPass, chip.ubAlignment);
   // A pass's row-invariant values: one DataCopy per tensor, or scalar loads when fewer cost less.
   p.scalarRowValues = tiling.passCopies > 0 &&
-                      coreWork(tiling, chip, p.rowsPerFormerCore, p.rowsPerPass, true).costNs <
-                          coreWork(tiling, chip, p.rowsPerFormerCore, p.rowsPerPass, false).costNs;
-  for (int64_t c = 0; c < cores; ++c) {
+                      coreWork(tiling, chip, 0, p.rowsPerFormerCore, liveOf(p.rowsPerFormerCore), p.rowsPerPass, true,
+                               groupRows)
+                              .costNs < coreWork(tiling, chip, 0, p.rowsPerFormerCore, liveOf(p.rowsPerFormerCore),
+                                                 p.rowsPerPass, false, groupRows)
+                                            .costNs;
+  for (int64_t c = 0, begin = 0; c < cores; ++c) {
     int64_t coreRows = c < p.formerCores ? p.rowsPerFormerCore : p.rowsPerTailCore;
-    p.cores.push_back(coreWork(tiling, chip, coreRows, p.rowsPerPass, p.scalarRowValues));
+    p.cores.push_back(
+        coreWork(tiling, chip, begin, coreRows, liveOf(coreRows), p.rowsPerPass, p.scalarRowValues, groupRows));
+    begin += coreRows;
     p.costNs = std::max(p.costNs, p.cores.back().costNs);
   }
   return p;
@@ -134,11 +173,23 @@ Plan planOp(const PlanRequest &request, const Chip &chip, const std::vector<Kern
     plan.workspaceBytes = add(plan.workspaceBytes, alignUp(rows, dsl::kWorkspaceAlignment));
   }
   for (size_t k = 0; k < tilings.size() && k < domains.size(); ++k) {
-    int64_t rows = 1;
     size_t dims = tilings[k].pointRows ? domains[k].size() : domains[k].size() - 1;
+    std::vector<int64_t> extents;
     for (size_t d = 0; d < dims; ++d)
-      rows = mul(rows, eval(*domains[k][d]));
-    plan.kernels.push_back(planKernel(tilings[k], chip, rows));
+      extents.push_back(eval(*domains[k][d]));
+    int64_t rows = 1;
+    for (int64_t e : extents)
+      rows = mul(rows, e);
+    std::vector<int64_t> groupRows; // per buffer: the rows that share a kept input's GM row
+    for (const UbBuffer &b : tilings[k].buffers) {
+      int64_t group = 1;
+      for (int64_t d = 0; d < b.reuseDims && d < int64_t(extents.size()); ++d)
+        group = mul(group, extents[extents.size() - 1 - size_t(d)]);
+      groupRows.push_back(group);
+    }
+    auto live = request.liveRows.find(tilings[k].kernel);
+    plan.kernels.push_back(
+        planKernel(tilings[k], chip, rows, live == request.liveRows.end() ? -1 : live->second, groupRows));
     plan.costNs += plan.kernels.back().costNs;
   }
   return plan;

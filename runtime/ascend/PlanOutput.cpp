@@ -51,7 +51,9 @@ std::string planTable(const Plan &plan) {
   out += fmt::format("  dims: {}; attrs: {}\n", valuesText(plan.dims), valuesText(plan.attrs));
   for (const KernelPlan &k : plan.kernels) {
     const KernelTiling &t = k.tiling;
-    out += fmt::format("kernel {} (writes {}): {} rows\n", t.kernel, t.output, k.rows);
+    out += fmt::format("kernel {} (writes {}): {} {}{}\n", t.kernel, t.output, k.rows,
+                       t.pointRows ? "points (a reduction along each)" : "rows",
+                       t.guardedRows ? fmt::format(", {} of them live", k.liveRows) : "");
     auto row = [&](const std::string &field, const std::string &value) {
       out += fmt::format("  {:<22} {}\n", field, value);
     };
@@ -65,8 +67,9 @@ std::string planTable(const Plan &plan) {
     row("row-invariant values", k.scalarRowValues ? "scalar loads" : "a DataCopy per pass");
     row("UB used", fmt::format("{} B", k.ubBytesUsed));
     for (const UbBuffer &b : t.buffers)
-      row("  " + b.name, b.elementBytes ? fmt::format("{} B/element x {}{}", b.elementBytes, b.copies,
-                                                      b.perRowOfPass ? " per row of the pass" : "")
+      row("  " + b.name, b.elementBytes ? fmt::format("{} B/element x {}{}{}", b.elementBytes, b.copies,
+                                                      b.perRowOfPass ? " per row of the pass" : "",
+                                                      b.reuseDims ? ", kept across the rows that share it" : "")
                                         : fmt::format("{} B per row", b.fixedBytesPerRow));
     if (!k.cores.empty()) {
       const CoreWork &busiest = *std::max_element(k.cores.begin(), k.cores.end(),
@@ -79,36 +82,15 @@ std::string planTable(const Plan &plan) {
   return out;
 }
 
-nlohmann::json tilingToJson(const KernelTiling &t) {
-  nlohmann::json buffers = nlohmann::json::array();
-  for (const UbBuffer &b : t.buffers)
-    buffers.push_back({{"name", b.name}, {"element_bytes", b.elementBytes}, {"copies", b.copies},
-                       {"per_row_of_pass", b.perRowOfPass}, {"fixed_bytes_per_row", b.fixedBytesPerRow}});
-  return {{"kernel", t.kernel},
-          {"output", t.output},
-          {"row_length", t.rowLength},
-          {"chunk", t.chunk},
-          {"chunks", t.chunks},
-          {"buffer_count", t.bufferCount},
-          {"max_rows_per_pass", t.maxRowsPerPass},
-          {"point_rows", t.pointRows},
-          {"buffers", buffers},
-          {"row_copies_per_chunk", t.rowCopiesPerChunk},
-          {"pass_copies_per_chunk", t.passCopiesPerChunk},
-          {"pass_copies", t.passCopies},
-          {"row_scalars", t.rowScalars},
-          {"row_bytes", t.rowBytes}};
-}
-
 nlohmann::json planToJson(const Plan &plan) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelPlan &k : plan.kernels) {
     nlohmann::json cores = nlohmann::json::array();
     for (const CoreWork &c : k.cores)
-      cores.push_back({{"rows", c.rows}, {"passes", c.passes}, {"data_copies", c.dataCopies},
+      cores.push_back({{"rows", c.rows}, {"live_rows", c.liveRows}, {"passes", c.passes}, {"data_copies", c.dataCopies},
                        {"scalar_reads", c.scalarReads}, {"gm_bytes", c.gmBytes}, {"cost_ns", c.costNs}});
     nlohmann::json kernel = tilingToJson(k.tiling);
-    kernel.update({{"rows", k.rows}, {"block_dim", k.blockDim}, {"former_cores", k.formerCores},
+    kernel.update({{"rows", k.rows}, {"live_rows", k.liveRows}, {"block_dim", k.blockDim}, {"former_cores", k.formerCores},
                    {"rows_per_former_core", k.rowsPerFormerCore}, {"tail_cores", k.tailCores},
                    {"rows_per_tail_core", k.rowsPerTailCore}, {"rows_per_pass", k.rowsPerPass},
                    {"scalar_row_values", k.scalarRowValues}, {"ub_bytes_used", k.ubBytesUsed}, {"cores", cores},

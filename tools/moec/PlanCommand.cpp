@@ -13,6 +13,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 namespace moec::cli {
 namespace {
 
@@ -22,7 +24,7 @@ struct PlanOptions {
   std::string chip = "910b";
   std::string chipFile;
   std::string dtype = "f32";
-  std::vector<std::string> dims, attrs, with;
+  std::vector<std::string> dims, attrs, with, liveRows;
   std::string json, header;
 };
 
@@ -62,6 +64,13 @@ void runPlan(const PlanOptions &o) {
   std::vector<std::vector<const dsl::Expr *>> domains;
   for (const KernelInfo &k : compiled.kernels)
     domains.push_back(k.domain);
+  for (const auto &[name, value] : parseAssignments(o.liveRows, "--live-rows")) {
+    auto kernel = std::find_if(compiled.kernels.begin(), compiled.kernels.end(),
+                               [&](const KernelInfo &k) { return k.name == name; });
+    if (kernel == compiled.kernels.end())
+      throw CLI::ValidationError("--live-rows", "'" + name + "' is not a kernel of this specialization");
+    request.liveRows[name] = value;
+  }
   ascend::Plan plan = ascend::planOp(request, chip, compiled.ascend, domains, compiled.workspace);
   fmt::print("{}", ascend::planTable(plan));
   if (!o.json.empty())
@@ -85,6 +94,9 @@ void registerPlanCommand(CLI::App &app) {
   cmd->add_option("--dim", o->dims, "NAME=VALUE for every dim the kernels use, runtime ones included (repeatable)");
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
   cmd->add_option("--with", o->with, "an optional input the call passes (repeatable)");
+  cmd->add_option("--live-rows", o->liveRows,
+                  "KERNEL=N: of a kernel whose rows are guarded, how many do their work (the routing's; "
+                  "default: all) (repeatable)");
   cmd->add_option("--json", o->json, "write the plan as JSON here");
   cmd->add_option("--header", o->header, "write the plan's TilingData structs as a C header here");
   cmd->callback([o] { runPlan(*o); });

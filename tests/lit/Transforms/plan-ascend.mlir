@@ -15,9 +15,9 @@
 // UB64-SAME: #moe.ub_buffer<name = "in.grad_expanded_x", elementBytes = 4, copies = 2, perRowOfPass = false
 // UB64-SAME: #moe.ub_buffer<name = "out.grad_x", elementBytes = 4, copies = 2, perRowOfPass = true
 // UB64-SAME: #moe.ub_buffer<name = "acc.f32", elementBytes = 4, copies = 1
-// UB64-SAME: #moe.ub_buffer<name = "idx.expanded_row_idx", elementBytes = 0, copies = 1, perRowOfPass = true, fixedBytesPerRow = 24>
+// UB64-SAME: #moe.ub_buffer<name = "idx.expanded_row_idx", elementBytes = 0, copies = 1, perRowOfPass = true, fixedBytesPerRow = 24, reuseDims = 0, copiesPerChunk = 0>
 
-// UB32: chunk = 3000, chunks = 1, bufferCount = 1, maxRowsPerPass = 360, pointRows = false, rowCopiesPerChunk = 7, passCopiesPerChunk = 0
+// UB32: chunk = 3000, chunks = 1, bufferCount = 1, maxRowsPerPass = 360, pointRows = false, guardedRows = false, rowCopiesPerChunk = 7, passCopiesPerChunk = 0
 // UB32-NOT: out.grad_x
 // UB32-SAME: schedule
 

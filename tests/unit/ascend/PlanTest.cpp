@@ -9,12 +9,14 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <random>
 
 namespace moec::ascend {
 namespace {
 
 const char *kB2 = "moe_init_routing_v2_grad";
+const char *kA3 = "moe_token_unpermute_with_routing_map_grad";
 
 /// A chip file with CANN's unit-test platform numbers and the 910B cost figures.
 std::string chipJson(int64_t cores, int64_t ub, const std::string &extra = "") {
@@ -154,6 +156,7 @@ void expectSound(const Plan &plan, const Chip &chip) {
     EXPECT_GE(k.blockDim, 1);
     EXPECT_LE(k.rowsPerFormerCore - (k.tailCores ? k.rowsPerTailCore : k.rowsPerFormerCore), 1);
     EXPECT_LE(k.ubBytesUsed, chip.ubBytes);
+    EXPECT_LE(ubBytes(t, t.maxRowsPerPass, chip.ubAlignment), chip.ubBytes);
     EXPECT_GE(t.chunk * t.chunks, t.rowLength);
     EXPECT_LT(t.chunk * (t.chunks - 1), t.rowLength);
     for (const UbBuffer &b : t.buffers)
@@ -170,12 +173,12 @@ TEST(AscendPlan, EveryOpAndModeHasASoundPlanOnEveryChip) {
   std::vector<Case> cases = {
       {kB2, {{"N", 1000}, {"R", 8000}, {"H", 7168}}, {{"top_k", 8}}, {}},
       {kB2, {{"N", 3}, {"R", 3}, {"H", 20000}}, {{"top_k", 1}}, {}}, // H over the UB: chunks
-      {"moe_token_unpermute_with_routing_map_grad", {{"Tk", 100}, {"R", 800}, {"E", 64}, {"H", 4096}}, {}, {}},
-      {"moe_token_unpermute_with_routing_map_grad",
+      {kA3, {{"Tk", 100}, {"R", 800}, {"E", 64}, {"H", 4096}}, {}, {}},
+      {kA3,
        {{"Tk", 100}, {"R", 800}, {"E", 64}, {"H", 4096}},
        {},
        {"routing_map", "permuted_tokens", "probs"}},
-      {"moe_token_unpermute_with_routing_map_grad",
+      {kA3,
        {{"Tk", 100}, {"R", 640}, {"E", 64}, {"H", 4097}},
        {{"drop_and_pad", 1}},
        {"permuted_tokens", "probs"}},
@@ -243,12 +246,61 @@ TEST(AscendPlan, ImpossibleCasesGetAClearError) {
                std::invalid_argument);
 }
 
-/// CANN's cost under our model: the busiest of its cores. Its scalar index loads move 4 bytes each.
+TEST(AscendTilingJson, RoundTripsAndRejectsWhatDoesNotFitTheChip) {
+  Chip chip = builtinChip("910b");
+  B2Plan ours(chip, dsl::DType::BF16, 100, 8, 7168);
+  const KernelTiling &t = ours.plan.kernels[0].tiling;
+  nlohmann::json j = tilingToJson(t);
+  EXPECT_EQ(tilingToJson(tilingFromJson(j, chip, "t")), j);
+  auto error = [&](const std::function<void(nlohmann::json &)> &edit) {
+    nlohmann::json bad = j;
+    edit(bad);
+    try {
+      tilingFromJson(bad, chip, "tiling.json[0]");
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error([](nlohmann::json &b) { b["chunks"] = 2; }).find("'chunks' must be ceil"), std::string::npos);
+  EXPECT_NE(error([](nlohmann::json &b) { b.erase("row_bytes"); }).find("'row_bytes' is missing"), std::string::npos);
+  EXPECT_NE(error([](nlohmann::json &b) { b["buffer_count"] = 3; }).find("'buffer_count'"), std::string::npos);
+  EXPECT_NE(error([](nlohmann::json &b) { b["max_rows_per_pass"] = 65535; }).find("do not fit"), std::string::npos);
+  EXPECT_NE(error([](nlohmann::json &b) { b["buffers"] = 1; }).find("'buffers' must be a list"), std::string::npos);
+  EXPECT_NE(error([](nlohmann::json &b) { b["kernel"] = ""; }).find("'kernel'"), std::string::npos);
+  std::string shortCopies = chipJson(40, 196352);
+  shortCopies.replace(shortCopies.find("\"max_copy_bytes\": 65536"), 23, "\"max_copy_bytes\": 8192");
+  try {
+    tilingFromJson(j, chipFromJson(shortCopies, "short"), "tiling.json[0]");
+    FAIL() << "a 14 KiB chunk passed an 8 KiB copy limit";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("over the chip's 8192 B copy limit"), std::string::npos) << e.what();
+  }
+  Chip small = chipFromJson(chipJson(40, 16384), "small");
+  try {
+    tilingFromJson(j, small, "tiling.json[0]");
+    FAIL() << "a 7168-element bf16 tiling fit a 16 KiB UB";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("has 16384"), std::string::npos) << e.what();
+  }
+}
+
+/// A CANN core's work in our terms. Its scalar index loads move 4 bytes each.
+CoreWork cannWork(const cann::CoreWork &w) {
+  CoreWork ours;
+  ours.rows = ours.liveRows = w.rows;
+  ours.dataCopies = w.dataCopies;
+  ours.scalarReads = w.scalarGmReads;
+  ours.gmBytes = w.gmBytes + 4 * w.scalarGmReads;
+  return ours;
+}
+
+/// CANN's cost under our model: the busiest of its cores.
 double cannCostNs(const Chip &chip, const std::vector<cann::CoreWork> &work) {
   double worst = 0;
   for (const cann::CoreWork &w : work)
     if (w.rows > 0 || w.dataCopies > 0)
-      worst = std::max(worst, coreCostNs(chip, {w.rows, 0, w.dataCopies, w.scalarGmReads, w.gmBytes + 4 * w.scalarGmReads, 0}));
+      worst = std::max(worst, coreCostNs(chip, cannWork(w)));
   return worst;
 }
 
@@ -310,6 +362,65 @@ TEST(AscendPlanVsCann, ModelShapesTable) {
                            theirs / 1000, ours.plan.kernels[0].blockDim, ours.plan.costNs / 1000,
                            ours.plan.costNs / theirs);
     }
+  std::cout << table;
+}
+
+/// A3 (MoeTokenUnpermuteWithRoutingMapGrad) planned for a full routing with no drops: every permuted row
+/// is some token's, so the fill that zeroes unreferenced rows has none left, and the data and probs
+/// kernels work on the Tk * K live (token, expert) pairs.
+struct A3Case {
+  bool padded, probs;
+  int64_t tokens, k, e, h;
+  dsl::DType dtype;
+};
+
+Plan planA3(const Chip &chip, const A3Case &c) {
+  std::unique_ptr<dsl::OpDef> op = loadOp(kA3);
+  std::set<std::string> with;
+  if (c.probs)
+    with = c.padded ? std::set<std::string>{"permuted_tokens", "probs"}
+                    : std::set<std::string>{"routing_map", "permuted_tokens", "probs"};
+  Specialization spec;
+  spec.dtype = c.dtype;
+  spec.target = Target::ascend(chip);
+  spec.statics = {{"E", c.e}, {"H", c.h}, {"drop_and_pad", c.padded}};
+  spec.present = with;
+  CompiledOp compiled = compile(*op, spec);
+  std::vector<std::vector<const dsl::Expr *>> domains;
+  PlanRequest request{op.get(), c.dtype, {{"Tk", c.tokens}, {"R", c.tokens * c.k}, {"E", c.e}, {"H", c.h}},
+                      {{"drop_and_pad", c.padded}}, with, {}};
+  for (const KernelInfo &info : compiled.kernels) {
+    domains.push_back(info.domain);
+    bool fill = info.name.find("__0_") != std::string::npos; // `permuted_tokens_grad[r, h] = 0`
+    request.liveRows[info.name] = fill ? 0 : c.tokens * c.k;
+  }
+  return planOp(request, chip, compiled.ascend, domains, compiled.workspace);
+}
+
+double cannA3CostNs(const Chip &chip, const A3Case &c) {
+  cann::DType t = cannType(c.dtype);
+  cann::UnpermuteWithRoutingMapGradTiling tiling = cann::unpermuteWithRoutingMapGradTiling(
+      {chip.vectorCores, chip.ubBytes}, c.tokens, c.tokens * c.k, c.e, c.h, c.padded, c.probs, t, t);
+  return cannCostNs(chip, cann::unpermuteWithRoutingMapGradWork(tiling, t, t, c.padded, c.probs));
+}
+
+TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradTable) {
+  Chip chip = builtinChip("910b");
+  struct Shape {
+    const char *name;
+    int64_t h, e, k;
+  } shapes[] = {{"DeepSeek-V3", 7168, 256, 8}, {"Qwen3", 4096, 128, 8}, {"Mixtral", 4096, 8, 2}};
+  std::string table = "| shape | mode | N | CANN us | ours us | ours / CANN |\n|---|---|---|---|---|---|\n";
+  for (const Shape &s : shapes)
+    for (auto [padded, probs] : {std::pair{false, false}, {false, true}, {true, false}, {true, true}})
+      for (int64_t n : {80, 4096}) {
+        A3Case c{padded, probs, n, s.k, s.e, s.h, dsl::DType::BF16};
+        Plan ours = planA3(chip, c);
+        expectSound(ours, chip);
+        double theirs = cannA3CostNs(chip, c);
+        table += fmt::format("| {} | {}{} | {} | {:.1f} | {:.1f} | {:.3f} |\n", s.name, padded ? "pad" : "non-pad",
+                             probs ? " +probs" : "", n, theirs / 1000, ours.costNs / 1000, ours.costNs / theirs);
+      }
   std::cout << table;
 }
 

@@ -61,14 +61,19 @@ def Moe_UbBufferAttr : AttrDef<Moe_Dialect, "UbBuffer"> {
   let description = [{
     `elementBytes` per element of a row chunk (0 for a buffer of row-invariant values, which holds
     `fixedBytesPerRow` bytes per row instead), `copies` (2: a double-buffered queue), and `perRowOfPass`:
-    whether it holds every row of a UB pass or one row at a time.
+    whether it holds every row of a UB pass or one row at a time. An input whose GM row does not depend on
+    the `reuseDims` innermost row indices is kept across the rows that share it and copied
+    `copiesPerChunk` times per group of such rows and chunk (0, 0: copied for every row, as counted in
+    the plan's `rowCopiesPerChunk`).
 
     ```mlir
-    #moe.ub_buffer<name = "in.grad_expanded_x", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0>
+    #moe.ub_buffer<name = "in.grad_expanded_x", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0,
+                   reuseDims = 0, copiesPerChunk = 0>
     ```
   }];
   let parameters = (ins StringRefParameter<>:$name, "int64_t":$elementBytes, "int64_t":$copies,
-                        "bool":$perRowOfPass, "int64_t":$fixedBytesPerRow);
+                        "bool":$perRowOfPass, "int64_t":$fixedBytesPerRow, "int64_t":$reuseDims,
+                        "int64_t":$copiesPerChunk);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
@@ -80,19 +85,21 @@ def Moe_AscendPlanAttr : AttrDef<Moe_Dialect, "AscendPlan"> {
     limit): every row of the domain streams `rowLength` elements along its contiguous dim, `chunk` at a
     time (`chunks` passes), through `buffers` in the UB, double-buffered when `bufferCount` is 2; up to
     `maxRowsPerPass` rows share a pass. `pointRows`: the rows are the domain's points (a reduction along
-    a contiguous dim, such as a dot product over H). The DataCopy counts per row and chunk, per pass and
+    a contiguous dim, such as a dot product over H). `guardedRows`: a row's streaming work runs only when a
+    condition of the row holds (a scatter's row guard, a dot product behind a test), so a call whose
+    routing leaves rows dead costs less than `rows * rowBytes`. The DataCopy counts per row and chunk, per pass and
     chunk, and per pass, the row-invariant values per row (`rowScalars`, which the runtime may read as
     scalars instead), and the GM bytes a row moves, feed the cost model. The runtime adds the core
     split for each call's shapes (moec/runtime/ascend/Plan.h).
 
     ```mlir
     moe.compute %out[%n, %c7168] {ascend_plan = #moe.ascend_plan<chip = "910b", rowLength = 7168, chunk = 7168,
-        chunks = 1, bufferCount = 2, maxRowsPerPass = 2, pointRows = false, rowCopiesPerChunk = 8,
+        chunks = 1, bufferCount = 2, maxRowsPerPass = 2, pointRows = false, guardedRows = true, rowCopiesPerChunk = 8,
         passCopiesPerChunk = 1, passCopies = 1, rowScalars = 8, rowBytes = 129056, buffers = [...]>, schedule = ...}
     ```
   }];
   let parameters = (ins StringRefParameter<>:$chip, "int64_t":$rowLength, "int64_t":$chunk, "int64_t":$chunks,
-                        "int64_t":$bufferCount, "int64_t":$maxRowsPerPass, "bool":$pointRows,
+                        "int64_t":$bufferCount, "int64_t":$maxRowsPerPass, "bool":$pointRows, "bool":$guardedRows,
                         "int64_t":$rowCopiesPerChunk, "int64_t":$passCopiesPerChunk, "int64_t":$passCopies,
                         "int64_t":$rowScalars, "int64_t":$rowBytes, "::mlir::ArrayAttr":$buffers);
   let assemblyFormat = "`<` struct(params) `>`";

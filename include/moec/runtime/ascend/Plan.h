@@ -35,6 +35,11 @@ struct UbBuffer {
   int64_t copies = 1;       // 2: a double-buffered queue
   bool perRowOfPass = false; // holds every row of the pass, not one at a time
   int64_t fixedBytesPerRow = 0;
+  // An input kept across rows that share its GM row: those that differ only in the `reuseDims` innermost
+  // row indices. It is copied `copiesPerChunk` times per such group and chunk (0, 0: every row's copies
+  // are in KernelTiling::rowCopiesPerChunk and rowBytes instead).
+  int64_t reuseDims = 0;
+  int64_t copiesPerChunk = 0;
 };
 
 /// A kernel's tiling for one chip: what the compiler derives from the scheduled IR.
@@ -47,6 +52,7 @@ struct KernelTiling {
   int64_t bufferCount = 1;    // 2: copy-in, compute and copy-out overlap
   int64_t maxRowsPerPass = 1; // rows that fit the UB together (chunks == 1 only)
   bool pointRows = false;     // rows are the domain's points (a reduction along the contiguous dim)
+  bool guardedRows = false;   // a row's streaming work runs only when a condition of the row holds
   std::vector<UbBuffer> buffers;
   // What a row moves, for DataCopy counts and the cost model:
   int64_t rowCopiesPerChunk = 0;  // DataCopy calls per row and chunk: gathered rows, scattered output rows
@@ -62,6 +68,7 @@ int64_t ubBytes(const KernelTiling &t, int64_t rows, int64_t alignment);
 /// One vector core's share of a kernel.
 struct CoreWork {
   int64_t rows = 0;
+  int64_t liveRows = 0;
   int64_t passes = 0;     // UB passes (row groups times chunks)
   int64_t dataCopies = 0; // GM <-> UB DataCopy calls
   int64_t scalarReads = 0; // scalar GM loads (row-invariant values read one at a time)
@@ -75,6 +82,7 @@ double coreCostNs(const Chip &chip, const CoreWork &work);
 struct KernelPlan {
   KernelTiling tiling;
   int64_t rows = 0;     // the domain's rows in this call
+  int64_t liveRows = 0; // those that do their streaming work (all unless the caller said otherwise)
   int64_t blockDim = 0; // cores launched: those with rows (1 when there are none)
   int64_t formerCores = 0, rowsPerFormerCore = 0, tailCores = 0, rowsPerTailCore = 0;
   int64_t rowsPerPass = 0;
@@ -84,9 +92,16 @@ struct KernelPlan {
   double costNs = 0;           // the busiest core's
 };
 
-/// Splits `rows` over at most `chip.vectorCores` cores and counts each core's work. Throws
-/// std::overflow_error when a count does not fit int64.
-KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows);
+/// The GM bytes of a row whose guard fails: its row-invariant values (and a point's output) only.
+int64_t deadRowBytes(const KernelTiling &t);
+
+/// Splits `rows` over at most `chip.vectorCores` cores and counts each core's work. With guardedRows,
+/// `liveRows` (default: all) of them do their streaming work, spread evenly; the others move only their
+/// row-invariant values. Throws std::overflow_error when a count does not fit int64.
+/// `groupRows[i]`: for a kept input (buffers[i].reuseDims > 0), the rows that share its GM row (the
+/// product of those innermost extents); otherwise ignored.
+KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows, int64_t liveRows = -1,
+                      const std::vector<int64_t> &groupRows = {});
 
 struct Plan {
   std::string op, chip, dtype;
@@ -112,6 +127,9 @@ struct PlanRequest {
   std::map<std::string, int64_t> dims;  // every dim the kernels' domains use, runtime ones included
   std::map<std::string, int64_t> attrs; // given attributes (defaults fill the rest)
   std::set<std::string> present;        // optional tensors that are there
+  /// Per kernel name, how many rows pass their guard (KernelTiling::guardedRows) when the caller knows it
+  /// from the routing, e.g. no rows left for a fill after a full permutation; absent: all of them.
+  std::map<std::string, int64_t> liveRows;
 };
 
 /// The plan of a compiled op for one call: `tilings[i]` and `domains[i]` (KernelInfo::domain) of each
@@ -126,6 +144,10 @@ std::string planTable(const Plan &plan);
 /// A kernel's tiling as JSON (the fields of KernelTiling in snake_case): what `moec emit-all` writes for
 /// the ascend target, where no call's dims are known yet.
 nlohmann::json tilingToJson(const KernelTiling &tiling);
+
+/// The tiling written by tilingToJson, every field checked (ranges, chunks = ceil(rowLength / chunk),
+/// buffers within `chip`'s UB and copy limit). Throws std::runtime_error naming `where` and the field.
+KernelTiling tilingFromJson(const nlohmann::json &j, const Chip &chip, const std::string &where);
 
 /// The plan as versioned JSON ({"format": 1, ...}; the fields are those of Plan, KernelPlan and
 /// KernelTiling in snake_case).

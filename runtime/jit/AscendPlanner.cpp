@@ -1,0 +1,186 @@
+//===- AscendPlanner.cpp - Tilings compiled once per specialization, plans per call ---===//
+#include "moec/AscendPlanner.h"
+
+#include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
+#include "moec/compiler/Pipeline.h"
+#include "moec/dsl/KernelPlan.h"
+#include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/DiskCache.h"
+#include "moec/runtime/Files.h"
+#include "moec/runtime/KernelJson.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace moec {
+namespace {
+
+/// Every figure of the chip, in a fixed order: a chip file that changes any of them changes the key.
+std::string chipText(const ascend::Chip &c) {
+  nlohmann::json j = {{"name", c.name},
+                      {"vector_cores", c.vectorCores},
+                      {"ub_bytes", c.ubBytes},
+                      {"ub_alignment", c.ubAlignment},
+                      {"burst_bytes", c.burstBytes},
+                      {"max_copy_bytes", c.maxCopyBytes},
+                      {"system_workspace_bytes", c.systemWorkspaceBytes},
+                      {"gm_gbps_per_core", c.gmGBpsPerCore},
+                      {"data_copy_ns", c.dataCopyNs},
+                      {"scalar_read_ns", c.scalarReadNs},
+                      {"core_launch_ns", c.coreLaunchNs}};
+  return j.dump();
+}
+
+/// The static dims and attributes of `call` (by public name), as compile() takes them.
+std::map<std::string, int64_t> staticsOf(const dsl::OpDef &op, const PlanCall &call) {
+  std::map<std::string, int64_t> statics;
+  for (const auto &[name, value] : call.dims)
+    if (const dsl::DimDecl *d = op.findDim(name); d && d->isStatic)
+      statics[name] = value;
+  for (const auto &[name, value] : call.attrs)
+    if (const dsl::AttrDecl *a = op.findAttr(name); a && a->isStatic)
+      statics[a->name] = value;
+  return statics;
+}
+
+} // namespace
+
+AscendPlanner::AscendPlanner(ascend::Chip chip) : AscendPlanner(std::move(chip), Options{}) {}
+
+AscendPlanner::AscendPlanner(ascend::Chip chip, Options opts) : chip_(std::move(chip)), options(std::move(opts)) {
+  if (!options.warn)
+    options.warn = [](const std::string &message) { std::cerr << "moec: warning: " << message << "\n"; };
+  options.maxPlans = std::max<size_t>(1, options.maxPlans);
+  disk = std::make_unique<DiskCache>(options.cacheDir.value_or(defaultCacheDir()));
+  disk->setWarningHandler([warn = options.warn](const std::string &line) {
+    warn(line.rfind("moec: warning: ", 0) == 0 ? line.substr(15) : line);
+  });
+  if (!disk->enabled())
+    options.warn(disk->disabledReason() + "; caching Ascend tilings in memory only");
+}
+
+AscendPlanner::~AscendPlanner() = default;
+
+std::string AscendPlanner::cacheKey(const dsl::OpDef &op, const std::string &source, dsl::DType dtype,
+                                    const std::map<std::string, int64_t> &statics,
+                                    const std::set<std::string> &with) const {
+  return "moec ascend tiling cache 1\ncompiler " MOEC_BUILD_ID "\nop " + op.name + " " + contentHash(source) +
+         "\ndtype " + dsl::dtypeName(dtype) + "\nstatics " + nlohmann::json(statics).dump() + "\npresent " +
+         nlohmann::json(with).dump() + "\nchip " + chipText(chip_) + "\n";
+}
+
+const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
+  auto it = sources.find(name);
+  if (it != sources.end())
+    return it->second;
+  OpSource s;
+  s.op = loadOp(name);
+  const BuiltinOp *builtin = findBuiltinOp(name);
+  s.source = builtin ? std::string(builtin->source) : readRegularFile(name);
+  return sources.emplace(name, std::move(s)).first->second;
+}
+
+std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name, const PlanCall &call) {
+  std::lock_guard<std::mutex> lock(mutex);
+  const OpSource &src = source(name);
+  std::map<std::string, int64_t> statics = staticsOf(*src.op, call);
+  std::string key = cacheKey(*src.op, src.source, call.dtype, statics, call.with);
+  std::string callKey = key + "dims " + nlohmann::json(call.dims).dump() + "\nattrs " +
+                        nlohmann::json(call.attrs).dump() + "\n";
+  if (auto hit = plansByCall.find(callKey); hit != plansByCall.end()) {
+    recent.splice(recent.begin(), recent, hit->second); // most recent first
+    ++planHits;
+    return hit->second->second;
+  }
+  std::shared_ptr<const Tilings> t = tilings(src, call, key, statics);
+  ascend::PlanRequest request{t->op.get(), call.dtype, call.dims, call.attrs, call.with};
+  auto made = std::make_shared<const ascend::Plan>(ascend::planOp(request, chip_, t->kernels, t->domains, t->workspace));
+  recent.emplace_front(callKey, made);
+  plansByCall[callKey] = recent.begin();
+  if (recent.size() > options.maxPlans) {
+    plansByCall.erase(recent.back().first);
+    recent.pop_back();
+  }
+  return made;
+}
+
+std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::tilings(const OpSource &src, const PlanCall &call,
+                                                                     const std::string &key,
+                                                                     const std::map<std::string, int64_t> &statics) {
+  if (auto it = tilingsByKey.find(key); it != tilingsByKey.end()) {
+    ++tilingHits;
+    return it->second;
+  }
+  std::shared_ptr<const Tilings> found = disk->enabled() ? fromDisk(src, key, statics, call.with) : nullptr;
+  if (found) {
+    ++diskHits;
+  } else {
+    Specialization spec{call.dtype, statics, Target::ascend(chip_), {}, call.with};
+    CompiledOp compiled = compile(*src.op, spec);
+    ++compiles;
+    auto t = std::make_shared<Tilings>();
+    t->op = src.op;
+    t->kernels = compiled.ascend;
+    for (const KernelInfo &k : compiled.kernels)
+      t->domains.push_back(k.domain);
+    t->workspace = compiled.workspace;
+    DiskCache::Entry entry;
+    entry.keyText = key;
+    nlohmann::json records = nlohmann::json::array();
+    for (const ascend::KernelTiling &k : t->kernels)
+      records.push_back(ascend::tilingToJson(k));
+    entry.files = {{"op.moe", src.source}, {"tiling.json", records.dump(2) + "\n"}};
+    entry.meta["workspace"] = t->workspace;
+    if (disk->enabled())
+      disk->store(cacheKeyHash(key), entry);
+    found = t;
+  }
+  tilingsByKey.emplace(key, found);
+  return found;
+}
+
+/// The entry's tilings, each checked (tilingFromJson) and matched by name to a kernel the op plans for
+/// this specialization, in order; an entry that fails is reported, removed and rebuilt.
+std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::fromDisk(const OpSource &src, const std::string &key,
+                                                                      const std::map<std::string, int64_t> &statics,
+                                                                      const std::set<std::string> &with) {
+  std::string hash = cacheKeyHash(key);
+  std::optional<DiskCache::Entry> entry = disk->load(hash, key);
+  if (!entry)
+    return nullptr;
+  try {
+    auto file = entry->files.find("tiling.json");
+    if (file == entry->files.end())
+      throw std::runtime_error("no tiling.json");
+    nlohmann::json records = nlohmann::json::parse(file->second, nullptr, /*allow_exceptions=*/false);
+    if (records.is_discarded() || !records.is_array())
+      throw std::runtime_error("tiling.json: not a JSON list");
+    const dsl::OpDef &op = *src.op;
+    std::set<std::string> present = resolvePresence(op, with, statics);
+    std::vector<dsl::PlannedKernel> planned = dsl::planKernels(op, dsl::specializationBindings(op, present, statics));
+    auto t = std::make_shared<Tilings>();
+    t->op = src.op;
+    t->workspace = workspaceFromJson(entry->meta, "meta.json");
+    for (size_t i = 0; i < records.size(); ++i) {
+      ascend::KernelTiling k = ascend::tilingFromJson(records[i], chip_, "tiling.json[" + std::to_string(i) + "]");
+      auto kernel = std::find_if(planned.begin(), planned.end(),
+                                 [&](const dsl::PlannedKernel &p) { return p.name == k.kernel; });
+      if (kernel == planned.end())
+        throw std::runtime_error("tiling.json: kernel '" + k.kernel + "' is not a kernel of " + op.name);
+      t->domains.push_back(kernel->domain);
+      t->kernels.push_back(std::move(k));
+    }
+    if (t->kernels.empty())
+      throw std::runtime_error("tiling.json: no kernels");
+    for (const std::string &output : t->workspace)
+      if (const dsl::TensorDecl *decl = op.findTensor(output); !decl || !decl->isOutput)
+        throw std::runtime_error("meta.json: workspace names '" + output + "', not an output of " + op.name);
+    return t;
+  } catch (const std::exception &e) {
+    disk->discard(hash, e.what());
+    return nullptr;
+  }
+}
+
+} // namespace moec
