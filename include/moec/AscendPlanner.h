@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/runtime/Kernel.h" // moec::bf16 ...
 #include "moec/runtime/ascend/Plan.h"
 
 #include <atomic>
