@@ -51,10 +51,30 @@ std::set<std::string> presentTensors(const dsl::OpDef &op, const std::vector<std
   return present;
 }
 
-void TargetOptions::add(CLI::App &cmd) {
+void ChipOptions::add(CLI::App &cmd) {
+  cmd.add_option("--chip", chip, "Ascend chip: " + ascend::builtinChipNames())->capture_default_str();
+  cmd.add_option("--chip-file", chipFile, "an Ascend chip description (JSON, as runtime/ascend/chips/*.json)");
+}
+
+ascend::Chip ChipOptions::load() const {
+  try {
+    return chipFile.empty() ? ascend::builtinChip(chip) : ascend::loadChipFile(chipFile);
+  } catch (const std::exception &e) {
+    throw CLI::ValidationError(chipFile.empty() ? "--chip" : "--chip-file", e.what());
+  }
+}
+
+void TargetOptions::add(CLI::App &cmd, bool ascend) {
   cmd.add_option("--dtype", dtype, "element type of the op's type parameter: f16, bf16, f32")->capture_default_str();
-  cmd.add_option("--target", target, "cpu, ptx, or ptx-emu (sm_90 PTX run on the PTX emulator)")
-      ->check(CLI::IsMember({"cpu", "ptx", "ptx-emu"}))
+  std::vector<std::string> targets = {"cpu", "ptx", "ptx-emu"};
+  if (ascend) {
+    targets.push_back("ascend");
+    chip.add(cmd);
+  }
+  cmd.add_option("--target", target,
+                 std::string("cpu, ptx, or ptx-emu (sm_90 PTX run on the PTX emulator)") +
+                     (ascend ? ", or ascend (tiling plans for --chip)" : ""))
+      ->check(CLI::IsMember(targets))
       ->capture_default_str();
   cmd.add_option("--arch", arch, "GPU arch for --target ptx: sm_80, sm_90, sm_100")->capture_default_str();
   cmd.add_option("--vector", schedule.vector, "schedule: vector width (0: compiler's choice)");
@@ -80,6 +100,8 @@ void TargetOptions::add(CLI::App &cmd) {
 Target TargetOptions::resolveTarget() const {
   if (target == "cpu")
     return Target::cpu();
+  if (target == "ascend")
+    return Target::ascend(chip.load());
   return Target::ptx(target == "ptx-emu" ? "sm_90" : arch);
 }
 

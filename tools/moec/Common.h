@@ -18,15 +18,27 @@ std::map<std::string, int64_t> parseAssignments(const std::vector<std::string> &
 /// The --dtype value; throws CLI::ValidationError for an unknown name.
 dsl::DType parseDType(const std::string &name);
 
+/// --chip / --chip-file: the Ascend chip a plan is for.
+struct ChipOptions {
+  std::string chip = "910b";
+  std::string chipFile;
+
+  void add(CLI::App &cmd);
+  /// The built-in chip, or the file's; throws CLI::ValidationError naming the option.
+  ascend::Chip load() const;
+};
+
 /// Options every compiling subcommand shares: dtype, target, arch, schedule.
 struct TargetOptions {
   std::string dtype = "f32";
   std::string target = "cpu";
   std::string arch = "sm_90";
   Schedule schedule;
+  ChipOptions chip; // --target ascend, where the command offers it
 
-  void add(CLI::App &cmd);
-  /// cpu, or ptx for --arch (ptx-emu: sm_90 PTX, to run on the PTX emulator).
+  /// `ascend`: the command also takes --target ascend (with --chip / --chip-file).
+  void add(CLI::App &cmd, bool ascend = false);
+  /// cpu, or ptx for --arch (ptx-emu: sm_90 PTX, to run on the PTX emulator), or ascend for the chip.
   Target resolveTarget() const;
   bool emulated() const { return target == "ptx-emu"; }
 };

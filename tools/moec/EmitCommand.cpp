@@ -28,10 +28,21 @@ const char *extension(Stage s) {
   return "txt";
 }
 
-/// The stages a target produces, in pipeline order.
+/// The stages a target produces, in pipeline order. Ascend: the moe IR carries each kernel's
+/// #moe.ascend_plan (the tiled kernels come later).
 std::vector<Stage> stagesOf(const Target &target) {
+  if (target.kind == TargetKind::Ascend)
+    return {Stage::Ast, Stage::Moe};
   Stage code = target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
   return {Stage::Ast, Stage::Moe, Stage::Loops, Stage::LLVM, code};
+}
+
+/// Each kernel's Ascend tiling, as a JSON list.
+std::string tilingsJson(const CompiledOp &compiled) {
+  nlohmann::json tilings = nlohmann::json::array();
+  for (const ascend::KernelTiling &t : compiled.ascend)
+    tilings.push_back(ascend::tilingToJson(t));
+  return tilings.dump(2) + "\n";
 }
 
 void writeDumps(const CompiledOp &compiled, const std::string &dir, const std::string &base) {
@@ -64,9 +75,13 @@ void runEmit(const EmitOptions &o) {
   if (!o.emit.empty()) {
     auto s = parseStage(o.emit);
     if (!s || std::find(stages.begin(), stages.end(), *s) == stages.end())
-      throw CLI::ValidationError("--emit", "'" + o.emit + "' is not a stage of target " + spec.target.str() +
-                                               " (ast, moe, loops, llvm, " +
-                                               (spec.target.kind == TargetKind::GPU ? "ptx)" : "asm)"));
+    {
+      std::string names;
+      for (Stage stage : stages)
+        names += std::string(names.empty() ? "" : ", ") + stageName(stage);
+      throw CLI::ValidationError("--emit", "'" + o.emit + "' is not a stage of target " + spec.target.str() + " (" +
+                                               names + ")");
+    }
     wanted = *s;
   }
   CompileOptions options;
@@ -77,6 +92,8 @@ void runEmit(const EmitOptions &o) {
 
   if (!o.dumpDir.empty())
     writeDumps(compiled, o.dumpDir, op->name);
+  if (!o.dumpDir.empty() && spec.target.kind == TargetKind::Ascend)
+    writeFile((std::filesystem::path(o.dumpDir) / (op->name + ".tiling.json")).string(), tilingsJson(compiled));
   const std::string &text = compiled.dumps.at(wanted);
   if (o.output.empty())
     std::cout << text;
@@ -126,10 +143,7 @@ void runEmitAll(const EmitAllOptions &o) {
                              (isAscend ? "tiling.json" : extension(code))))
                                .string();
         // Ascend: each kernel's tiling for the chip; the core split waits for a call's dims (moec plan).
-        nlohmann::json tilings = nlohmann::json::array();
-        for (const ascend::KernelTiling &t : compiled.ascend)
-          tilings.push_back(ascend::tilingToJson(t));
-        writeFile(file, isAscend ? tilings.dump(2) + "\n" : compiled.dumps.at(code));
+        writeFile(file, isAscend ? tilingsJson(compiled) : compiled.dumps.at(code));
         fmt::print("{:<42} {:<6} {:<52} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
                    target.str(), compiled.times.total(), file);
         ++count;
@@ -145,11 +159,13 @@ void registerEmitCommand(CLI::App &app) {
   auto o = std::make_shared<EmitOptions>();
   CLI::App *cmd = app.add_subcommand("emit", "Compile an op and print one stage (PTX by default for ptx)");
   cmd->add_option("op", o->op, "built-in op name or path to a .moe file")->required();
-  o->target.add(*cmd);
+  o->target.add(*cmd, /*ascend=*/true);
   cmd->add_option("--dim", o->dims, "NAME=VALUE for a static dim (repeatable)");
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for a static attribute (repeatable)");
   cmd->add_option("--with", o->with, "an optional tensor the kernels are specialized to receive (repeatable)");
-  cmd->add_option("--emit", o->emit, "stage: ast, moe, loops, llvm, ptx (ptx target), asm (cpu target)");
+  cmd->add_option("--emit", o->emit,
+                  "stage: ast, moe, loops, llvm, ptx (ptx target), asm (cpu target); ascend: ast, moe (with each "
+                  "kernel's #moe.ascend_plan; --dump-dir adds <op>.tiling.json)");
   cmd->add_option("-o,--output", o->output, "write the stage here instead of stdout");
   cmd->add_option("--dump-dir", o->dumpDir, "also write every stage as DIR/<op>.<stage>");
   cmd->callback([o] { runEmit(*o); });

@@ -21,8 +21,7 @@ namespace {
 struct PlanOptions {
   std::string op;
   std::string target = "ascend";
-  std::string chip = "910b";
-  std::string chipFile;
+  ChipOptions chip;
   std::string dtype = "f32";
   std::vector<std::string> dims, attrs, with, liveRows;
   std::string json, header;
@@ -30,12 +29,7 @@ struct PlanOptions {
 
 void runPlan(const PlanOptions &o) {
   std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
-  ascend::Chip chip;
-  try {
-    chip = o.chipFile.empty() ? ascend::builtinChip(o.chip) : ascend::loadChipFile(o.chipFile);
-  } catch (const std::exception &e) {
-    throw CLI::ValidationError(o.chipFile.empty() ? "--chip" : "--chip-file", e.what());
-  }
+  ascend::Chip chip = o.chip.load();
   ascend::PlanRequest request;
   request.op = op.get();
   request.dtype = parseDType(o.dtype);
@@ -88,8 +82,7 @@ void registerPlanCommand(CLI::App &app) {
   cmd->add_option("--target", o->target, "ascend (the only target with plans)")
       ->check(CLI::IsMember({"ascend"}))
       ->capture_default_str();
-  cmd->add_option("--chip", o->chip, "built-in chip: " + ascend::builtinChipNames())->capture_default_str();
-  cmd->add_option("--chip-file", o->chipFile, "a chip description (JSON, as runtime/ascend/chips/*.json)");
+  o->chip.add(*cmd);
   cmd->add_option("--dtype", o->dtype, "element type of the op's type parameter: f16, bf16, f32")->capture_default_str();
   cmd->add_option("--dim", o->dims, "NAME=VALUE for every dim the kernels use, runtime ones included (repeatable)");
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
