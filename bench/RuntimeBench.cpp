@@ -1,8 +1,10 @@
 //===- RuntimeBench.cpp - Host-side costs of the C++ API ------------------===//
 //
 // Targets: a cached get() plus the argument checks <= 1 us (Triton's cached launch: 10-18 us of host
-// time); a warm start (new process, kernel on disk) without running MLIR; a cold compile.
+// time); a warm start (new process, kernel on disk) without running MLIR; a cold compile. Ascend: a kept
+// plan, and the plan of a new token count from the cached tilings (what a launch pays per new shape).
 //===----------------------------------------------------------------------===//
+#include "moec/AscendPlanner.h"
 #include "moec/Runtime.h"
 #include "moec/runtime/HostTensor.h"
 
@@ -88,6 +90,33 @@ void BM_WarmStartFromDisk(benchmark::State &state) {
   }
 }
 BENCHMARK(BM_WarmStartFromDisk)->Unit(benchmark::kMillisecond);
+
+/// DeepSeek-V3's B2 on 910B for `tokens` tokens.
+moec::PlanCall deepSeekPlan(int64_t tokens) { return {moec::bf16, {{"N", tokens}, {"H", 7168}}, {{"top_k", 8}}, {}}; }
+
+moec::AscendPlanner::Options plannerOptions(size_t maxPlans) {
+  moec::AscendPlanner::Options o;
+  o.cacheDir = benchCacheDir();
+  o.maxPlans = maxPlans;
+  return o;
+}
+
+void BM_AscendKeptPlan(benchmark::State &state) {
+  moec::AscendPlanner planner(moec::ascend::builtinChip("910b"), plannerOptions(256));
+  planner.plan("moe_init_routing_v2_grad", deepSeekPlan(4096));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(planner.plan("moe_init_routing_v2_grad", deepSeekPlan(4096)));
+}
+BENCHMARK(BM_AscendKeptPlan);
+
+void BM_AscendPlanForANewTokenCount(benchmark::State &state) {
+  moec::AscendPlanner planner(moec::ascend::builtinChip("910b"), plannerOptions(1));
+  planner.plan("moe_init_routing_v2_grad", deepSeekPlan(4096));
+  int64_t tokens = 1;
+  for (auto _ : state) // one plan kept: every call is a new split from the cached tilings
+    benchmark::DoNotOptimize(planner.plan("moe_init_routing_v2_grad", deepSeekPlan(tokens++ % 8192 + 1)));
+}
+BENCHMARK(BM_AscendPlanForANewTokenCount);
 
 void BM_ColdCompile(benchmark::State &state) {
   for (auto _ : state) {

@@ -90,7 +90,8 @@ private:
   std::unique_ptr<DiskCache> disk;
   std::mutex mutex; // guards everything below; a compile holds it (plans are made rarely)
   std::unordered_map<std::string, OpSource> sources;
-  std::unordered_map<std::string, std::shared_ptr<const Tilings>> tilingsByKey;
+  std::unordered_map<std::string, std::shared_ptr<const Tilings>> tilingsByKey;     // by cache key
+  std::unordered_map<std::string, std::shared_ptr<const Tilings>> tilingsByStatics; // by request text
   std::list<std::pair<std::string, std::shared_ptr<const ascend::Plan>>> recent; // most recent first
   std::unordered_map<std::string, decltype(recent)::iterator> plansByCall;
   std::atomic<uint64_t> planHits{0}, tilingHits{0}, diskHits{0}, compiles{0};

@@ -81,23 +81,53 @@ const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
   return sources.emplace(name, std::move(s)).first->second;
 }
 
+/// `name|dtype|k=v,...|...`: what the fast paths look a call (or its static part) up by, without hashing
+/// the op's source.
+static std::string callText(const std::string &name, const PlanCall &call, const std::map<std::string, int64_t> &dims,
+                            const std::map<std::string, int64_t> &attrs) {
+  std::string text = name;
+  text += '|';
+  text += dsl::dtypeName(call.dtype);
+  for (const auto *values : {&dims, &attrs}) {
+    text += '|';
+    for (const auto &[k, v] : *values) {
+      text += k;
+      text += '=';
+      text += std::to_string(v);
+      text += ',';
+    }
+  }
+  text += '|';
+  for (const std::string &w : call.with) {
+    text += w;
+    text += ',';
+  }
+  return text;
+}
+
 std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name, const PlanCall &call) {
   std::lock_guard<std::mutex> lock(mutex);
-  const OpSource &src = source(name);
-  std::map<std::string, int64_t> statics = staticsOf(*src.op, call);
-  std::string key = cacheKey(*src.op, src.source, call.dtype, statics, call.with);
-  std::string callKey = key + "dims " + nlohmann::json(call.dims).dump() + "\nattrs " +
-                        nlohmann::json(call.attrs).dump() + "\n";
-  if (auto hit = plansByCall.find(callKey); hit != plansByCall.end()) {
+  std::string byCall = callText(name, call, call.dims, call.attrs);
+  if (auto hit = plansByCall.find(byCall); hit != plansByCall.end()) {
     recent.splice(recent.begin(), recent, hit->second); // most recent first
     ++planHits;
     return hit->second->second;
   }
-  std::shared_ptr<const Tilings> t = tilings(src, call, key, statics);
+  const OpSource &src = source(name);
+  std::map<std::string, int64_t> statics = staticsOf(*src.op, call);
+  std::string byStatics = callText(name, call, statics, {});
+  std::shared_ptr<const Tilings> t;
+  if (auto known = tilingsByStatics.find(byStatics); known != tilingsByStatics.end()) {
+    t = known->second;
+    ++tilingHits;
+  } else {
+    t = tilings(src, call, cacheKey(*src.op, src.source, call.dtype, statics, call.with), statics);
+    tilingsByStatics.emplace(byStatics, t);
+  }
   ascend::PlanRequest request{t->op.get(), call.dtype, call.dims, call.attrs, call.with};
   auto made = std::make_shared<const ascend::Plan>(ascend::planOp(request, chip_, t->kernels, t->domains, t->workspace));
-  recent.emplace_front(callKey, made);
-  plansByCall[callKey] = recent.begin();
+  recent.emplace_front(byCall, made);
+  plansByCall[byCall] = recent.begin();
   if (recent.size() > options.maxPlans) {
     plansByCall.erase(recent.back().first);
     recent.pop_back();
