@@ -397,4 +397,26 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
   }
 }
 
+std::string requestText(const std::string &name, DType dtype, const std::map<std::string, int64_t> &dims,
+                        const std::map<std::string, int64_t> &attrs, const std::set<std::string> &with) {
+  std::string text = name;
+  text += '|';
+  text += dsl::dtypeName(dtype);
+  for (const auto *values : {&dims, &attrs}) {
+    text += '|';
+    for (const auto &[k, v] : *values) {
+      text += k;
+      text += '=';
+      text += std::to_string(v);
+      text += ',';
+    }
+  }
+  text += '|';
+  for (const std::string &w : with) {
+    text += w;
+    text += ',';
+  }
+  return text;
+}
+
 } // namespace moec

@@ -108,21 +108,26 @@ const UbSimulator::Global &UbSimulator::globalHolding(int64_t index, const void 
 }
 
 void UbSimulator::copyIn(int64_t index, uint8_t *ub, const void *gm, int64_t bytes) {
-  bufferHolding(index, ub, bytes, "DataCopy GM -> UB");
-  globalHolding(index, gm, bytes, "DataCopy GM -> UB");
-  std::memcpy(ub, gm, size_t(bytes));
-  CoreStats &s = core(index).stats;
-  ++s.dataCopies;
-  s.bytesIn += bytes;
+  copy(index, ub, gm, bytes, /*toUb=*/true);
 }
 
 void UbSimulator::copyOut(int64_t index, void *gm, const uint8_t *ub, int64_t bytes) {
-  bufferHolding(index, ub, bytes, "DataCopy UB -> GM");
-  globalHolding(index, gm, bytes, "DataCopy UB -> GM");
-  std::memcpy(gm, ub, size_t(bytes));
+  copy(index, ub, gm, bytes, /*toUb=*/false);
+}
+
+void UbSimulator::copy(int64_t index, const uint8_t *ub, const void *gm, int64_t bytes, bool toUb) {
+  const char *what = toUb ? "DataCopy GM -> UB" : "DataCopy UB -> GM";
+  bufferHolding(index, ub, bytes, what);
+  globalHolding(index, gm, bytes, what);
+  // Both checks passed: `ub` is this core's (mutable) arena and `gm` a registered tensor the launch
+  // writes through its outputs, so the casts drop nothing the caller did not give.
+  if (toUb)
+    std::memcpy(const_cast<uint8_t *>(ub), gm, size_t(bytes));
+  else
+    std::memcpy(const_cast<void *>(gm), ub, size_t(bytes));
   CoreStats &s = core(index).stats;
   ++s.dataCopies;
-  s.bytesOut += bytes;
+  (toUb ? s.bytesIn : s.bytesOut) += bytes;
 }
 
 void UbSimulator::finishRow(int64_t index, int64_t row) {

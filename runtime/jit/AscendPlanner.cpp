@@ -81,33 +81,9 @@ const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
   return sources.emplace(name, std::move(s)).first->second;
 }
 
-/// `name|dtype|k=v,...|...`: what the fast paths look a call (or its static part) up by, without hashing
-/// the op's source.
-static std::string callText(const std::string &name, const PlanCall &call, const std::map<std::string, int64_t> &dims,
-                            const std::map<std::string, int64_t> &attrs) {
-  std::string text = name;
-  text += '|';
-  text += dsl::dtypeName(call.dtype);
-  for (const auto *values : {&dims, &attrs}) {
-    text += '|';
-    for (const auto &[k, v] : *values) {
-      text += k;
-      text += '=';
-      text += std::to_string(v);
-      text += ',';
-    }
-  }
-  text += '|';
-  for (const std::string &w : call.with) {
-    text += w;
-    text += ',';
-  }
-  return text;
-}
-
 std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name, const PlanCall &call) {
   std::lock_guard<std::mutex> lock(mutex);
-  std::string byCall = callText(name, call, call.dims, call.attrs);
+  std::string byCall = requestText(name, call.dtype, call.dims, call.attrs, call.with);
   if (auto hit = plansByCall.find(byCall); hit != plansByCall.end()) {
     recent.splice(recent.begin(), recent, hit->second); // most recent first
     ++planHits;
@@ -115,7 +91,7 @@ std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name,
   }
   const OpSource &src = source(name);
   std::map<std::string, int64_t> statics = staticsOf(*src.op, call);
-  std::string byStatics = callText(name, call, statics, {});
+  std::string byStatics = requestText(name, call.dtype, statics, {}, call.with);
   std::shared_ptr<const Tilings> t;
   if (auto known = tilingsByStatics.find(byStatics); known != tilingsByStatics.end()) {
     t = known->second;

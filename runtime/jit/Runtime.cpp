@@ -118,26 +118,7 @@ std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, c
 
 /// The request as text: what the fast path of get() looks up before building the full cache key.
 static std::string requestKey(const std::string &name, const KernelRequest &r) {
-  std::string key = name;
-  key += '|';
-  key += dsl::dtypeName(r.dtype);
-  for (const auto *values : {&r.dims, &r.attrs}) {
-    key += '|';
-    for (const auto &[k, v] : *values) {
-      key += k;
-      key += '=';
-      key += std::to_string(v);
-      key += ',';
-    }
-  }
-  key += '|';
-  for (const std::string &w : r.with) {
-    key += w;
-    key += ',';
-  }
-  key += '|';
-  key += r.schedule.str();
-  return key;
+  return requestText(name, r.dtype, r.dims, r.attrs, r.with) + "|" + r.schedule.str();
 }
 
 Kernel Runtime::get(const std::string &name, const KernelRequest &request) {

@@ -39,6 +39,11 @@ struct KernelRequest {
   Schedule schedule;                    // 0 fields: the compiler's choice
 };
 
+/// `name|dtype|k=v,...|k=v,...|with,...`: a request as text, which the runtime's fast paths look it up by
+/// (cheaper than the full cache key, which hashes the op's source).
+std::string requestText(const std::string &name, DType dtype, const std::map<std::string, int64_t> &dims,
+                        const std::map<std::string, int64_t> &attrs, const std::set<std::string> &with);
+
 /// One kernel of a specialization, as the compiler described it.
 struct KernelMeta {
   std::string name;

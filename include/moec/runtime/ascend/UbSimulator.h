@@ -80,6 +80,7 @@ private:
   Core &core(int64_t index);
   const Buffer &bufferHolding(int64_t coreIndex, const uint8_t *ub, int64_t bytes, const char *what);
   const Global &globalHolding(int64_t coreIndex, const void *gm, int64_t bytes, const char *what) const;
+  void copy(int64_t coreIndex, const uint8_t *ub, const void *gm, int64_t bytes, bool toUb);
 
   Chip chip_;
   std::vector<Core> cores;
