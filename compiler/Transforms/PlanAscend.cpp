@@ -110,7 +110,8 @@ int64_t trailingIgnoredRowDims(memref::LoadOp load, ArrayRef<BlockArgument> rowA
   llvm::DenseSet<Value> reached;
   for (Value index : load.getIndices().drop_back()) {
     reached.insert(index);
-    getBackwardSlice(index, &slice);
+    if (failed(getBackwardSlice(index, &slice)))
+      return 0; // not known: assume the row depends on every index
   }
   for (Operation *op : slice)
     for (Value operand : op->getOperands())
@@ -139,70 +140,99 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
         return signalPassFailure();
   }
 
-  LogicalResult plan(DomainOp domain) {
-    Operation *op = domain.op();
-    Block &body = domain.body();
-    // The row: the domain's contiguous dim, or, for a domain that reduces along a contiguous dim
-    // instead, that reduction (every domain point is then a row).
+  /// The row a domain streams: its contiguous dim, or, for a domain that reduces along a contiguous dim
+  /// instead, that reduction (every domain point is then a row).
+  struct RowShape {
+    bool pointRows = false;
+    int64_t length = 0;
+    llvm::DenseSet<Value> along; // the values that vary along the row
+    Operation *alongSum = nullptr; // the reduction, for point rows
+  };
+
+  FailureOr<RowShape> rowShape(DomainOp domain) {
+    RowShape shape;
     ReductionShape reduction = reductionShape(domain);
-    bool pointRows = !isVectorizable(domain) && reduction.length > 0;
-    int64_t rowLength = 0;
-    llvm::DenseSet<Value> along;
-    Operation *alongSum = nullptr;
-    if (pointRows) {
-      rowLength = reduction.length;
-      // The first sum whose own index reaches a load: everything that index reaches runs along the row.
-      op->walk([&](SumOp sum) {
-        if (!along.empty())
-          return WalkResult::interrupt();
-        SetVector<Operation *> slice;
-        getForwardSlice(sum.getBody().front().getArgument(0), &slice);
-        if (llvm::any_of(slice, [](Operation *s) { return isa<memref::LoadOp>(s); })) {
-          alongSum = sum;
-          for (Operation *s : slice)
-            for (Value r : s->getResults())
-              along.insert(r);
-        }
-        return WalkResult::advance();
-      });
-    } else {
+    shape.pointRows = !isVectorizable(domain) && reduction.length > 0;
+    if (!shape.pointRows) {
       APInt value;
       if (!matchPattern(domain.bounds().back(), m_ConstantInt(&value)))
-        return op->emitOpError("moe-plan-ascend: the contiguous dim must be static on Ascend");
-      rowLength = value.getSExtValue();
-      along = valuesAlongRow(domain);
+        return domain.op()->emitOpError("moe-plan-ascend: the contiguous dim must be static on Ascend");
+      shape.length = value.getSExtValue();
+      shape.along = valuesAlongRow(domain);
+      return shape;
     }
+    shape.length = reduction.length;
+    // The first sum whose own index reaches a load: everything that index reaches runs along the row.
+    domain.op()->walk([&](SumOp sum) {
+      if (shape.alongSum)
+        return WalkResult::interrupt();
+      SetVector<Operation *> slice;
+      getForwardSlice(sum.getBody().front().getArgument(0), &slice);
+      if (llvm::any_of(slice, [](Operation *s) { return isa<memref::LoadOp>(s); })) {
+        shape.alongSum = sum;
+        for (Operation *s : slice)
+          for (Value r : s->getResults())
+            shape.along.insert(r);
+      }
+      return WalkResult::advance();
+    });
+    return shape;
+  }
 
+  /// What a row reads from GM: the tensors it streams along the row and its row-invariant values.
+  struct RowReads {
     std::map<std::string, Stream> streams, rowValues;
-    bool castsToF32 = false, accumulates = pointRows;
-    // Whether a row's streaming work depends on a condition: a row guard on the write, or a stream read
-    // under an scf.if (a dot product behind `row >= 0 ? ... : 0`, a dropped gather).
-    bool guardedRows = hasRowInvariantGuard(domain, rowInvariantOps(domain));
+    bool castsToF32 = false, accumulates = false;
+    bool guardedRows = false; // the row's streaming work depends on a condition of the row
+  };
+
+  RowReads readsOf(DomainOp domain, const RowShape &shape) {
+    Operation *op = domain.op();
+    Block &body = domain.body();
+    RowReads r;
+    r.accumulates = shape.pointRows;
+    // A row guard on the write, or a stream read under a row-level scf.if (a dot product behind
+    // `row >= 0 ? ... : 0`).
+    r.guardedRows = hasRowInvariantGuard(domain, rowInvariantOps(domain));
     op->walk([&](Operation *inner) {
       if (isa<arith::ExtFOp>(inner))
-        castsToF32 = true;
-      if (auto sum = dyn_cast<SumOp>(inner); sum && along.contains(sum.getResult()))
-        accumulates = true;
+        r.castsToF32 = true;
+      if (auto sum = dyn_cast<SumOp>(inner); sum && shape.along.contains(sum.getResult()))
+        r.accumulates = true;
       auto load = dyn_cast<memref::LoadOp>(inner);
       std::string name = load ? tensorName(load.getMemRef()) : "";
       if (name.empty())
         return;
-      bool isStream = along.contains(load.getResult());
-      if (isStream && underRowCondition(load, op, alongSum))
-        guardedRows = true;
-      Stream &s = (isStream ? streams : rowValues)[name];
+      bool isStream = shape.along.contains(load.getResult());
+      if (isStream && underRowCondition(load, op, shape.alongSum))
+        r.guardedRows = true;
+      Stream &s = (isStream ? r.streams : r.rowValues)[name];
       s.elementBytes = elementBytes(load.getMemRef());
-      bool own = !pointRows && indexesOwnRow(load.getIndices(), body);
+      bool own = !shape.pointRows && indexesOwnRow(load.getIndices(), body);
       s.own = isStream && (s.gathers == 0 ? own : s.own && own);
-      s.gathers += stepsPerRow(load, op, alongSum);
+      s.gathers += stepsPerRow(load, op, shape.alongSum);
       if (isStream) {
         ArrayRef<BlockArgument> rowArgs = body.getArguments();
-        if (!pointRows)
+        if (!shape.pointRows)
           rowArgs = rowArgs.drop_back();
         int64_t ignored = trailingIgnoredRowDims(load, rowArgs);
         s.reuseDims = s.reuseDims < 0 ? ignored : std::min(s.reuseDims, ignored);
       }
     });
+    return r;
+  }
+
+  LogicalResult plan(DomainOp domain) {
+    Operation *op = domain.op();
+    Block &body = domain.body();
+    FailureOr<RowShape> shape = rowShape(domain);
+    if (failed(shape))
+      return failure();
+    bool pointRows = shape->pointRows;
+    int64_t rowLength = shape->length;
+    RowReads reads = readsOf(domain, *shape);
+    const std::map<std::string, Stream> &streams = reads.streams, &rowValues = reads.rowValues;
+    bool castsToF32 = reads.castsToF32, accumulates = reads.accumulates, guardedRows = reads.guardedRows;
 
     // Buffers, per element of a chunk (streams and output) or per row (row-invariant values).
     SmallVector<Attribute> buffers;
