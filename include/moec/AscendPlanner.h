@@ -13,6 +13,7 @@
 #pragma once
 
 #include "moec/runtime/Kernel.h" // moec::bf16 ...
+#include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/ascend/Plan.h"
 
 #include <atomic>
@@ -68,10 +69,7 @@ public:
                        const std::map<std::string, int64_t> &statics, const std::set<std::string> &with) const;
 
 private:
-  struct OpSource {
-    std::shared_ptr<const dsl::OpDef> op;
-    std::string source;
-  };
+  using OpSource = OpWithSource;
   /// What a specialization's plans are made from.
   struct Tilings {
     std::shared_ptr<const dsl::OpDef> op;
@@ -90,7 +88,6 @@ private:
   std::unique_ptr<DiskCache> disk;
   std::mutex mutex; // guards everything below; a compile holds it (plans are made rarely)
   std::unordered_map<std::string, OpSource> sources;
-  std::unordered_map<std::string, std::shared_ptr<const Tilings>> tilingsByKey;     // by cache key
   std::unordered_map<std::string, std::shared_ptr<const Tilings>> tilingsByStatics; // by request text
   std::list<std::pair<std::string, std::shared_ptr<const ascend::Plan>>> recent; // most recent first
   std::unordered_map<std::string, decltype(recent)::iterator> plansByCall;

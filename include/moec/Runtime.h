@@ -12,6 +12,7 @@
 #pragma once
 
 #include "moec/compiler/Pipeline.h"
+#include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Kernel.h"
 
 #include <atomic>
@@ -62,10 +63,7 @@ public:
   std::string cacheKey(const dsl::OpDef &op, const std::string &source, const Specialization &spec) const;
 
 private:
-  struct OpSource {
-    std::shared_ptr<const dsl::OpDef> op;
-    std::string source;
-  };
+  using OpSource = OpWithSource;
   const OpSource &source(const std::string &name);
   Kernel getSlow(const std::string &name, const KernelRequest &request);
   std::shared_ptr<const LoadedOp> load(const OpSource &source, const Specialization &spec, const std::string &key);

@@ -145,6 +145,9 @@ Plan planOp(const PlanRequest &request, const Chip &chip, const std::vector<Kern
   plan.dims = request.dims;
   plan.attrs = request.attrs;
   dsl::Bindings b;
+  for (const auto &[name, value] : request.dims)
+    if (value < 0)
+      throw std::invalid_argument(op.name + ": dim '" + name + "' must be >= 0, got " + std::to_string(value));
   b.values = request.dims;
   for (const dsl::AttrDecl &a : op.attrs) {
     auto it = request.attrs.find(a.name);

@@ -74,11 +74,7 @@ const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
   auto it = sources.find(name);
   if (it != sources.end())
     return it->second;
-  OpSource s;
-  s.op = loadOp(name);
-  const BuiltinOp *builtin = findBuiltinOp(name);
-  s.source = builtin ? std::string(builtin->source) : readRegularFile(name);
-  return sources.emplace(name, std::move(s)).first->second;
+  return sources.emplace(name, loadOpWithSource(name)).first->second;
 }
 
 std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name, const PlanCall &call) {
@@ -114,10 +110,6 @@ std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name,
 std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::tilings(const OpSource &src, const PlanCall &call,
                                                                      const std::string &key,
                                                                      const std::map<std::string, int64_t> &statics) {
-  if (auto it = tilingsByKey.find(key); it != tilingsByKey.end()) {
-    ++tilingHits;
-    return it->second;
-  }
   std::shared_ptr<const Tilings> found = disk->enabled() ? fromDisk(src, key, statics, call.with) : nullptr;
   if (found) {
     ++diskHits;
@@ -142,7 +134,6 @@ std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::tilings(const OpSou
       disk->store(cacheKeyHash(key), entry);
     found = t;
   }
-  tilingsByKey.emplace(key, found);
   return found;
 }
 

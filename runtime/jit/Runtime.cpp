@@ -96,15 +96,10 @@ Runtime::Runtime(Options o) : options(std::move(o)) {
 Runtime::~Runtime() = default;
 
 const Runtime::OpSource &Runtime::source(const std::string &name) {
-  std::lock_guard<std::mutex> lock(mutex);
   auto it = sources.find(name);
   if (it != sources.end())
     return it->second;
-  OpSource s;
-  s.op = loadOp(name); // first: it reports an unknown op, and reads only a regular file
-  const BuiltinOp *builtin = findBuiltinOp(name);
-  s.source = builtin ? std::string(builtin->source) : readRegularFile(name);
-  return sources.emplace(name, std::move(s)).first->second;
+  return sources.emplace(name, loadOpWithSource(name)).first->second;
 }
 
 std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, const Specialization &spec) const {

@@ -25,4 +25,11 @@ const BuiltinOp *findBuiltinOp(const std::string &name);
 /// for a bad definition and std::runtime_error for an unknown name that is not a readable file.
 std::unique_ptr<dsl::OpDef> loadOp(const std::string &nameOrPath);
 
+/// An op and the exact text it was parsed from (read once: what cache keys hash is what was compiled).
+struct OpWithSource {
+  std::shared_ptr<const dsl::OpDef> op;
+  std::string source;
+};
+OpWithSource loadOpWithSource(const std::string &nameOrPath);
+
 } // namespace moec

@@ -244,6 +244,12 @@ TEST(AscendPlan, ImpossibleCasesGetAClearError) {
   std::vector<std::vector<const dsl::Expr *>> domains{compiled.kernels[0].domain};
   EXPECT_THROW(planOp({op.get(), dsl::DType::F32, {{"H", 64}}, {{"top_k", 2}}, {}}, chip, compiled.ascend, domains, {}),
                std::invalid_argument);
+  try {
+    planOp({op.get(), dsl::DType::F32, {{"N", -5}, {"H", 64}}, {{"top_k", 2}}, {}}, chip, compiled.ascend, domains, {});
+    ADD_FAILURE() << "planned -5 tokens";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("dim 'N' must be >= 0, got -5"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AscendTilingJson, RoundTripsAndRejectsWhatDoesNotFitTheChip) {
