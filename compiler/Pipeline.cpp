@@ -6,7 +6,8 @@
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
 //     │ moe-hoist-row-invariants ── moe-carry-prefix-folds (cpu)
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
-//     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx), canonicalize, cse          [loops]
+//     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
+//     │ loop nests through UB buffers, then the CPU path below), canonicalize, cse          [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
 //     │ cpu: arith-expand (bf16), scf-to-cf,      ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
@@ -327,13 +328,17 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     result.ascend = ascendTilings(*module, names);
     for (auto [tiling, kernel] : llvm::zip(result.ascend, result.kernels))
       tiling.output = kernel.output;
-    return result;
+    // The tiled kernels: for the simulator, or to show them.
+    if (!spec.target.simulated && !wants(Stage::Loops))
+      return result;
   }
 
   // 3. Loops: rows to a row-range loop (cpu) or to the grid (gpu); the row along vectors.
   PassManager loopPasses(&context);
   configure(loopPasses);
-  if (isGpu)
+  if (isAscend)
+    loopPasses.addPass(moe::createMoeLowerToAscend({spec.target.chip->ubAlignment}));
+  else if (isGpu)
     loopPasses.addPass(moe::createMoeLowerToGPU());
   else
     loopPasses.addPass(moe::createMoeLowerToLoops(
@@ -346,6 +351,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     diagnostics.fail(op.name + ": lowering to loops failed");
   if (wants(Stage::Loops))
     result.dumps[Stage::Loops] = printIR(*module);
+  if (isAscend && !spec.target.simulated)
+    return result;
 
   // 4. LLVM dialect.
   PassManager llvmPasses(&context);

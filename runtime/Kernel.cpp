@@ -345,7 +345,10 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
       pointers.push_back(workspace.data());
     }
     for (size_t k = 0; k < l.kernels.size(); ++k) {
-      launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared());
+      if (l.cpuLauncher)
+        l.cpuLauncher(k, l.cpu[k], pointers, scalars, checked->units[k], tensors);
+      else
+        launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared());
       throwIfIndexOutside(l, l.kernels[k], status.data(), checked->call);
     }
     return;

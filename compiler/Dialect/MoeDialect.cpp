@@ -169,3 +169,28 @@ LogicalResult ScatterOp::verify() {
     return emitOpError("writes ") << write.getValue().getType() << " into " << type;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Ascend ops
+//===----------------------------------------------------------------------===//
+
+static bool inUb(Type type) { return isa_and_nonnull<UbSpaceAttr>(cast<MemRefType>(type).getMemorySpace()); }
+
+LogicalResult UbAllocOp::verify() {
+  if (!inUb(getType()))
+    return emitOpError("places a buffer in the UB: the result must be in #moe.ub, got ") << getType();
+  if (getOffset() < 0)
+    return emitOpError("offset must be >= 0, got ") << getOffset();
+  return success();
+}
+
+LogicalResult DataCopyOp::verify() {
+  auto source = cast<MemRefType>(getSource().getType()), dest = cast<MemRefType>(getDest().getType());
+  if (inUb(source) == inUb(dest))
+    return emitOpError("copies between global memory and the UB: exactly one side must be in #moe.ub");
+  if (source.getElementType() != dest.getElementType())
+    return emitOpError("element types differ: ") << source.getElementType() << " and " << dest.getElementType();
+  if (source.getRank() != int64_t(getSourceIndices().size()) || dest.getRank() != int64_t(getDestIndices().size()))
+    return emitOpError("needs one index per dim of each side");
+  return success();
+}

@@ -18,6 +18,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
@@ -252,6 +253,7 @@ public:
   /// each warp converged on one row, so its integer-sum folds split over the lanes.
   void setRowTarget(RowTarget t) {
     onGpu = t.onGpu;
+    staged = t.staged;
     streamingStores = t.streamingStores;
     outputAlignment = t.outputAlignment;
     if (onGpu && part == Part::RowPrologue) {
@@ -266,6 +268,9 @@ public:
 
   /// The emitted value of a value that does not vary along the row.
   Value value(Value orig) { return get(orig, false); }
+
+  /// What the values that do not vary along the row map to so far.
+  const IRMapping &scalarValues() const { return scalars; }
 
   /// The scalar `index` for each of the domain's indices in `indices` (the row's, then maybe h).
   void mapIndices(ValueRange indices) {
@@ -339,6 +344,8 @@ private:
   bool vectorized(Value v) const { return width > 1 && analysis.isVarying(v); }
 
   void emitStore(Value value, ValueRange indices, Location loc) {
+    if (staged)
+      return staged->store(b, value, scalars.lookup(analysis.innerIndex()), width);
     std::optional<OpBuilder::InsertionGuard> insertion;
     if (storeGuard) { // one lane of a warp writes what all lanes computed
       insertion.emplace(b);
@@ -402,6 +409,9 @@ private:
   }
 
   void emitOp(Operation &op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op); load && staged && analysis.isVarying(load.getResult()))
+      if (Value v = staged->load(b, load, scalars.lookup(analysis.innerIndex()), width))
+        return map(load.getResult(), v);
     if (auto load = dyn_cast<memref::LoadOp>(op); load && sharedLists.count(load.getMemRef()))
       emitSharedListLoad(load);
     else if (auto compact = dyn_cast<CompactOp>(op))
@@ -775,6 +785,7 @@ private:
   Value storeGuard;
   Part part;
   bool onGpu = false, streamingStores = false;
+  StagedRow *staged = nullptr;
   bool skipMapped = false; // set by premap()
   int64_t outputAlignment = 0; // what the output's base pointer is known to be aligned to (a versioned loop)
   Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
@@ -799,6 +810,18 @@ SmallVector<Value> unflattenRow(OpBuilder &b, Location loc, Value row, ValueRang
 }
 
 } // namespace
+
+std::string viewedTensorName(Value memref) {
+  auto view = memref.getDefiningOp<ViewOp>();
+  auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : BlockArgument();
+  if (!arg)
+    return "";
+  auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  auto text = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : StringAttr();
+  if (!text || !text.getValue().starts_with("tensor:"))
+    return "";
+  return text.getValue().drop_front(7).str();
+}
 
 bool isVectorizable(DomainOp op) { return VaryingAnalysis(op).blocker() == nullptr; }
 
@@ -900,10 +923,13 @@ constexpr int64_t kJammedSteps = 8;
 ///     not be short enough to unroll fully;
 ///   - be followed only by elementwise arithmetic on its result (a truncation) up to the yield;
 ///   - while everything else in the body is row-invariant and the row has a constant length.
-Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis) {
+///   Staged (Ascend) rows take any such reduction with an f32 result: their loads along the row must read
+///   UB buffers that hold one gathered row at a time, whatever the bound.
+Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bool staged) {
   Block &body = op.body();
   APInt length;
-  if (!matchPattern(op.bounds().back(), m_ConstantInt(&length)) || length.getSExtValue() > kMaxAccumulatedRow)
+  if (!matchPattern(op.bounds().back(), m_ConstantInt(&length)) ||
+      (!staged && length.getSExtValue() > kMaxAccumulatedRow))
     return nullptr;
   auto availableBeforeRow = [&](Value v) {
     Operation *def = v.getDefiningOp();
@@ -931,7 +957,8 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis) {
   // all its gathers at once and has its index loads hoisted; accumulating would only add passes over the
   // accumulators (measured: 0.65 against 0.91 of memcpy for B2 top-2).
   APInt steps;
-  if (matchPattern(reduction->getOperand(0), m_ConstantInt(&steps)) && steps.getSExtValue() <= op.schedule().getUnroll())
+  if (!staged && matchPattern(reduction->getOperand(0), m_ConstantInt(&steps)) &&
+      steps.getSExtValue() <= op.schedule().getUnroll())
     return nullptr;
   if (auto write = dyn_cast<WriteOp>(body.getTerminator()); write && write.getGuard() && !availableBeforeRow(write.getGuard()))
     return nullptr;
@@ -940,6 +967,8 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis) {
     return reduction;
   if (!availableBeforeRow(fold.getInit()))
     return nullptr;
+  if (staged)
+    return fold;
   Block &step = fold.getBody().front();
   Value acc = step.getArgument(1);
   Operation *next = cast<YieldOp>(step.getTerminator()).getValue().getDefiningOp();
@@ -955,45 +984,62 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis) {
 
 } // namespace
 
+/// The part of a row a loop along it covers, [begin, end): the whole row on the CPU, a chunk on Ascend,
+/// whose buffers are indexed from the chunk's start (`offset`; null: 0).
+struct RowSpan {
+  Value begin, end, offset;
+  Value local(OpBuilder &b, Location loc, Value h) const {
+    return offset ? Value(arith::SubIOp::create(b, loc, h, offset)) : h;
+  }
+};
+
+/// Loops over `span` (a vector part, then the scalar rest), `body(h, w)` for each.
+void overSpan(OpBuilder &b, Location loc, const RowSpan &span, int64_t width,
+              const std::function<void(Value, int64_t)> &body) {
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value vectorEnd;
+  std::optional<int64_t> begin = getConstantIntValue(span.begin), end = getConstantIntValue(span.end);
+  if (begin && end) { // the whole row: the bound as a constant
+    vectorEnd = cst(*begin + (*end - *begin) / width * width);
+  } else {
+    Value length = arith::SubIOp::create(b, loc, span.end, span.begin);
+    vectorEnd = arith::AddIOp::create(
+        b, loc, span.begin, arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, length, cst(width)), cst(width)));
+  }
+  using Part = std::tuple<Value, Value, int64_t>; // begin, end, vector width
+  for (auto [begin, end, w] : {Part{span.begin, vectorEnd, width}, Part{vectorEnd, span.end, 1}}) {
+    auto loop = scf::ForOp::create(b, loc, begin, end, cst(w));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar(), w);
+  }
+}
+
 /// The steps of `accumulated` (an accumulatedReduction) for the row at `rowIndices`, each over the whole
-/// row instead of every step for each vector: into f32 accumulators on the stack, set to the reduction's
-/// init (+0.0 for a sum), then passes of 8 steps (then 4, 2, 1 for what is left), each reading its steps'
-/// gathered rows at once and adding their terms to each element in step order; returns the accumulators.
-/// Each element adds its terms in the same order as the plain lowering, so results are the same; a step's
-/// row-invariant work (its list entry, index load and check) runs once per pass instead of once per vector.
+/// row (`span`) instead of every step for each vector: into f32 `accumulators`, set to the reduction's
+/// init (+0.0 for a sum), then passes of 8 steps (then 4, 2, 1 for what is left; one at a time for a staged
+/// row, whose UB holds one gathered row per step), each reading its steps' gathered rows at once and
+/// adding their terms to each element in step order. Each element adds its terms in the same order as the
+/// plain lowering, so results are the same; a step's row-invariant work (its list entry, index load and
+/// check) runs once per pass instead of once per vector.
 /// `newEmitter(w)` makes an emitter of width w that starts from the row's prologue.
-Value emitAccumulatedSteps(OpBuilder &b, DomainOp op, const VaryingAnalysis &analysis, Operation *accumulated,
-                           ArrayRef<Value> rowIndices, int64_t width,
-                           llvm::function_ref<std::unique_ptr<BodyEmitter>(int64_t)> newEmitter) {
+void emitAccumulatedSteps(OpBuilder &b, DomainOp op, Operation *accumulated, ArrayRef<Value> rowIndices,
+                          int64_t width, const RowSpan &span, Value accumulators, StagedRow *staged,
+                          llvm::function_ref<std::unique_ptr<BodyEmitter>(int64_t)> newEmitter) {
   Location loc = op.op()->getLoc();
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-  Value inner = op.bounds().back();
-  int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();
-  OpBuilder entry = builderAtFunctionEntry(b);
-  Value accumulators = memref::AllocaOp::create(entry, loc, MemRefType::get({length}, b.getF32Type()));
-  Value vectorEnd = cst(length / width * width);
-  // Loops over the row (a vector part, then the scalar rest), `body(h, w)` for each.
-  auto overRow = [&](const std::function<void(Value, int64_t)> &body) {
-    using Span = std::tuple<Value, Value, int64_t>; // begin, end, vector width
-    for (auto [begin, end, w] : {Span{cst(0), vectorEnd, width}, Span{vectorEnd, inner, 1}}) {
-      auto loop = scf::ForOp::create(b, loc, begin, end, cst(w));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      body(loop.getInductionVar(), w);
-    }
-  };
   std::unique_ptr<BodyEmitter> rowStart = newEmitter(1);
   rowStart->mapIndices(rowIndices);
   auto fold = dyn_cast<FoldOp>(accumulated);
   Value init = fold ? rowStart->value(fold.getInit())
                     : Value(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f))); // as emitSum's
-  overRow([&](Value h, int64_t w) {
+  overSpan(b, loc, span, width, [&](Value h, int64_t w) {
     Value v = w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, b.getF32Type()), init));
-    storeAccumulators(b, loc, v, accumulators, h, w);
+    storeAccumulators(b, loc, v, accumulators, span.local(b, loc, h), w);
   });
   Block &stepBody = accumulated->getRegion(0).front();
   Value bound = rowStart->value(accumulated->getOperand(0)), done = cst(0);
-  for (int64_t jam = kJammedSteps; jam >= 1; jam /= 2) {
+  for (int64_t jam = staged ? 1 : kJammedSteps; jam >= 1; jam /= 2) {
     Value whole = arith::MulIOp::create(
         b, loc, arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, bound, done), cst(jam)), cst(jam));
     Value end = arith::AddIOp::create(b, loc, done, whole);
@@ -1005,13 +1051,17 @@ Value emitAccumulatedSteps(OpBuilder &b, DomainOp op, const VaryingAnalysis &ana
     for (int64_t j = 0; j < jam; ++j) {
       std::unique_ptr<BodyEmitter> &start = stepStarts.emplace_back(newEmitter(1));
       start->startFrom(*rowStart);
-      start->premap(stepBody.getArgument(0), arith::AddIOp::create(b, loc, passes.getInductionVar(), cst(j)));
+      Value step = arith::AddIOp::create(b, loc, passes.getInductionVar(), cst(j));
+      start->premap(stepBody.getArgument(0), step);
       start->emitRowInvariantOps(stepBody);
+      if (staged)
+        staged->copyIn(b, stepBody, nullptr, start->scalarValues(), step);
     }
-    overRow([&](Value h, int64_t w) {
+    overSpan(b, loc, span, width, [&](Value h, int64_t w) {
       SmallVector<Value> indices(rowIndices);
       indices.push_back(h);
-      Value acc = loadAccumulators(b, loc, accumulators, h, w);
+      Value local = span.local(b, loc, h);
+      Value acc = loadAccumulators(b, loc, accumulators, local, w);
       for (std::unique_ptr<BodyEmitter> &start : stepStarts) {
         std::unique_ptr<BodyEmitter> stepEmitter = newEmitter(w);
         stepEmitter->startFrom(*start);
@@ -1019,13 +1069,12 @@ Value emitAccumulatedSteps(OpBuilder &b, DomainOp op, const VaryingAnalysis &ana
         acc = stepEmitter->emitReductionStep(accumulated, acc);
         stepEmitter->flushUnrolls();
       }
-      storeAccumulators(b, loc, acc, accumulators, h, w);
+      storeAccumulators(b, loc, acc, accumulators, local, w);
     });
     for (std::unique_ptr<BodyEmitter> &start : stepStarts)
       start->flushUnrolls();
   }
   rowStart->flushUnrolls();
-  return accumulators;
 }
 
 int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
@@ -1084,10 +1133,49 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   };
   // A reduction over gathered rows as the row's value: its steps first, over the whole row (see
   // emitAccumulatedSteps); the loop along the row below then starts from the accumulators.
-  Operation *accumulated =
-      rowTarget.accumulateRows && width > 1 && laneStride == 1 ? accumulatedReduction(op, analysis) : nullptr;
-  Value accumulators =
-      accumulated ? emitAccumulatedSteps(b, op, analysis, accumulated, rowIndices, width, newEmitter) : Value();
+  StagedRow *staged = rowTarget.staged;
+  Operation *accumulated = staged || (rowTarget.accumulateRows && width > 1 && laneStride == 1)
+                               ? accumulatedReduction(op, analysis, staged != nullptr)
+                               : nullptr;
+  // The loop along `span`: each element from the accumulators (if any) and the rest of the body.
+  auto emitElements = [&](const RowSpan &span, Value accumulators) {
+    overSpan(b, loc, span, width, [&](Value h, int64_t w) {
+      SmallVector<Value> indices(rowIndices);
+      indices.push_back(h);
+      std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
+      if (accumulated)
+        emitter->premap(accumulated->getResult(0), loadAccumulators(b, loc, accumulators, span.local(b, loc, h), w));
+      emitter->emitElement(indices);
+    });
+  };
+  if (staged) { // chunk by chunk: copy in, compute into the output buffer, copy out
+    IRMapping rowScalars;
+    if (prologue)
+      rowScalars = *prologue;
+    for (auto [arg, index] : llvm::zip(op.body().getArguments().drop_back(), rowIndices))
+      rowScalars.map(arg, index);
+    auto chunks = scf::ForOp::create(b, loc, cst(0), cst(staged->chunks()), cst(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(chunks.getBody());
+    Value offset = arith::MulIOp::create(b, loc, chunks.getInductionVar(), cst(staged->chunk()));
+    Value length = arith::MinSIOp::create(b, loc, cst(staged->chunk()), arith::SubIOp::create(b, loc, inner, offset));
+    staged->beginChunk(offset, length);
+    RowSpan span{offset, arith::AddIOp::create(b, loc, offset, length), offset};
+    if (accumulated)
+      emitAccumulatedSteps(b, op, accumulated, rowIndices, width, span, staged->accumulators(), staged, newEmitter);
+    staged->copyIn(b, op.body(), accumulated, rowScalars, Value());
+    emitElements(span, accumulated ? staged->accumulators() : Value());
+    staged->copyOut(b, rowScalars);
+    return;
+  }
+  Value accumulators;
+  if (accumulated) {
+    int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();
+    OpBuilder entry = builderAtFunctionEntry(b);
+    accumulators = memref::AllocaOp::create(entry, loc, MemRefType::get({length}, b.getF32Type()));
+    emitAccumulatedSteps(b, op, accumulated, rowIndices, width, RowSpan{cst(0), inner, Value()}, accumulators, nullptr,
+                         newEmitter);
+  }
   auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
     auto loop = scf::ForOp::create(b, loc, begin, end, cst(step));
     OpBuilder::InsertionGuard guard(b);

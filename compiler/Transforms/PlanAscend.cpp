@@ -37,19 +37,6 @@ int64_t elementBytes(Value memref) {
   return std::max<int64_t>(1, cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8);
 }
 
-/// The tensor a memref views ("grad_expanded_x"), or "" for a kernel-local one (a compacted list).
-std::string tensorName(Value memref) {
-  auto view = memref.getDefiningOp<ViewOp>();
-  auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : BlockArgument();
-  if (!arg)
-    return "";
-  auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-  auto text = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : StringAttr();
-  if (!text || !text.getValue().starts_with("tensor:"))
-    return "";
-  return text.getValue().drop_front(7).str();
-}
-
 /// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
 /// around it up to `stop`, but for `along` (the reduction a row streams). A bound known only at run time
 /// (a compacted list's length) counts once.
@@ -184,6 +171,8 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     std::map<std::string, Stream> streams, rowValues;
     bool castsToF32 = false, accumulates = false;
     bool guardedRows = false; // the row's streaming work depends on a condition of the row
+    // Elements gathered by an index that varies along the row (x[t, e(k)]): scalar reads, each of them.
+    int64_t elementReads = 0, elementReadBytes = 0;
   };
 
   RowReads readsOf(DomainOp domain, const RowShape &shape) {
@@ -199,11 +188,22 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
         r.castsToF32 = true;
       if (auto sum = dyn_cast<SumOp>(inner); sum && shape.along.contains(sum.getResult()))
         r.accumulates = true;
+      // A fold of the row along the row (C2's combine) runs step by step into f32 accumulators too.
+      if (auto fold = dyn_cast<FoldOp>(inner);
+          fold && fold->getParentOp() == op && fold.getType().isF32() && shape.along.contains(fold.getResult()))
+        r.accumulates = true;
       auto load = dyn_cast<memref::LoadOp>(inner);
-      std::string name = load ? tensorName(load.getMemRef()) : "";
+      std::string name = load ? viewedTensorName(load.getMemRef()) : "";
       if (name.empty())
         return;
       bool isStream = shape.along.contains(load.getResult());
+      Value rowIndex = shape.pointRows ? shape.alongSum->getRegion(0).front().getArgument(0) : body.getArguments().back();
+      if (isStream && load.getIndices().back() != rowIndex) {
+        int64_t reads = stepsPerRow(load, op, shape.alongSum) * shape.length;
+        r.elementReads += reads;
+        r.elementReadBytes += reads * elementBytes(load.getMemRef());
+        return;
+      }
       if (isStream && underRowCondition(load, op, shape.alongSum))
         r.guardedRows = true;
       Stream &s = (isStream ? r.streams : r.rowValues)[name];
@@ -233,11 +233,12 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     RowReads reads = readsOf(domain, *shape);
     const std::map<std::string, Stream> &streams = reads.streams, &rowValues = reads.rowValues;
     bool castsToF32 = reads.castsToF32, accumulates = reads.accumulates, guardedRows = reads.guardedRows;
+    int64_t rowScalars = reads.elementReads, rowBytes = reads.elementReadBytes;
 
     // Buffers, per element of a chunk (streams and output) or per row (row-invariant values).
     SmallVector<Attribute> buffers;
     MLIRContext *ctx = &getContext();
-    int64_t rowCopies = 0, passCopiesPerChunk = 0, passCopies = 0, rowScalars = 0, rowBytes = 0;
+    int64_t rowCopies = 0, passCopiesPerChunk = 0, passCopies = 0;
     struct ElementBuffer {
       std::string name;
       int64_t bytes;
@@ -256,7 +257,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       (s.own ? passCopiesPerChunk : rowCopies) += s.own ? 1 : s.gathers;
       rowBytes += s.gathers * rowLength * s.elementBytes;
     }
-    std::string output = tensorName(domain.output());
+    std::string output = viewedTensorName(domain.output());
     int64_t outputBytes = elementBytes(domain.output());
     bool outputOwnRow = !domain.isScatter() ||
                         indexesOwnRow(cast<WriteOp>(body.getTerminator()).getIndices(), body);

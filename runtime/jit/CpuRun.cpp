@@ -9,17 +9,26 @@
 
 namespace moec {
 
-CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
-                      const std::map<std::string, TensorView> &inputs, const Schedule &schedule) {
+namespace {
+
+/// Compiles for a host-run target (the CPU, or the Ascend simulator) and launches on host tensors;
+/// `launcher` (if set) replaces the thread pool.
+CpuRunResult runOnHost(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                       const std::map<std::string, TensorView> &inputs, const Schedule &schedule, const Target &target,
+                       const std::function<void(LoadedOp &, const CompiledOp &, CpuRunResult &)> &prepare) {
   BoundCall call = bindCall(op, dtype, attrs, inputs);
-  Specialization spec{dtype, call.statics(op), Target::cpu(), schedule, call.present};
+  Specialization spec{dtype, call.statics(op), target, schedule, call.present};
   CompiledOp compiled = compile(op, spec);
 
   CpuRunResult result;
   result.compileTimes = compiled.times;
   // The caller owns `op` for the whole call; the kernel only borrows it.
   std::shared_ptr<const dsl::OpDef> borrowed(&op, [](const dsl::OpDef *) {});
-  Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.workspace, "", std::move(compiled.cpu), nullptr), attrs);
+  std::shared_ptr<LoadedOp> loaded =
+      makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.workspace, "", std::move(compiled.cpu), nullptr);
+  if (prepare)
+    prepare(*loaded, compiled, result);
+  Kernel kernel(loaded, attrs);
   std::map<std::string, TensorView> tensors = inputs;
   for (const auto &[name, shape] : call.outputShapes) {
     auto [it, _] = result.outputs.emplace(name, HostTensor(op.findTensor(name)->elem.resolve(dtype), shape));
@@ -28,6 +37,34 @@ CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::str
     tensors[name] = it->second.view();
   }
   kernel.launch(tensors);
+  return result;
+}
+
+} // namespace
+
+CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                      const std::map<std::string, TensorView> &inputs, const Schedule &schedule) {
+  return runOnHost(op, dtype, attrs, inputs, schedule, Target::cpu(), nullptr);
+}
+
+CpuRunResult runOnAscendSimulator(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
+                                  const std::map<std::string, TensorView> &inputs, const ascend::Chip &chip,
+                                  const Schedule &schedule) {
+  auto log = std::make_shared<ascend::SimulationLog>();
+  CpuRunResult result = runOnHost(
+      op, dtype, attrs, inputs, schedule, Target::ascendSimulator(chip),
+      [&](LoadedOp &loaded, const CompiledOp &compiled, CpuRunResult &out) {
+        out.tilings = compiled.ascend;
+        std::vector<std::string> names;
+        for (const KernelMeta &k : loaded.kernels)
+          names.push_back(k.name);
+        loaded.cpuLauncher = [log, chip, names](size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
+                                                const std::vector<int64_t> &scalars, int64_t rows,
+                                                const std::map<std::string, TensorView> &tensors) {
+          log->add(ascend::launchSimulated(chip, names.at(k), fn, pointers, scalars, rows, tensors));
+        };
+      });
+  result.simulated = log->launches();
   return result;
 }
 

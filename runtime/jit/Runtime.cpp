@@ -263,7 +263,13 @@ std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, con
   l->present = resolvePresence(def, spec.present, l->statics);
   l->kernels = std::move(kernels);
   l->workspace = std::move(workspace);
-  if (spec.target.kind == TargetKind::CPU) {
+  bool onHost = spec.target.kind == TargetKind::CPU || (spec.target.kind == TargetKind::Ascend && spec.target.simulated);
+  if (spec.target.kind == TargetKind::Ascend && !onHost)
+    throw CompileError(def.name + ": Ascend kernels are not launched here: the target gives plans (use the simulator "
+                                  "target to run the tiled kernels)");
+  if (onHost) {
+    if (!cpu)
+      throw CompileError(def.name + ": no host code to load");
     for (const KernelMeta &k : l->kernels) {
       PackedKernelFn fn = cpu->lookup(k.name);
       if (!fn)

@@ -29,10 +29,10 @@ const char *extension(Stage s) {
 }
 
 /// The stages a target produces, in pipeline order. Ascend: the moe IR carries each kernel's
-/// #moe.ascend_plan (the tiled kernels come later).
+/// #moe.ascend_plan, and `loops` is the tiled kernels (per-core loop nests through UB buffers).
 std::vector<Stage> stagesOf(const Target &target) {
   if (target.kind == TargetKind::Ascend)
-    return {Stage::Ast, Stage::Moe};
+    return {Stage::Ast, Stage::Moe, Stage::Loops};
   Stage code = target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
   return {Stage::Ast, Stage::Moe, Stage::Loops, Stage::LLVM, code};
 }
@@ -165,7 +165,7 @@ void registerEmitCommand(CLI::App &app) {
   cmd->add_option("--with", o->with, "an optional tensor the kernels are specialized to receive (repeatable)");
   cmd->add_option("--emit", o->emit,
                   "stage: ast, moe, loops, llvm, ptx (ptx target), asm (cpu target); ascend: ast, moe (with each "
-                  "kernel's #moe.ascend_plan; --dump-dir adds <op>.tiling.json)");
+                  "kernel's #moe.ascend_plan; --dump-dir adds <op>.tiling.json), loops (the tiled kernels)");
   cmd->add_option("-o,--output", o->output, "write the stage here instead of stdout");
   cmd->add_option("--dump-dir", o->dumpDir, "also write every stage as DIR/<op>.<stage>");
   cmd->callback([o] { runEmit(*o); });

@@ -26,14 +26,22 @@ struct Target {
   TargetKind kind = TargetKind::CPU;
   std::string arch = "host"; // "sm_90" for GPU targets, the chip's name for Ascend
   std::shared_ptr<const ascend::Chip> chip; // Ascend only
+  /// Ascend: the tiled kernels are also compiled for the CPU, to run on the UB simulator
+  /// (runtime/ascend/SimLauncher.h); without it, compiling stops at the plans.
+  bool simulated = false;
 
   static Target cpu() { return {TargetKind::CPU, "host", nullptr}; }
   static Target ptx(const std::string &arch) { return {TargetKind::GPU, arch, nullptr}; }
   static Target ascend(const ascend::Chip &chip) {
     return {TargetKind::Ascend, chip.name, std::make_shared<const ascend::Chip>(chip)};
   }
+  static Target ascendSimulator(const ascend::Chip &chip) {
+    return {TargetKind::Ascend, chip.name, std::make_shared<const ascend::Chip>(chip), true};
+  }
   std::string str() const {
-    return kind == TargetKind::CPU ? "cpu" : kind == TargetKind::GPU ? "ptx-" + arch : "ascend-" + arch;
+    return kind == TargetKind::CPU   ? "cpu"
+           : kind == TargetKind::GPU ? "ptx-" + arch
+                                     : (simulated ? "ascend-sim-" : "ascend-") + arch;
   }
 };
 

@@ -14,6 +14,7 @@
 #include "moec/runtime/CpuLauncher.h"
 #include "moec/runtime/Tensor.h"
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -68,6 +69,13 @@ struct LoadedOp {
   // CPU: packed entry points, kept alive by cpuOwner (the JIT).
   std::vector<PackedKernelFn> cpu;
   std::shared_ptr<void> cpuOwner;
+  /// CPU: when set, runs kernel `k` in place of the thread pool (the Ascend simulator launches a tiled
+  /// kernel core by core: ascend/SimLauncher.h). It gets the kernel's index and entry point, the ABI's
+  /// pointers and scalars, the kernel's rows, and the launch's tensors by name.
+  std::function<void(size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
+                     const std::vector<int64_t> &scalars, int64_t rows,
+                     const std::map<std::string, TensorView> &tensors)>
+      cpuLauncher;
   // CUDA: the module and its functions.
   const CudaDriver *driver = nullptr;
   std::shared_ptr<CudaModule> cuda;

@@ -105,4 +105,19 @@ def Moe_AscendPlanAttr : AttrDef<Moe_Dialect, "AscendPlan"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Moe_UbSpaceAttr : AttrDef<Moe_Dialect, "UbSpace"> {
+  let mnemonic = "ub";
+  let summary = "The memory space of an Ascend vector core's Unified Buffer";
+  let description = [{
+    The memory space of the buffers `moe.ub_alloc` places in a core's on-chip Unified Buffer. Vector code
+    reads and writes only these; global memory reaches them through `moe.data_copy`. The CPU simulator
+    maps it to ordinary memory (the simulator's per-core arena).
+
+    ```mlir
+    %raw = moe.ub_alloc %rt, %core "in.x" at 0 : memref<28672xi8, #moe.ub>
+    %in = memref.view %raw[%c0][] : memref<28672xi8, #moe.ub> to memref<2x7168xbf16, #moe.ub>
+    ```
+  }];
+}
+
 #endif // MOE_DIALECT_TD

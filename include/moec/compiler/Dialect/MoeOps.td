@@ -5,6 +5,7 @@
 include "moec/compiler/Dialect/MoeDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinTypes.td"
+include "mlir/Dialect/LLVMIR/LLVMOpBase.td"
 
 //===----------------------------------------------------------------------===//
 // moe.param
@@ -211,6 +212,77 @@ def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, ParentOneOf<["ComputeOp", "
   }];
   let arguments = (ins AnyType:$value);
   let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// Ascend: Unified Buffer placement and DataCopy (moe-lower-to-ascend)
+//===----------------------------------------------------------------------===//
+
+def Moe_UbAllocOp : Moe_Op<"ub_alloc"> {
+  let summary = "Places a buffer in the core's Unified Buffer";
+  let description = [{
+    Places buffer `name`, as raw bytes, at byte `offset` of core `core`'s UB, until `moe.ub_free`. Kernels
+    view it with the element type and shape it holds (`copies x chunk`: a double-buffered queue has two
+    copies), as AscendC's `TBuf::Get<T>()` does; two views of one buffer alias (the output staged in the
+    accumulators). `runtime` is the core's runtime: the simulator's hooks on the CPU, which check the
+    placement (inside the UB, aligned, overlapping no live buffer) and name the buffer and the core when it
+    is wrong.
+
+    ```mlir
+    %raw = moe.ub_alloc %rt, %core "in.grad_expanded_x" at 0 : memref<28672xi8, #moe.ub>
+    %in = memref.view %raw[%c0][] : memref<28672xi8, #moe.ub> to memref<2x7168xbf16, #moe.ub>
+    ```
+  }];
+  let arguments = (ins LLVM_DefaultPointer:$runtime, Index:$core, StrAttr:$name, I64Attr:$offset);
+  let results = (outs MemRefRankOf<[I8], [1]>:$buffer);
+  let assemblyFormat = "$runtime `,` $core $name `at` $offset attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Moe_UbFreeOp : Moe_Op<"ub_free"> {
+  let summary = "Releases a buffer of the core's Unified Buffer";
+  let description = [{
+    ```mlir
+    moe.ub_free %rt, %core "in.grad_expanded_x"
+    ```
+  }];
+  let arguments = (ins LLVM_DefaultPointer:$runtime, Index:$core, StrAttr:$name);
+  let assemblyFormat = "$runtime `,` $core $name attr-dict";
+}
+
+def Moe_DataCopyOp : Moe_Op<"data_copy", [AttrSizedOperandSegments]> {
+  let summary = "Copies `count` contiguous elements between global memory and the Unified Buffer (DataCopy)";
+  let description = [{
+    One DataCopy of core `core`: `count` elements from `source[sourceIndices]` on, to `dest[destIndices]`
+    on, along the last dim. One side is a global tensor (a `moe.view`), the other a UB buffer
+    (`#moe.ub`). The simulator checks that the bytes lie inside one live buffer and one tensor of the
+    launch, and counts the call and its bytes.
+
+    ```mlir
+    moe.data_copy %rt, %core, %x[%row, %off] to %in[%slot, %c0], %len : memref<?x7168xbf16>, memref<2x7168xbf16, #moe.ub>
+    ```
+  }];
+  let arguments = (ins LLVM_DefaultPointer:$runtime, Index:$core, AnyMemRef:$source, Variadic<Index>:$sourceIndices,
+                       AnyMemRef:$dest, Variadic<Index>:$destIndices, Index:$count);
+  let assemblyFormat = [{
+    $runtime `,` $core `,` $source `[` $sourceIndices `]` `to` $dest `[` $destIndices `]` `,` $count attr-dict
+    `:` type($source) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Moe_RowDoneOp : Moe_Op<"row_done"> {
+  let summary = "Core `core` has finished row `row` of the domain";
+  let description = [{
+    The simulator checks that every row of a launch is finished exactly once, by the core the plan's
+    split gives it.
+
+    ```mlir
+    moe.row_done %rt, %core, %row
+    ```
+  }];
+  let arguments = (ins LLVM_DefaultPointer:$runtime, Index:$core, Index:$row);
+  let assemblyFormat = "$runtime `,` $core `,` $row attr-dict";
 }
 
 #endif // MOE_OPS_TD

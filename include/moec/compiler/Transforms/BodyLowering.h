@@ -61,6 +61,10 @@ bool hasRowInvariantGuard(DomainOp op, llvm::ArrayRef<mlir::Operation *> invaria
 /// The values of the body that depend on the contiguous (last) index, the block argument included.
 llvm::DenseSet<mlir::Value> valuesAlongRow(DomainOp op);
 
+/// The tensor a memref views (a moe.view of the kernel argument "tensor:grad_expanded_x" gives
+/// "grad_expanded_x"), or "" for a kernel-local one (a compacted list).
+std::string viewedTensorName(mlir::Value memref);
+
 /// How a GPU kernel maps a domain to threads.
 ///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
 ///   WarpPerPoint: a domain point per warp (block, thread.y); the 32 lanes split the point's reduction
@@ -90,6 +94,34 @@ mlir::Value emitPointCount(mlir::OpBuilder &b, DomainOp op);
 /// `vectorAlignment` is the alignment of tensor base pointers; each vector access promises what that
 /// implies for its rows (the largest power of two dividing the row stride, at most V elements).
 /// A moe.sum that reads along its own index runs as `reductionWidth`-wide vector partial sums (0: plain).
+/// Ascend (moe-lower-to-ascend): the row runs a chunk at a time, its loads along the row read UB buffers
+/// that DataCopy filled before each loop along the chunk, and its values go to a UB buffer that is copied
+/// out after. emitRow drives it; the implementation owns the buffers. Values that do not vary along the
+/// row are passed as `scalars`, the mapping from the body's values to what the row emitted so far.
+class StagedRow {
+public:
+  virtual ~StagedRow() = default;
+  /// Elements of the row per chunk, and chunks per row.
+  virtual int64_t chunk() const = 0;
+  virtual int64_t chunks() const = 0;
+  /// The chunk of elements [offset, offset + length) of the row starts.
+  virtual void beginChunk(mlir::Value offset, mlir::Value length) = 0;
+  /// Before a loop along the chunk that runs `block` (the body, but `skip`; or the step `step` of a
+  /// reduction, when `step` is set): copies in the rows its loads read along the row, under the
+  /// conditions they are read under.
+  virtual void copyIn(mlir::OpBuilder &b, mlir::Block &block, mlir::Operation *skip, const mlir::IRMapping &scalars,
+                      mlir::Value step) = 0;
+  /// The value of `load` at element `h` of the row (`width` of them from h) from its UB buffer, or null
+  /// when it was not staged (a scalar read of global memory).
+  virtual mlir::Value load(mlir::OpBuilder &b, mlir::memref::LoadOp load, mlir::Value h, int64_t width) = 0;
+  /// The chunk's f32 accumulators (a reduction's steps run over the whole chunk, see emitRow).
+  virtual mlir::Value accumulators() = 0;
+  /// Stores the row's value(s) at element h into the output buffer.
+  virtual void store(mlir::OpBuilder &b, mlir::Value value, mlir::Value h, int64_t width) = 0;
+  /// After the chunk's loops: copies the output buffer to the output's row (a scatter's under its guard).
+  virtual void copyOut(mlir::OpBuilder &b, const mlir::IRMapping &scalars) = 0;
+};
+
 /// `rowTarget` says where the row runs.
 struct RowTarget {
   bool onGpu = false;           // whole warps of a gpu.func: moe.compact lists go to shared memory
@@ -100,6 +132,7 @@ struct RowTarget {
   mlir::Value outputAligned;
   int64_t outputAlignment = 0;
   bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
+  StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
 };
 
 /// The alignment the vector stores of `op`'s output can promise when its base pointer is aligned to

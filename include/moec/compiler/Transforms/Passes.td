@@ -225,6 +225,41 @@ def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoeLowerToAscend : Pass<"moe-lower-to-ascend", "::mlir::ModuleOp"> {
+  let summary = "Ascend: each planned domain as a per-core loop nest through UB buffers";
+  let description = [{
+    For the Ascend target, after `moe-plan-ascend`. Each kernel gains three trailing arguments: its core's
+    runtime (`ascend:runtime`: the simulator's hook table on the CPU), the core's index (`ascend:core`)
+    and the number of cores launched (`ascend:cores`, the plan's blockDim). Every `moe.compute` /
+    `moe.scatter` with a `#moe.ascend_plan` becomes
+
+    ```mlir
+    %raw = moe.ub_alloc %rt, %core "in.x" at 0 : memref<28672xi8, #moe.ub>     // the plan's buffers
+    %in = memref.view %raw[%c0][] : memref<28672xi8, #moe.ub> to memref<2x7168xbf16, #moe.ub>
+    scf.for %row = %begin to %end {          // the core's rows: the first rows % cores cores take one more
+      <row prologue: indices, conditions>    // scalar reads
+      scf.for %c = 0 to chunks {             // the row, a chunk at a time
+        moe.data_copy %rt, %core, %x[%r, %off] to %in[%slot, %c0], %len   // copy-in, under its conditions
+        scf.for %h = %off to %off + %len step V { vector body over UB }     // compute
+        moe.data_copy %rt, %core, %out[%c0, %c0] to %y[%row, %off], %len  // copy-out
+      }
+      moe.row_done %rt, %core, %row
+    }
+    moe.ub_free %rt, %core "in.x"
+    ```
+    A reduction over gathered rows (B2's sum over the top-k, C2's combine) runs step by step over the
+    chunk into the f32 accumulators (`acc.f32`), one gathered row in the UB per step, each element adding
+    its terms in order: the results are bit-identical to the CPU kernels. In the plan's in-place layout the
+    output is staged in the accumulators' bytes. Loads that do not run along the
+    row (indices, probs) stay scalar reads of global memory.
+  }];
+  let options = [
+    Option<"ubAlignment", "ub-alignment", "int64_t", "32", "UB buffer alignment in bytes (the chip's)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
   let summary = "CPU: lowers moe.compute to a row loop over a range and a vector loop along the row";
   let description = [{

@@ -1,0 +1,378 @@
+//===- LowerToAscend.cpp - Ascend: planned domains as per-core loop nests through the UB ---===//
+//
+// 1. Each kernel gains three trailing arguments: its core's runtime (ascend:runtime), the core's index
+//    (ascend:core) and the number of cores launched (ascend:cores, the plan's blockDim).
+// 2. Each moe.compute / moe.scatter with a #moe.ascend_plan: the core takes rows [begin, end) of the
+//    plan's split (floor(rows / cores) each, the first rows % cores one more), with the plan's buffers
+//    placed in the UB in the plan's order, each aligned.
+// 3. Each row runs through BodyLowering's emitRow with a StagedRow (UbStaging below): the row-invariant
+//    prologue, then chunk by chunk, copy-in (a DataCopy per gathered row, under the conditions the body
+//    reads it under), compute over the UB buffers, copy-out; then moe.row_done.
+// Loads that do not run along the row (indices, probs, an element gathered by h) are scalar reads of
+// global memory. Point rows (a reduction along a contiguous dim) are not lowered yet: such a plan is an
+// error naming the op.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <map>
+
+#define DEBUG_TYPE "moe-lower-to-ascend"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOELOWERTOASCEND
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+/// A buffer of the plan, placed: `copies x chunk` elements (a 1-D chunk when there is one copy).
+struct PlacedBuffer {
+  Value memref;
+  int64_t copies = 1;
+};
+
+/// The StagedRow of one domain: the plan's buffers, and which gathered rows the current loop reads from
+/// which buffer copy. The first problem it meets is reported on the domain and fails the pass.
+class UbStaging : public StagedRow {
+public:
+  UbStaging(DomainOp domain, AscendPlanAttr plan, Value runtime, Value core, std::map<std::string, PlacedBuffer> buffers)
+      : domain(domain), plan(plan), runtime(runtime), core(core), buffers(std::move(buffers)),
+        along(valuesAlongRow(domain)), inner(domain.body().getArguments().back()) {}
+
+  bool failed() const { return problem; }
+
+  int64_t chunk() const override { return plan.getChunk(); }
+  int64_t chunks() const override { return plan.getChunks(); }
+  void beginChunk(Value chunkOffset, Value chunkLength) override {
+    offset = chunkOffset;
+    length = chunkLength;
+  }
+
+  void copyIn(OpBuilder &b, Block &block, Operation *skip, const IRMapping &scalars, Value step) override {
+    std::map<std::string, int64_t> perTensor; // gathered rows of each tensor in this loop
+    // Loads inside a nested sum, fold or compact run per step of it: not staged (see load()).
+    std::function<void(Block &)> visit = [&](Block &inside) {
+      for (Operation &op : inside) {
+        if (&op == skip || isa<SumOp, FoldOp, CompactOp>(op))
+          continue;
+        if (auto load = dyn_cast<memref::LoadOp>(op); load && readsAlongRow(load))
+          stage(b, load, block, scalars, step, perTensor[viewedTensorName(load.getMemRef())]++);
+        for (Region &region : op.getRegions())
+          for (Block &nested : region)
+            visit(nested);
+      }
+    };
+    visit(block);
+  }
+
+  Value load(OpBuilder &b, memref::LoadOp load, Value h, int64_t width) override {
+    auto it = staged.find(load);
+    if (it == staged.end()) {
+      if (readsAlongRow(load))
+        fail(load, "reads along the row inside a reduction that does not run over the chunk: it cannot be staged "
+                   "through the UB");
+      return Value(); // a scalar read of global memory
+    }
+    auto [buffer, slot] = it->second;
+    Location loc = load.getLoc();
+    Value local = arith::SubIOp::create(b, loc, h, offset);
+    if (width == 1)
+      return memref::LoadOp::create(b, loc, buffer, ValueRange{slot, local});
+    return vector::LoadOp::create(b, loc, VectorType::get({width}, load.getType()), buffer, ValueRange{slot, local});
+  }
+
+  Value accumulators() override {
+    auto it = buffers.find("acc.f32");
+    if (it == buffers.end()) {
+      fail(domain.op(), "the plan has no acc.f32 buffer for the reduction along the row");
+      OpBuilder b(domain.op());
+      return memref::AllocaOp::create(b, domain.op()->getLoc(),
+                                      MemRefType::get({plan.getChunk()}, Float32Type::get(domain.op()->getContext())));
+    }
+    return it->second.memref;
+  }
+
+  void store(OpBuilder &b, Value value, Value h, int64_t width) override {
+    Location loc = domain.op()->getLoc();
+    Value buffer = outputBuffer().memref;
+    Value local = arith::SubIOp::create(b, loc, h, offset);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    if (width == 1)
+      memref::StoreOp::create(b, loc, value, buffer, ValueRange{c0, local});
+    else
+      vector::StoreOp::create(b, loc, value, buffer, ValueRange{c0, local});
+  }
+
+  void copyOut(OpBuilder &b, const IRMapping &scalars) override {
+    Location loc = domain.op()->getLoc();
+    IRMapping values = scalars;
+    OpBuilder::InsertionGuard guard(b);
+    SmallVector<Value> at;
+    auto write = dyn_cast<WriteOp>(domain.body().getTerminator());
+    if (write) {
+      // A guard of the row (kRowGuardAttr) already wraps the row; any other one guards the copy.
+      if (write.getGuard() && !write->hasAttr(kRowGuardAttr)) {
+        Value live = materialize(b, write.getGuard(), values);
+        if (!live)
+          return fail(write, "writes under a condition that varies along the row: not lowered to Ascend");
+        b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, false).thenBlock());
+      }
+      if (write.getIndices().back() != inner)
+        return fail(write, "does not write along the row: not lowered to Ascend");
+      for (Value index : write.getIndices().drop_back()) {
+        Value v = materialize(b, index, values);
+        if (!v)
+          return fail(write, "writes a row that varies along the row: not lowered to Ascend");
+        at.push_back(v);
+      }
+    } else {
+      for (BlockArgument arg : domain.body().getArguments().drop_back())
+        at.push_back(values.lookup(arg));
+    }
+    at.push_back(offset);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    DataCopyOp::create(b, loc, runtime, core, outputBuffer().memref, ValueRange{c0, c0}, domain.output(), at, length);
+  }
+
+private:
+  /// A load whose last index is the row's own (a contiguous read along the row).
+  bool readsAlongRow(memref::LoadOp load) const {
+    return !load.getIndices().empty() && load.getIndices().back() == inner;
+  }
+
+  /// Emits the DataCopy of the row `load` reads in this chunk, into copy `index` of its tensor's buffer
+  /// (alternating with the steps of a reduction), under the conditions of the scf.if ops around it in `block`.
+  void stage(OpBuilder &b, memref::LoadOp load, Block &block, const IRMapping &scalars, Value step, int64_t index) {
+    std::string name = "in." + viewedTensorName(load.getMemRef());
+    auto found = buffers.find(name);
+    if (found == buffers.end())
+      return fail(load, "reads along the row, but the plan has no buffer '" + name + "'");
+    PlacedBuffer buffer = found->second;
+    if (index >= buffer.copies)
+      return fail(load, "needs more copies of '" + name + "' than the plan's " + std::to_string(buffer.copies));
+    Location loc = load.getLoc();
+    OpBuilder::InsertionGuard guard(b);
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value slot = cst(index);
+    if (step && buffer.copies > 1) // a double-buffered queue: the steps alternate between the copies
+      slot = arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, step, slot), cst(buffer.copies));
+    staged[load] = {buffer.memref, slot};
+
+    SmallVector<std::pair<scf::IfOp, bool>> conditions; // outermost first; true: the then branch
+    for (Operation *child = load; child->getParentOp() != block.getParentOp(); child = child->getParentOp()) {
+      auto ifOp = dyn_cast<scf::IfOp>(child->getParentOp());
+      if (!ifOp)
+        return fail(load, "reads along the row under a " + child->getParentOp()->getName().getStringRef().str() +
+                              ": not lowered to Ascend");
+      conditions.insert(conditions.begin(), {ifOp, child->getParentRegion() == &ifOp.getThenRegion()});
+    }
+    IRMapping values = scalars;
+    for (auto [ifOp, inThen] : conditions) {
+      Value holds = materialize(b, ifOp.getCondition(), values);
+      if (!holds)
+        return fail(load, "reads along the row under a condition that varies along it: not lowered to Ascend");
+      if (!inThen)
+        holds = arith::XOrIOp::create(b, loc, holds, arith::ConstantIntOp::create(b, loc, 1, 1));
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, holds, false).thenBlock());
+    }
+    SmallVector<Value> at;
+    for (Value index : load.getIndices().drop_back()) {
+      Value v = materialize(b, index, values);
+      if (!v)
+        return fail(load, "reads a row that varies along the row: not lowered to Ascend");
+      at.push_back(v);
+    }
+    at.push_back(offset);
+    DataCopyOp::create(b, loc, runtime, core, load.getMemRef(), at, buffer.memref, ValueRange{slot, cst(0)}, length);
+  }
+
+  /// The emitted value of `v`, a value that does not vary along the row: from `values`, or by cloning the
+  /// region-free ops that compute it (the conditions inside an scf.if's branches). Null when it cannot.
+  Value materialize(OpBuilder &b, Value v, IRMapping &values) {
+    if (Value known = values.lookupOrNull(v))
+      return known;
+    if (along.contains(v))
+      return Value();
+    Operation *def = v.getDefiningOp();
+    Operation *owner = def ? def : cast<BlockArgument>(v).getOwner()->getParentOp();
+    if (!domain.op()->isAncestor(owner))
+      return v; // defined before the domain (a view, a dim)
+    if (!def || def->getNumRegions() > 0)
+      return Value();
+    for (Value operand : def->getOperands())
+      if (!materialize(b, operand, values))
+        return Value();
+    b.clone(*def, values);
+    return values.lookup(v);
+  }
+
+  PlacedBuffer outputBuffer() {
+    std::string name = "out." + viewedTensorName(domain.output());
+    auto it = buffers.find(name);
+    if (it == buffers.end()) {
+      fail(domain.op(), "the plan has no buffer for the output '" + name + "'");
+      it = buffers.emplace(name, PlacedBuffer{placeholder(domain.output()), 1}).first;
+    }
+    return it->second;
+  }
+
+  /// A stand-in buffer after a failure, so emission can finish before the pass fails.
+  Value placeholder(Value like) {
+    auto type = cast<MemRefType>(like.getType());
+    OpBuilder b(domain.op());
+    return memref::AllocaOp::create(b, domain.op()->getLoc(),
+                                    MemRefType::get({1, plan.getChunk()}, type.getElementType()));
+  }
+
+  void fail(Operation *op, const std::string &why) {
+    if (!problem)
+      op->emitOpError("moe-lower-to-ascend: ") << why;
+    problem = true;
+  }
+
+  DomainOp domain;
+  AscendPlanAttr plan;
+  Value runtime, core;
+  std::map<std::string, PlacedBuffer> buffers;
+  llvm::DenseSet<Value> along;
+  Value inner;
+  Value offset, length;
+  DenseMap<Operation *, std::pair<Value, Value>> staged; // a load -> (buffer, copy)
+  bool problem = false;
+};
+
+struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (auto func : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
+      SmallVector<DomainOp> domains = collectDomainOps(func);
+      if (domains.empty())
+        continue;
+      if (failed(requireSchedules(domains)) || failed(lowerKernel(func, domains)))
+        return signalPassFailure();
+    }
+    getOperation().walk([](Operation *op) { op->removeAttr(kRowInvariantAttr); });
+  }
+
+  /// The element type each tensor of the kernel is viewed with.
+  static std::map<std::string, Type> elementTypes(func::FuncOp func) {
+    std::map<std::string, Type> types;
+    func.walk([&](ViewOp view) {
+      if (std::string name = viewedTensorName(view.getResult()); !name.empty())
+        types[name] = view.getType().getElementType();
+    });
+    return types;
+  }
+
+  /// Places the plan's chunk buffers in its order, each at the next multiple of the alignment, as raw
+  /// bytes viewed with the element type they hold (`copies x chunk`; the accumulators as one chunk).
+  /// Buffers of row-invariant values (idx.) and the f32 cast buffer are not placed: this lowering reads
+  /// the first as scalars and casts in registers. In the in-place layout (no out. buffer) the output is
+  /// staged in the accumulators' bytes: element h of the output is written after element h of the
+  /// accumulators is read, and is never wider, so it only overwrites accumulators already consumed.
+  FailureOr<std::map<std::string, PlacedBuffer>> placeBuffers(OpBuilder &b, DomainOp domain, AscendPlanAttr plan,
+                                                              Value runtime, Value core,
+                                                              const std::map<std::string, Type> &types) {
+    Location loc = domain.op()->getLoc();
+    auto ub = UbSpaceAttr::get(b.getContext());
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    auto view = [&](Value raw, ArrayRef<int64_t> shape, Type element) -> Value {
+      auto type = MemRefType::get(shape, element, MemRefLayoutAttrInterface(), ub);
+      return memref::ViewOp::create(b, loc, type, raw, c0, ValueRange{});
+    };
+    std::map<std::string, PlacedBuffer> placed;
+    std::map<std::string, Value> raw;
+    int64_t offset = 0;
+    for (auto buffer : plan.getBuffers().getAsRange<UbBufferAttr>()) {
+      StringRef name = buffer.getName();
+      if (buffer.getElementBytes() == 0 || name == "cast.f32")
+        continue;
+      Type element = b.getF32Type();
+      if (!name.starts_with("acc.")) {
+        auto it = types.find(name.substr(name.find('.') + 1).str());
+        if (it == types.end())
+          return domain.op()->emitOpError("moe-lower-to-ascend: no tensor for the plan's buffer '") << name << "'";
+        element = it->second;
+      }
+      int64_t copies = buffer.getCopies();
+      int64_t bytes = buffer.getElementBytes() * plan.getChunk() * copies;
+      auto rawType = MemRefType::get({bytes}, b.getI8Type(), MemRefLayoutAttrInterface(), ub);
+      raw[name.str()] = UbAllocOp::create(b, loc, rawType, runtime, core, name, offset);
+      SmallVector<int64_t> shape{plan.getChunk()};
+      if (!name.starts_with("acc."))
+        shape.insert(shape.begin(), copies);
+      placed[name.str()] = {view(raw[name.str()], shape, element), copies};
+      offset += (bytes + ubAlignment - 1) / ubAlignment * ubAlignment;
+    }
+    std::string output = "out." + viewedTensorName(domain.output());
+    if (!plan.getPointRows() && !placed.count(output) && raw.count("acc.f32"))
+      placed[output] = {view(raw["acc.f32"], {1, plan.getChunk()},
+                             cast<MemRefType>(domain.output().getType()).getElementType()),
+                        1};
+    return placed;
+  }
+
+  LogicalResult lowerKernel(func::FuncOp func, ArrayRef<DomainOp> domains) {
+    OpBuilder b(func);
+    unsigned n = func.getNumArguments();
+    auto attrs = [&](const char *name) { return b.getDictionaryAttr(b.getNamedAttr("moe.arg", b.getStringAttr(name))); };
+    Location loc = func.getLoc();
+    if (failed(func.insertArguments({n, n, n}, {LLVM::LLVMPointerType::get(b.getContext()), b.getIndexType(), b.getIndexType()},
+                                    {attrs("ascend:runtime"), attrs("ascend:core"), attrs("ascend:cores")},
+                                    {loc, loc, loc})))
+      return func.emitError("cannot add the Ascend core arguments");
+    Value runtime = func.getArgument(n), core = func.getArgument(n + 1), cores = func.getArgument(n + 2);
+    std::map<std::string, Type> types = elementTypes(func);
+
+    for (DomainOp domain : domains) {
+      auto plan = domain.op()->getAttrOfType<AscendPlanAttr>("ascend_plan");
+      if (!plan)
+        return domain.op()->emitOpError("moe-lower-to-ascend: no #moe.ascend_plan (run moe-plan-ascend first)");
+      if (plan.getPointRows())
+        return domain.op()->emitOpError(
+            "moe-lower-to-ascend: a reduction along a contiguous dim (point rows) is not lowered to Ascend yet");
+      loc = domain.op()->getLoc();
+      b.setInsertionPoint(domain.op());
+      auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+      FailureOr<std::map<std::string, PlacedBuffer>> buffers = placeBuffers(b, domain, plan, runtime, core, types);
+      if (failed(buffers))
+        return failure();
+      // The core's rows: floor(rows / cores) each, and one more for each of the first rows % cores.
+      Value rows = emitRowCount(b, domain);
+      Value base = arith::DivUIOp::create(b, loc, rows, cores);
+      Value extra = arith::RemUIOp::create(b, loc, rows, cores);
+      Value begin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, core, base),
+                                          arith::MinUIOp::create(b, loc, core, extra));
+      Value takesOneMore = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, core, extra);
+      Value count = arith::AddIOp::create(b, loc, base, arith::SelectOp::create(b, loc, takesOneMore, cst(1), cst(0)));
+      auto rowLoop = scf::ForOp::create(b, loc, begin, arith::AddIOp::create(b, loc, begin, count), cst(1));
+      rowLoop->setAttr("ascend_plan", plan); // the plan stays visible in the tiled IR
+      UbStaging staging(domain, plan, runtime, core, std::move(*buffers));
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(rowLoop.getBody());
+        RowTarget target;
+        target.staged = &staging;
+        emitRow(b, domain, rowLoop.getInductionVar(), cst(0), 1, /*vectorAlignment=*/1, /*reductionWidth=*/0, target);
+        RowDoneOp::create(b, loc, runtime, core, rowLoop.getInductionVar());
+      }
+      if (staging.failed())
+        return failure();
+      b.setInsertionPointAfter(rowLoop);
+      for (auto buffer : plan.getBuffers().getAsRange<UbBufferAttr>())
+        if (buffer.getElementBytes() > 0 && buffer.getName() != "cast.f32")
+          UbFreeOp::create(b, loc, runtime, core, buffer.getName());
+      domain.op()->erase();
+    }
+    return success();
+  }
+};
+
+} // namespace
+} // namespace moec::moe

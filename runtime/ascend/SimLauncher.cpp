@@ -1,0 +1,125 @@
+//===- SimLauncher.cpp - Tiled Ascend kernels, core by core, on the UB simulator ---===//
+#include "moec/runtime/ascend/SimLauncher.h"
+
+#include "moec/runtime/ascend/SimHooks.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace moec::ascend {
+namespace {
+
+/// The hooks' state: the simulator, and the first error a hook met. A hook never throws through the
+/// kernel's frames: it records the error and lets the kernel finish harmlessly (a failed placement gets
+/// scratch memory of the size asked, a failed copy moves nothing); the launcher then throws it.
+struct HookState {
+  UbSimulator *simulator;
+  std::optional<std::string> error;
+  std::vector<std::unique_ptr<uint8_t[]>> scratch;
+
+  template <typename F> auto guarded(F &&f) -> decltype(f()) {
+    if (error)
+      return decltype(f())();
+    try {
+      return f();
+    } catch (const std::exception &e) {
+      error = e.what();
+      return decltype(f())();
+    }
+  }
+};
+
+HookState &state(void *simulator) { return *static_cast<HookState *>(simulator); }
+
+void *place(void *simulator, int64_t core, const char *name, int64_t offset, int64_t bytes) {
+  HookState &s = state(simulator);
+  void *memory = s.guarded([&]() -> void * { return s.simulator->place(core, name, offset, bytes); });
+  if (!memory) // after an error: memory the kernel can use without harm
+    memory = s.scratch.emplace_back(std::make_unique<uint8_t[]>(size_t(std::max<int64_t>(bytes, 1)))).get();
+  return memory;
+}
+
+void release(void *simulator, int64_t core, const char *name) {
+  HookState &s = state(simulator);
+  s.guarded([&] { s.simulator->release(core, name); });
+}
+
+void copy(void *simulator, int64_t core, int64_t toUb, void *ub, void *gm, int64_t bytes) {
+  HookState &s = state(simulator);
+  s.guarded([&] {
+    if (toUb)
+      s.simulator->copyIn(core, static_cast<uint8_t *>(ub), gm, bytes);
+    else
+      s.simulator->copyOut(core, gm, static_cast<const uint8_t *>(ub), bytes);
+  });
+}
+
+void rowDone(void *simulator, int64_t core, int64_t row) {
+  HookState &s = state(simulator);
+  s.guarded([&] { s.simulator->finishRow(core, row); });
+}
+
+} // namespace
+
+SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, PackedKernelFn kernel,
+                                const std::vector<void *> &pointers, const std::vector<int64_t> &scalars,
+                                int64_t rows, const std::map<std::string, TensorView> &tensors) {
+  SimulatedLaunch launch{name, rows, {}};
+  if (rows <= 0)
+    return launch; // no core has work: nothing is launched
+  int64_t cores = std::min<int64_t>(chip.vectorCores, rows);
+  auto fail = [&](const std::string &what) { throw UbError("kernel '" + name + "': " + what); };
+  try {
+    UbSimulator simulator(chip, cores, rows);
+    for (const auto &[tensor, view] : tensors)
+      if (view.data)
+        simulator.addGlobal(tensor, view.data, view.elements() * dsl::dtypeBytes(view.dtype));
+    HookState hookState{&simulator, std::nullopt, {}};
+    UbHooks hooks{&hookState, place, release, copy, rowDone};
+    for (int64_t core = 0; core < cores; ++core) {
+      std::vector<void *> values(pointers);
+      void *table = &hooks;
+      std::vector<int64_t> ints(scalars);
+      ints.push_back(core);
+      ints.push_back(cores);
+      std::vector<void *> args;
+      for (void *&p : values)
+        args.push_back(&p);
+      for (size_t i = 0; i < scalars.size(); ++i)
+        args.push_back(&ints[i]);
+      args.push_back(&table);
+      args.push_back(&ints[scalars.size()]);
+      args.push_back(&ints[scalars.size() + 1]);
+      kernel(args.data());
+      if (hookState.error)
+        fail(*hookState.error);
+    }
+    simulator.finish();
+    for (int64_t core = 0; core < cores; ++core) {
+      const UbSimulator::CoreStats &stats = simulator.stats(core);
+      int64_t expected = rows / cores + (core < rows % cores ? 1 : 0);
+      if (stats.rows != expected)
+        fail("core " + std::to_string(core) + " finished " + std::to_string(stats.rows) + " rows; the plan's split gives it " +
+             std::to_string(expected));
+      launch.cores.push_back(stats);
+    }
+  } catch (const UbError &e) {
+    std::string what = e.what();
+    if (what.rfind("kernel '", 0) == 0)
+      throw;
+    fail(what);
+  }
+  return launch;
+}
+
+void SimulationLog::add(SimulatedLaunch launch) {
+  std::lock_guard<std::mutex> lock(mutex);
+  log.push_back(std::move(launch));
+}
+
+std::vector<SimulatedLaunch> SimulationLog::launches() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return log;
+}
+
+} // namespace moec::ascend
