@@ -352,7 +352,6 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       Value takesOneMore = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, core, extra);
       Value count = arith::AddIOp::create(b, loc, base, arith::SelectOp::create(b, loc, takesOneMore, cst(1), cst(0)));
       auto rowLoop = scf::ForOp::create(b, loc, begin, arith::AddIOp::create(b, loc, begin, count), cst(1));
-      rowLoop->setAttr("ascend_plan", plan); // the plan stays visible in the tiled IR
       UbStaging staging(domain, plan, runtime, core, std::move(*buffers));
       {
         OpBuilder::InsertionGuard guard(b);
@@ -360,7 +359,8 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
         RowTarget target;
         target.staged = &staging;
         emitRow(b, domain, rowLoop.getInductionVar(), cst(0), 1, /*vectorAlignment=*/1, /*reductionWidth=*/0, target);
-        RowDoneOp::create(b, loc, runtime, core, rowLoop.getInductionVar());
+        auto done = RowDoneOp::create(b, loc, runtime, core, rowLoop.getInductionVar());
+        done->setAttr("ascend_plan", plan); // the plan stays visible in the tiled IR
       }
       if (staging.failed())
         return failure();

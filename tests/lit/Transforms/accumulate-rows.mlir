@@ -14,15 +14,15 @@
 // The list of live experts (moe.compact) is built once per row: a loop storing into the list.
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<40xi32>
 // The accumulators start at the fold's init: vectors over [0, 16), then elements over [16, 20).
-// CHECK: scf.for %[[H0:.*]] = %{{.*}} to %[[C16:.*]] step
+// CHECK: scf.for %[[H0:.*]] = %{{.*}} to %c16{{[_0-9]*}} step
 // CHECK-NEXT: vector.broadcast
 // CHECK-NEXT: vector.store %{{.*}}, %[[ACC]][%[[H0]]] : memref<20xf32>, vector<8xf32>
-// CHECK: scf.for %[[H1:.*]] = %[[C16]] to %c20 step
+// CHECK: scf.for %[[H1:.*]] = %c16{{[_0-9]*}} to %c20 step
 // CHECK-NEXT: memref.store %{{.*}}, %[[ACC]][%[[H1]]] : memref<20xf32>
 // Passes of 8 steps: 8 list entries and row indices, then one loop along the row adding the 8 terms in order.
 // CHECK: scf.for %[[PASS:.*]] = %{{.*}} to %{{.*}} step %[[EIGHT:.*]] {
 // CHECK-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<40xi32>
-// CHECK: scf.for %[[H:.*]] = %{{.*}} to %[[C16]] step
+// CHECK: scf.for %[[H:.*]] = %{{.*}} to %c16{{[_0-9]*}} step
 // CHECK-NEXT: %[[OLD:.*]] = vector.load %[[ACC]][%[[H]]] : memref<20xf32>, vector<8xf32>
 // CHECK: arith.addf %[[OLD]], %{{.*}} : vector<8xf32>
 // CHECK-COUNT-7: arith.addf %{{.*}} : vector<8xf32>
