@@ -116,3 +116,103 @@ INSTANTIATE_TEST_SUITE_P(LoweredModes, AscendSimulator, ::testing::ValuesIn(mode
                          [](const auto &info) { return info.param.name; });
 
 } // namespace
+
+namespace {
+
+// B2 dropless: every gathered row is live, so the tiled kernel moves exactly the op's minimum bytes: each
+// of the N*K expanded rows in once, each of the N output rows out once; and one DataCopy per gathered row
+// and chunk plus one per output row and chunk. Per core: the plan's split (ceil or floor of N / cores).
+TEST(AscendSimulatorCounts, B2MovesTheMinimumBytesInTheExpectedCopies) {
+  auto op = loadOp("moe_init_routing_v2_grad");
+  std::mt19937 rng(std::random_device{}());
+  const int64_t N = 45, K = 3;
+  for (const ascend::Chip &chip : {ascend::builtinChip("910b"), smallChip()}) {
+    for (int64_t H : {8, 3001}) {
+      for (DType dtype : {DType::BF16, DType::F32}) {
+        SCOPED_TRACE(chip.name + " H " + std::to_string(H) + " " + dsl::dtypeName(dtype));
+        Case c = initRoutingGrad(dtype, N, K, H, 0, false, rng, false);
+        std::map<std::string, TensorView> inputs;
+        for (auto &[name, t] : c.inputs)
+          inputs[name] = t.view();
+        CpuRunResult run = runOnAscendSimulator(*op, dtype, c.attrs, inputs, chip);
+        ASSERT_EQ(run.simulated.size(), 1u);
+        ASSERT_EQ(run.tilings.size(), 1u);
+        const ascend::SimulatedLaunch &launch = run.simulated[0];
+        int64_t chunks = run.tilings[0].chunks, bytes = dsl::dtypeBytes(dtype);
+        EXPECT_EQ(chunks, (H + run.tilings[0].chunk - 1) / run.tilings[0].chunk);
+        int64_t cores = std::min(chip.vectorCores, N), in = 0, out = 0, copies = 0;
+        ASSERT_EQ(int64_t(launch.cores.size()), cores);
+        for (int64_t core = 0; core < cores; ++core) {
+          const auto &stats = launch.cores[size_t(core)];
+          EXPECT_EQ(stats.rows, N / cores + (core < N % cores ? 1 : 0)) << "core " << core;
+          EXPECT_EQ(stats.dataCopies, stats.rows * chunks * (K + 1)) << "core " << core;
+          in += stats.bytesIn;
+          out += stats.bytesOut;
+          copies += stats.dataCopies;
+        }
+        EXPECT_EQ(in, N * K * H * bytes);
+        EXPECT_EQ(out, N * H * bytes);
+        EXPECT_EQ(copies, N * chunks * (K + 1));
+      }
+    }
+  }
+}
+
+// What a real core would get wrong fails loudly, naming it: a chip whose UB cannot hold even one chunk is
+// refused when planning, naming the op and the chip.
+TEST(AscendSimulatorCounts, AChipTooSmallForOneChunkIsRefused) {
+  auto op = loadOp("moe_init_routing_v2_grad");
+  std::mt19937 rng(std::random_device{}());
+  ascend::Chip chip = smallChip();
+  chip.name = "tiny";
+  chip.ubBytes = 64;
+  Case c = initRoutingGrad(DType::F32, 5, 2, 40, 0, false, rng, false);
+  std::map<std::string, TensorView> inputs;
+  for (auto &[name, t] : c.inputs)
+    inputs[name] = t.view();
+  try {
+    runOnAscendSimulator(*op, DType::F32, c.attrs, inputs, chip);
+    FAIL() << "a 64 B UB ran";
+  } catch (const std::exception &e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit the 64 B UB of chip 'tiny'"), std::string::npos) << e.what();
+  }
+}
+
+} // namespace
+
+namespace {
+
+// Modes the Ascend lowering does not cover yet fail at compile time with the reason, never run wrong:
+// A3 with probs (the probs gradient is a dot product along H: point rows), C2 accumulating in T (a bf16
+// fold) and C2's single-row copy (a row read beside the reduction).
+TEST(AscendSimulatorLimits, UnloweredModesFailWithTheReason) {
+  std::mt19937 rng(std::random_device{}());
+  struct Unlowered {
+    std::string op;
+    Case c;
+    std::string reason;
+  };
+  std::vector<Unlowered> cases;
+  cases.push_back({"moe_token_unpermute_with_routing_map_grad",
+                   unpermuteGradNonPad(DType::BF16, 5, 8, 2, 40, true, rng, false), "point rows"});
+  cases.push_back({"moe_unpermute", paddleUnpermute(DType::BF16, 5, 8, 2, 40, false, rng, false),
+                   "cannot be staged through the UB"});
+  cases.back().c.attrs["using_mix_precision"] = 0;
+  cases.push_back({"moe_unpermute", paddleUnpermute(DType::BF16, 5, 8, 2, 40, true, rng, false),
+                   "cannot be staged through the UB"});
+  cases.back().c.attrs["paddle_single_row_copy"] = 1;
+  for (Unlowered &u : cases) {
+    auto op = loadOp(u.op);
+    std::map<std::string, TensorView> inputs;
+    for (auto &[name, t] : u.c.inputs)
+      inputs[name] = t.view();
+    try {
+      runOnAscendSimulator(*op, DType::BF16, u.c.attrs, inputs, ascend::builtinChip("910b"));
+      ADD_FAILURE() << u.op << " ran, but its lowering is not written yet";
+    } catch (const CompileError &e) {
+      EXPECT_NE(std::string(e.what()).find(u.reason), std::string::npos) << e.what();
+    }
+  }
+}
+
+} // namespace
