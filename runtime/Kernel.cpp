@@ -291,7 +291,7 @@ std::shared_ptr<const LoadedOp::CheckedCall> Kernel::check(const std::map<std::s
   checked->scalars = checked->call.kernelScalars(*l.op);
   for (size_t k = 0; k < l.kernels.size(); ++k) {
     int64_t units = checked->call.rows(l.plans[k].domain);
-    if (l.onGpu() && l.kernels[k].pointPerWarp && !l.plans[k].domain.empty() &&
+    if (l.kernels[k].pointPerWarp && !l.plans[k].domain.empty() &&
         __builtin_mul_overflow(units, evalInt(*l.plans[k].domain.back(), checked->call.bindings), &units))
       fail(l, "kernel '" + l.kernels[k].name + "': its domain has more points than int64 holds");
     checked->units.push_back(units);

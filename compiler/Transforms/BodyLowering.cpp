@@ -482,12 +482,15 @@ private:
       b.setInsertionPointToStart(loop.getBody());
       BodyEmitter term(b, domain, along, termWidth, unroll, maxAlignment);
       term.scalars = scalars;
+      term.staged = staged;
       term.scalars.map(body.getArgument(0), loop.getInductionVar());
       Value t = term.emitBlock(body, termWidth > 1);
       scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], t)});
       term.flushUnrolls();
       return loop.getResult(0);
     };
+    if (staged)
+      return emitStagedSplitSum(sum, w, bound, mainEnd, partials);
     Value acc = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     Value tailBegin = laneStart;
     if (w > 1) {
@@ -503,6 +506,43 @@ private:
       acc = arith::AddFOp::create(b, loc, acc, other);
     }
     map(sum.getResult(), acc);
+  }
+
+  /// The split sum of a staged point (Ascend point rows): the row along j a chunk at a time, each chunk's
+  /// loads copied into UB buffers first. Chunks are whole multiples of the w partial sums (the plan makes
+  /// them so), so every term lands in the same partial sum, in the same order, as in emitSplitSum; the last
+  /// chunk is peeled, since the reduction of the partial sums comes before the tail's terms.
+  template <typename Partials>
+  void emitStagedSplitSum(SumOp sum, int64_t w, Value bound, Value mainEnd, Partials &&partials) {
+    Location loc = sum.getLoc();
+    Block &body = sum.getBody().front();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    int64_t chunk = staged->chunk(), chunks = staged->chunks();
+    // Stages the chunk from `offset` and returns its end.
+    auto stage = [&](Value offset) {
+      Value length = arith::MinSIOp::create(b, loc, cst(chunk), arith::SubIOp::create(b, loc, bound, offset));
+      staged->beginChunk(offset, length);
+      staged->copyIn(b, body, nullptr, scalars, Value());
+      return arith::AddIOp::create(b, loc, offset, length).getResult();
+    };
+    Type partialType = w > 1 ? Type(vectorOf(b.getF32Type(), w)) : Type(b.getF32Type());
+    Value acc = arith::ConstantOp::create(b, loc, b.getZeroAttr(partialType));
+    if (chunks > 1) {
+      auto loop = scf::ForOp::create(b, loc, cst(0), cst(chunks - 1), cst(1), ValueRange{acc});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value offset = arith::MulIOp::create(b, loc, loop.getInductionVar(), cst(chunk));
+      Value end = stage(offset);
+      scf::YieldOp::create(b, loc, ValueRange{partials(offset, end, w, w, loop.getRegionIterArgs()[0])});
+      acc = loop.getResult(0);
+    }
+    Value last = cst((chunks - 1) * chunk);
+    Value end = stage(last);
+    if (w > 1) {
+      acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, partials(last, mainEnd, w, w, acc));
+      last = mainEnd;
+    }
+    map(sum.getResult(), partials(last, end, 1, 1, acc));
   }
 
   void emitFold(FoldOp fold) {
@@ -1210,6 +1250,24 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   Value tailBegin = width > 1 ? arith::AddIOp::create(b, loc, mainEnd, laneStart).getResult() : laneStart;
   emitLoop(tailBegin, inner, laneStride, 1);
 }
+
+void emitStagedPoint(OpBuilder &b, DomainOp op, Value point, int64_t reductionWidth, StagedRow &staged) {
+  Location loc = op.op()->getLoc();
+  VaryingAnalysis analysis(op);
+  SmallVector<Value> indices = unflattenRow(b, loc, point, op.bounds());
+  BodyEmitter emitter(b, op, analysis, 1, op.schedule().getUnroll(), /*maxAlignment=*/1,
+                      ReductionSplit{reductionWidth, 1, Value()});
+  RowTarget target;
+  target.staged = &staged;
+  emitter.setRowTarget(target);
+  emitter.emitElement(indices);
+  IRMapping pointIndices;
+  for (auto [arg, index] : llvm::zip(op.body().getArguments(), indices))
+    pointIndices.map(arg, index);
+  staged.copyOut(b, pointIndices);
+}
+
+SumOp contiguousReductionOf(DomainOp op) { return findContiguousReduction(op); }
 
 void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment) {
   Location loc = op.op()->getLoc();

@@ -9,12 +9,13 @@
 //    prologue, then chunk by chunk, copy-in (a DataCopy per gathered row, under the conditions the body
 //    reads it under), compute over the UB buffers, copy-out; then moe.row_done.
 // Loads that do not run along the row (indices, probs, an element gathered by h) are scalar reads of
-// global memory. Point rows (a reduction along a contiguous dim) are not lowered yet: such a plan is an
-// error naming the op.
+// global memory. A domain of point rows (a dot product along H per point) runs point by point, its
+// reduction a chunk at a time (emitStagedPoint), its value copied out one element per point.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -40,9 +41,24 @@ struct PlacedBuffer {
 /// which buffer copy. The first problem it meets is reported on the domain and fails the pass.
 class UbStaging : public StagedRow {
 public:
+  /// A row of a domain runs along its last index; a point row along the index of its contiguous
+  /// reduction (a dot product over H).
   UbStaging(DomainOp domain, AscendPlanAttr plan, Value runtime, Value core, std::map<std::string, PlacedBuffer> buffers)
-      : domain(domain), plan(plan), runtime(runtime), core(core), buffers(std::move(buffers)),
-        along(valuesAlongRow(domain)), inner(domain.body().getArguments().back()) {}
+      : domain(domain), plan(plan), runtime(runtime), core(core), buffers(std::move(buffers)) {
+    if (!plan.getPointRows()) {
+      along = valuesAlongRow(domain);
+      inner = domain.body().getArguments().back();
+      return;
+    }
+    SumOp sum = contiguousReductionOf(domain);
+    inner = sum.getBody().front().getArgument(0);
+    SetVector<Operation *> slice;
+    getForwardSlice(inner, &slice);
+    along.insert(inner);
+    for (Operation *op : slice)
+      for (Value r : op->getResults())
+        along.insert(r);
+  }
 
   bool failed() const { return problem; }
 
@@ -100,8 +116,8 @@ public:
   void store(OpBuilder &b, Value value, Value h, int64_t width) override {
     Location loc = domain.op()->getLoc();
     Value buffer = outputBuffer().memref;
-    Value local = arith::SubIOp::create(b, loc, h, offset);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value local = plan.getPointRows() ? c0 : Value(arith::SubIOp::create(b, loc, h, offset)); // a point: one value
     if (width == 1)
       memref::StoreOp::create(b, loc, value, buffer, ValueRange{c0, local});
     else
@@ -122,21 +138,28 @@ public:
           return fail(write, "writes under a condition that varies along the row: not lowered to Ascend");
         b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, false).thenBlock());
       }
-      if (write.getIndices().back() != inner)
+      if (!plan.getPointRows() && write.getIndices().back() != inner)
         return fail(write, "does not write along the row: not lowered to Ascend");
-      for (Value index : write.getIndices().drop_back()) {
+      for (Value index : plan.getPointRows() ? write.getIndices() : write.getIndices().drop_back()) {
         Value v = materialize(b, index, values);
         if (!v)
           return fail(write, "writes a row that varies along the row: not lowered to Ascend");
         at.push_back(v);
       }
     } else {
-      for (BlockArgument arg : domain.body().getArguments().drop_back())
+      for (BlockArgument arg : domain.body().getArguments())
         at.push_back(values.lookup(arg));
+      if (!plan.getPointRows())
+        at.pop_back();
     }
-    at.push_back(offset);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    DataCopyOp::create(b, loc, runtime, core, outputBuffer().memref, ValueRange{c0, c0}, domain.output(), at, length);
+    Value count = length;
+    if (plan.getPointRows()) { // the point's one value
+      count = arith::ConstantIndexOp::create(b, loc, 1);
+    } else {
+      at.push_back(offset);
+    }
+    DataCopyOp::create(b, loc, runtime, core, outputBuffer().memref, ValueRange{c0, c0}, domain.output(), at, count);
   }
 
 private:
@@ -291,8 +314,9 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
     int64_t offset = 0;
     for (auto buffer : plan.getBuffers().getAsRange<UbBufferAttr>()) {
       StringRef name = buffer.getName();
-      if (buffer.getElementBytes() == 0 || name == "cast.f32")
+      if (name.starts_with("idx.") || name == "cast.f32")
         continue;
+      bool onePerPoint = buffer.getElementBytes() == 0; // a point row's value
       Type element = b.getF32Type();
       if (!name.starts_with("acc.")) {
         auto it = types.find(name.substr(name.find('.') + 1).str());
@@ -301,10 +325,11 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
         element = it->second;
       }
       int64_t copies = buffer.getCopies();
-      int64_t bytes = buffer.getElementBytes() * plan.getChunk() * copies;
+      int64_t elements = onePerPoint ? 1 : plan.getChunk();
+      int64_t bytes = onePerPoint ? buffer.getFixedBytesPerRow() : buffer.getElementBytes() * elements * copies;
       auto rawType = MemRefType::get({bytes}, b.getI8Type(), MemRefLayoutAttrInterface(), ub);
       raw[name.str()] = UbAllocOp::create(b, loc, rawType, runtime, core, name, offset);
-      SmallVector<int64_t> shape{plan.getChunk()};
+      SmallVector<int64_t> shape{elements};
       if (!name.starts_with("acc."))
         shape.insert(shape.begin(), copies);
       placed[name.str()] = {view(raw[name.str()], shape, element), copies};
@@ -334,9 +359,6 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       auto plan = domain.op()->getAttrOfType<AscendPlanAttr>("ascend_plan");
       if (!plan)
         return domain.op()->emitOpError("moe-lower-to-ascend: no #moe.ascend_plan (run moe-plan-ascend first)");
-      if (plan.getPointRows())
-        return domain.op()->emitOpError(
-            "moe-lower-to-ascend: a reduction along a contiguous dim (point rows) is not lowered to Ascend yet");
       loc = domain.op()->getLoc();
       b.setInsertionPoint(domain.op());
       auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
@@ -344,7 +366,7 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       if (failed(buffers))
         return failure();
       // The core's rows: floor(rows / cores) each, and one more for each of the first rows % cores.
-      Value rows = emitRowCount(b, domain);
+      Value rows = plan.getPointRows() ? emitPointCount(b, domain) : emitRowCount(b, domain);
       Value base = arith::DivUIOp::create(b, loc, rows, cores);
       Value extra = arith::RemUIOp::create(b, loc, rows, cores);
       Value begin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, core, base),
@@ -356,9 +378,13 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(rowLoop.getBody());
-        RowTarget target;
-        target.staged = &staging;
-        emitRow(b, domain, rowLoop.getInductionVar(), cst(0), 1, /*vectorAlignment=*/1, /*reductionWidth=*/0, target);
+        if (plan.getPointRows()) {
+          emitStagedPoint(b, domain, rowLoop.getInductionVar(), kCpuReductionWidth, staging);
+        } else {
+          RowTarget target;
+          target.staged = &staging;
+          emitRow(b, domain, rowLoop.getInductionVar(), cst(0), 1, /*vectorAlignment=*/1, /*reductionWidth=*/0, target);
+        }
         auto done = RowDoneOp::create(b, loc, runtime, core, rowLoop.getInductionVar());
         done->setAttr("ascend_plan", plan); // the plan stays visible in the tiled IR
       }
@@ -366,7 +392,7 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
         return failure();
       b.setInsertionPointAfter(rowLoop);
       for (auto buffer : plan.getBuffers().getAsRange<UbBufferAttr>())
-        if (buffer.getElementBytes() > 0 && buffer.getName() != "cast.f32")
+        if (!buffer.getName().starts_with("idx.") && buffer.getName() != "cast.f32")
           UbFreeOp::create(b, loc, runtime, core, buffer.getName());
       domain.op()->erase();
     }

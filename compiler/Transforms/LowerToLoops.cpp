@@ -26,9 +26,6 @@ namespace moec::moe {
 #include "moec/compiler/Transforms/Passes.h.inc"
 
 namespace {
-/// Dot products along a row run as 32 f32 partial sums: four AVX2 registers, four independent chains of
-/// additions (one register would wait on the latency of each add).
-constexpr int64_t kReductionWidth = 32;
 /// The widest non-temporal vector store (AVX2: 32 bytes).
 constexpr int64_t kMaxNontemporalAlignment = 32;
 /// Outputs from this size on are written with streaming stores (a typical last-level cache slice).
@@ -97,7 +94,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());
       emitRow(b, domain, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
-              /*vectorAlignment=*/1, /*reductionWidth=*/kReductionWidth, rowTarget(b, domain, rowLoop));
+              /*vectorAlignment=*/1, /*reductionWidth=*/kCpuReductionWidth, rowTarget(b, domain, rowLoop));
       domain.op()->erase();
     }
     return success();

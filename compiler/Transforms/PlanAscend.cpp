@@ -325,6 +325,12 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       rowCopies += 1;
     }
     auto [largest, granule] = largestChunk(elementBuffers);
+    // A point row's dot product keeps kCpuReductionWidth partial sums: when the row needs several chunks,
+    // whole multiples of them per chunk put every term in the same partial sum as one pass does.
+    if (pointRows && chunksFor(largest) > 1) {
+      granule = std::max(granule, kCpuReductionWidth);
+      largest = largest / granule * granule;
+    }
     if (largest < granule)
       return op->emitOpError("moe-plan-ascend: a chunk of ")
              << granule << " elements with " << fixedBytesPerRow << " B of row-invariant values does not fit the "

@@ -63,7 +63,8 @@ struct KernelInfo {
   /// (pointing into the OpDef it was compiled from). Rows = all but the last, multiplied.
   std::vector<const dsl::Expr *> domain;
   /// GPU launch: grid.x = ceil_div(rows, rowsPerBlock), block = (threads, rowsPerBlock, 1); with
-  /// pointPerWarp the grid covers every domain point (rows times the last extent) instead of rows.
+  /// pointPerWarp the grid covers every domain point (rows times the last extent) instead of rows. Ascend
+  /// (simulated): set for point rows, whose cores split the domain's points.
   bool pointPerWarp = false;
   /// The bounds checks the kernel reports in its status buffer (see genMoe).
   std::vector<dsl::IndexCheck> checks;

@@ -50,7 +50,7 @@ struct KernelMeta {
   std::string name;
   std::string output;
   Schedule schedule;
-  bool pointPerWarp = false; // GPU: the grid covers domain points, not rows (see KernelInfo)
+  bool pointPerWarp = false; // the launch covers domain points, not rows (GPU: a warp per point; Ascend point rows)
   std::vector<dsl::IndexCheck> checks; // what the kernel's status buffer reports (dsl/KernelPlan.h)
 };
 

@@ -33,10 +33,10 @@ std::vector<Mode> modes() {
       return initRoutingGrad(t, n, topK, h, dropPad, active, rng, false);
     };
   };
-  auto a3 = [](bool pad) {
+  auto a3 = [](bool pad, bool probs) {
     return [=](DType t, int64_t n, int64_t h, std::mt19937 &rng) {
-      return pad ? unpermuteGradPad(t, n, 8, 3, h, false, rng, false)
-                 : unpermuteGradNonPad(t, n, 40, std::min<int64_t>(8, 40), h, false, rng, false);
+      return pad ? unpermuteGradPad(t, n, 8, std::min<int64_t>(3, n), h, probs, rng, false)
+                 : unpermuteGradNonPad(t, n, 40, 8, h, probs, rng, false);
     };
   };
   auto c2 = [](bool weighted) {
@@ -48,8 +48,10 @@ std::vector<Mode> modes() {
           {"B2_active", b2op, b2(0, true, 4), {}},
           {"B2_drop_pad", b2op, b2(1, false, 4), {}},
           {"B2_active_top16", b2op, b2(0, true, 16), {}},
-          {"A3_nonpad", a3op, a3(false), {}},
-          {"A3_pad", a3op, a3(true), {}},
+          {"A3_nonpad", a3op, a3(false, false), {}},
+          {"A3_nonpad_probs", a3op, a3(false, true), {}},
+          {"A3_pad", a3op, a3(true, false), {}},
+          {"A3_pad_probs", a3op, a3(true, true), {}},
           {"C2", c2op, c2(false), {}},
           {"C2_weighted", c2op, c2(true), {}}};
 }
@@ -183,8 +185,7 @@ TEST(AscendSimulatorCounts, AChipTooSmallForOneChunkIsRefused) {
 namespace {
 
 // Modes the Ascend lowering does not cover yet fail at compile time with the reason, never run wrong:
-// A3 with probs (the probs gradient is a dot product along H: point rows), C2 accumulating in T (a bf16
-// fold) and C2's single-row copy (a row read beside the reduction).
+// C2 accumulating in T (a bf16 fold) and C2's single-row copy (a row read beside the reduction).
 TEST(AscendSimulatorLimits, UnloweredModesFailWithTheReason) {
   std::mt19937 rng(std::random_device{}());
   struct Unlowered {
@@ -193,8 +194,6 @@ TEST(AscendSimulatorLimits, UnloweredModesFailWithTheReason) {
     std::string reason;
   };
   std::vector<Unlowered> cases;
-  cases.push_back({"moe_token_unpermute_with_routing_map_grad",
-                   unpermuteGradNonPad(DType::BF16, 5, 8, 2, 40, true, rng, false), "point rows"});
   cases.push_back({"moe_unpermute", paddleUnpermute(DType::BF16, 5, 8, 2, 40, false, rng, false),
                    "cannot be staged through the UB"});
   cases.back().c.attrs["using_mix_precision"] = 0;

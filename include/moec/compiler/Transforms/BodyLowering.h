@@ -65,6 +65,10 @@ llvm::DenseSet<mlir::Value> valuesAlongRow(DomainOp op);
 /// "grad_expanded_x"), or "" for a kernel-local one (a compacted list).
 std::string viewedTensorName(mlir::Value memref);
 
+/// CPU: dot products along a row run as this many f32 partial sums (four AVX2 registers, four independent
+/// chains of additions). The Ascend lowering keeps the same partial sums, so its results match bit for bit.
+constexpr int64_t kCpuReductionWidth = 32;
+
 /// How a GPU kernel maps a domain to threads.
 ///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
 ///   WarpPerPoint: a domain point per warp (block, thread.y); the 32 lanes split the point's reduction
@@ -140,6 +144,14 @@ struct RowTarget {
 int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment);
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
              int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);
+
+/// Ascend point rows: emits domain point `point` (all dims flattened) with its moe.sum along a contiguous
+/// dim split into `reductionWidth` partial sums, as the CPU lowering does, run a chunk at a time through
+/// `staged`; the point's value goes to the output buffer and is copied out.
+void emitStagedPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, int64_t reductionWidth, StagedRow &staged);
+
+/// The first moe.sum of `op` that reads along its own index (a dot product over H), or null.
+SumOp contiguousReductionOf(DomainOp op);
 
 /// GpuMapping::WarpPerPoint: emits domain point `point` (all dims flattened) on a warp whose lane id is
 /// `lane` of `lanes`: reductions along a contiguous dim are split over the lanes in vectors of
