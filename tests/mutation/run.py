@@ -59,7 +59,8 @@ def run_tests(build, ctest_regex, lit_filter, log):
         # Every test ctest lists as failed, whatever the reason: Failed, Timeout, SEGFAULT, NUMERICAL (SIGFPE), ...
         listed = out.stdout.split("The following tests FAILED:", 1)
         if len(listed) == 2:
-            failed += re.findall(r"^\s*\d+ - (\S+) \([^)]*\)\s*$", listed[1], re.M)
+            # A value-parameterized test is listed as "NAME  # GetParam() = VALUE (Failed)".
+            failed += re.findall(r"^\s*\d+ - (\S+)(?:\s+# GetParam\(\) = .*?)? \([^)]*\)\s*$", listed[1], re.M)
         if "No tests were found" in out.stdout + out.stderr:
             failed.append("(no ctest matched " + ctest_regex + ")")
     if lit_filter:
