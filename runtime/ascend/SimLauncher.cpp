@@ -3,6 +3,8 @@
 
 #include "moec/runtime/ascend/SimHooks.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -110,6 +112,43 @@ SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, Packe
     fail(what);
   }
   return launch;
+}
+
+LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip) {
+  LaunchReport r;
+  r.kernel = launch.kernel;
+  r.cores = int64_t(launch.cores.size());
+  r.rows = launch.rows;
+  double total = 0;
+  for (size_t i = 0; i < launch.cores.size(); ++i) {
+    const UbSimulator::CoreStats &c = launch.cores[i];
+    r.fewestRows = i == 0 ? c.rows : std::min(r.fewestRows, c.rows);
+    r.mostRows = std::max(r.mostRows, c.rows);
+    r.dataCopies += c.dataCopies;
+    r.bytes += c.bytesIn + c.bytesOut;
+    r.peakUbBytes = std::max(r.peakUbBytes, c.peakUbBytes);
+    double ns = chip.coreLaunchNs + double(c.dataCopies) * chip.dataCopyNs +
+                (chip.gmGBpsPerCore > 0 ? double(c.bytesIn + c.bytesOut) / chip.gmGBpsPerCore : 0);
+    r.busiestCoreNs = std::max(r.busiestCoreNs, ns);
+    total += ns;
+  }
+  r.meanCoreNs = r.cores ? total / double(r.cores) : 0;
+  return r;
+}
+
+std::string reportTable(const std::vector<SimulatedLaunch> &launches, const Chip &chip) {
+  std::string text = fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>12} {:>11} {:>12} {:>8}\n", "kernel (" + chip.name + ")",
+                                 "cores", "rows", "rows/core", "DataCopy", "GM bytes", "peak UB", "busiest us", "balance");
+  double total = 0;
+  for (const SimulatedLaunch &launch : launches) {
+    LaunchReport r = reportLaunch(launch, chip);
+    total += r.busiestCoreNs;
+    text += fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>12} {:>11} {:>12.1f} {:>8.3f}\n", r.kernel, r.cores, r.rows,
+                        fmt::format("{}-{}", r.fewestRows, r.mostRows), r.dataCopies, r.bytes,
+                        fmt::format("{}/{}", r.peakUbBytes, chip.ubBytes), r.busiestCoreNs / 1e3, r.balance());
+  }
+  text += fmt::format("total (kernels in order, each its busiest core): {:.1f} us\n", total / 1e3);
+  return text;
 }
 
 void SimulationLog::add(SimulatedLaunch launch) {

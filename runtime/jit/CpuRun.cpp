@@ -58,6 +58,7 @@ CpuRunResult runOnAscendSimulator(const dsl::OpDef &op, DType dtype, const std::
         std::vector<std::string> names;
         for (const KernelMeta &k : loaded.kernels)
           names.push_back(k.name);
+        // makeLoadedOp's launcher, keeping what each launch did.
         loaded.cpuLauncher = [log, chip, names](size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
                                                 const std::vector<int64_t> &scalars, int64_t rows,
                                                 const std::map<std::string, TensorView> &tensors) {

@@ -8,6 +8,7 @@
 //   5. otherwise compile, store every stage on disk, and keep the result in memory.
 //===----------------------------------------------------------------------===//
 #include "moec/Runtime.h"
+#include "moec/runtime/ascend/SimLauncher.h"
 
 #include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
 
@@ -277,6 +278,16 @@ std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, con
       l->cpu.push_back(fn);
     }
     l->cpuOwner = std::shared_ptr<CpuExecutable>(std::move(cpu));
+    if (spec.target.simulated) { // tiled Ascend kernels run core by core on the UB simulator, never on the pool
+      std::vector<std::string> names;
+      for (const KernelMeta &k : l->kernels)
+        names.push_back(k.name);
+      l->cpuLauncher = [chip = *spec.target.chip, names](size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
+                                                          const std::vector<int64_t> &scalars, int64_t rows,
+                                                          const std::map<std::string, TensorView> &tensors) {
+        ascend::launchSimulated(chip, names.at(k), fn, pointers, scalars, rows, tensors);
+      };
+    }
   } else {
     l->driver = driver;
     l->cuda = std::make_shared<CudaModule>(*driver, ptx, std::move(context));

@@ -73,7 +73,7 @@ void TargetOptions::add(CLI::App &cmd, bool ascend) {
   }
   cmd.add_option("--target", target,
                  std::string("cpu, ptx, or ptx-emu (sm_90 PTX run on the PTX emulator)") +
-                     (ascend ? ", or ascend (tiling plans for --chip)" : ""))
+                     (ascend ? ", or ascend (for --chip: tiling plans; moec run: the tiled kernels on the UB simulator)" : ""))
       ->check(CLI::IsMember(targets))
       ->capture_default_str();
   cmd.add_option("--arch", arch, "GPU arch for --target ptx: sm_80, sm_90, sm_100")->capture_default_str();

@@ -4,6 +4,7 @@
 
 #include "moec/ops/BuiltinOps.h"
 #include "moec/Runtime.h"
+#include "moec/runtime/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/HostTensor.h"
@@ -26,11 +27,23 @@ struct RunOptions {
   bool profile = false;
 };
 
+void writeOutputs(const std::map<std::string, HostTensor> &outputs, const std::string &outDir) {
+  std::filesystem::create_directories(outDir);
+  for (const auto &[name, tensor] : outputs) {
+    std::string path = (std::filesystem::path(outDir) / (name + ".npy")).string();
+    writeNpy(path, tensor.toNpy());
+    fmt::print("{}: {} {} -> {}\n", name, dsl::dtypeName(tensor.type()), TensorView{nullptr, tensor.type(), tensor.dims()}.shapeString(), path);
+  }
+}
+
 void runRun(const RunOptions &o) {
   if (o.profile && !o.target.emulated())
     throw CLI::ValidationError("--profile", "the profile comes from the PTX emulator: use --target ptx-emu");
   std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
   DType dtype = parseDType(o.target.dtype);
+  bool ascend = o.target.target == "ascend";
+  if (o.profile && ascend)
+    throw CLI::ValidationError("--profile", "the profile comes from the PTX emulator: use --target ptx-emu");
 
   std::map<std::string, HostTensor> owned;
   std::map<std::string, TensorView> views;
@@ -49,8 +62,15 @@ void runRun(const RunOptions &o) {
     views[name] = it->second.view();
   }
 
-  // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.
   std::map<std::string, int64_t> attrs = parseAssignments(o.attrs, "--attr");
+  if (ascend) { // the tiled kernels on the UB simulator, and what each launch did
+    ascend::Chip chip = o.target.chip.load();
+    CpuRunResult result = runOnAscendSimulator(*op, dtype, attrs, views, chip, o.target.schedule);
+    writeOutputs(result.outputs, o.outDir);
+    fmt::print("{}", ascend::reportTable(result.simulated, chip));
+    return;
+  }
+  // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.
   BoundCall call = bindCall(*op, dtype, attrs, views);
   KernelRequest request{dtype, {}, attrs, {}, o.target.schedule};
   for (const dsl::DimDecl &d : op->dims)
@@ -91,21 +111,17 @@ void runRun(const RunOptions &o) {
       for (const ptxemu::Profile &p : ptxemu::takeProfiles())
         fmt::print("{}", ptxemu::formatProfile(p));
   }
-  std::filesystem::create_directories(o.outDir);
-  for (const auto &[name, tensor] : outputs) {
-    std::string path = (std::filesystem::path(o.outDir) / (name + ".npy")).string();
-    writeNpy(path, tensor.toNpy());
-    fmt::print("{}: {} {} -> {}\n", name, dsl::dtypeName(tensor.type()), TensorView{nullptr, tensor.type(), tensor.dims()}.shapeString(), path);
-  }
+  writeOutputs(outputs, o.outDir);
 }
 
 } // namespace
 
 void registerRunCommand(CLI::App &app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App *cmd = app.add_subcommand("run", "Run an op on .npy inputs: on the CPU, a GPU, or the PTX emulator (--target ptx-emu)");
+  CLI::App *cmd = app.add_subcommand("run", "Run an op on .npy inputs: on the CPU, a GPU, the PTX emulator (--target "
+                                            "ptx-emu), or as tiled Ascend kernels on the UB simulator (--target ascend)");
   cmd->add_option("op", o->op, "built-in op name or path to a .moe file")->required();
-  o->target.add(*cmd);
+  o->target.add(*cmd, /*ascend=*/true);
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
   cmd->add_option("--in", o->inputs, "NAME=FILE.npy for each input tensor (repeatable)")->required();
   cmd->add_option("--out-dir", o->outDir, "where each output is written as <name>.npy")->required();

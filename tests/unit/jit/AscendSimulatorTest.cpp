@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "Cases.h"
 
+#include "moec/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CpuRun.h"
 
@@ -211,6 +212,40 @@ TEST(AscendSimulatorLimits, UnloweredModesFailWithTheReason) {
     } catch (const CompileError &e) {
       EXPECT_NE(std::string(e.what()).find(u.reason), std::string::npos) << e.what();
     }
+  }
+}
+
+} // namespace
+
+namespace {
+
+// The C++ API with the simulator as its target: compiled on the first call, cached (the second Runtime
+// reads the kernel from disk), launched core by core; the same bytes as the CPU kernels.
+TEST(AscendSimulatorRuntime, CompilesCachesAndLaunchesThroughTheSimulator) {
+  std::mt19937 rng(std::random_device{}());
+  Case c = unpermuteGradNonPad(DType::BF16, 9, 16, 4, 300, true, rng, false);
+  KernelRequest request{DType::BF16, {{"E", 16}, {"H", 300}}, {}, {"routing_map", "permuted_tokens", "probs"}};
+  auto op = loadOp("moe_token_unpermute_with_routing_map_grad");
+  std::map<std::string, TensorView> inputs;
+  for (auto &[name, t] : c.inputs)
+    inputs[name] = t.view();
+  CpuRunResult cpu = runOnCpu(*op, DType::BF16, c.attrs, inputs);
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "compiled" : "from the disk cache");
+    Runtime::Options options;
+    options.target = Target::ascendSimulator(ascend::builtinChip("910b"));
+    Runtime rt(options);
+    Kernel kernel = rt.get("moe_token_unpermute_with_routing_map_grad", request);
+    std::map<std::string, HostTensor> outputs;
+    std::map<std::string, TensorView> views = inputs;
+    for (const auto &[name, expected] : cpu.outputs) {
+      HostTensor &out = outputs.emplace(name, HostTensor(expected.type(), expected.dims())).first->second;
+      std::memset(out.raw(), 0xFF, out.bytes());
+      views[name] = out.view();
+    }
+    kernel.launch(views);
+    for (const auto &[name, expected] : cpu.outputs)
+      EXPECT_EQ(std::memcmp(outputs.at(name).raw(), expected.raw(), expected.bytes()), 0) << name << " differs";
   }
 }
 
