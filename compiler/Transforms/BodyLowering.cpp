@@ -210,11 +210,13 @@ OpBuilder builderAtFunctionEntry(OpBuilder &b) {
   return OpBuilder::atBlockBegin(&func->getRegion(0).front());
 }
 
-/// Element h of f32 row accumulators, or the w elements from h.
+/// Element h of row accumulators (f32 on the CPU; a staged row's reduction type on Ascend), or the w
+/// elements from h.
 Value loadAccumulators(OpBuilder &b, Location loc, Value accumulators, Value h, int64_t w) {
   if (w == 1)
     return memref::LoadOp::create(b, loc, accumulators, ValueRange{h});
-  return vector::LoadOp::create(b, loc, VectorType::get({w}, b.getF32Type()), accumulators, ValueRange{h});
+  Type element = cast<MemRefType>(accumulators.getType()).getElementType();
+  return vector::LoadOp::create(b, loc, VectorType::get({w}, element), accumulators, ValueRange{h});
 }
 
 void storeAccumulators(OpBuilder &b, Location loc, Value v, Value accumulators, Value h, int64_t w) {
@@ -963,8 +965,8 @@ constexpr int64_t kJammedSteps = 8;
 ///     not be short enough to unroll fully;
 ///   - be followed only by elementwise arithmetic on its result (a truncation) up to the yield;
 ///   - while everything else in the body is row-invariant and the row has a constant length.
-///   Staged (Ascend) rows take any such reduction with an f32 result: their loads along the row must read
-///   UB buffers that hold one gathered row at a time, whatever the bound.
+///   Staged (Ascend) rows take any such reduction with a float result (C2 accumulating in T too): their
+///   loads along the row must read UB buffers that hold one gathered row at a time, whatever the bound.
 Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bool staged) {
   Block &body = op.body();
   APInt length;
@@ -990,7 +992,8 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bo
         !llvm::all_of(o.getOperands(), [&](Value v) { return analysis.isVarying(v) || availableBeforeRow(v); }))
       return nullptr;
   }
-  if (!reduction || !reduction->getResult(0).getType().isF32() || !analysis.isVarying(reduction->getResult(0)) ||
+  Type type = reduction ? reduction->getResult(0).getType() : Type();
+  if (!reduction || !(staged ? isa<FloatType>(type) : type.isF32()) || !analysis.isVarying(reduction->getResult(0)) ||
       !availableBeforeRow(reduction->getOperand(0)))
     return nullptr;
   // A reduction the lowering unrolls fully (a constant bound up to the unroll: B2's top-8) already issues
@@ -1074,7 +1077,7 @@ void emitAccumulatedSteps(OpBuilder &b, DomainOp op, Operation *accumulated, Arr
   Value init = fold ? rowStart->value(fold.getInit())
                     : Value(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f))); // as emitSum's
   overSpan(b, loc, span, width, [&](Value h, int64_t w) {
-    Value v = w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, b.getF32Type()), init));
+    Value v = w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, init.getType()), init));
     storeAccumulators(b, loc, v, accumulators, span.local(b, loc, h), w);
   });
   Block &stepBody = accumulated->getRegion(0).front();
@@ -1201,10 +1204,11 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     Value length = arith::MinSIOp::create(b, loc, cst(staged->chunk()), arith::SubIOp::create(b, loc, inner, offset));
     staged->beginChunk(offset, length);
     RowSpan span{offset, arith::AddIOp::create(b, loc, offset, length), offset};
+    Value accumulators = accumulated ? staged->accumulators(accumulated->getResult(0).getType()) : Value();
     if (accumulated)
-      emitAccumulatedSteps(b, op, accumulated, rowIndices, width, span, staged->accumulators(), staged, newEmitter);
+      emitAccumulatedSteps(b, op, accumulated, rowIndices, width, span, accumulators, staged, newEmitter);
     staged->copyIn(b, op.body(), accumulated, rowScalars, Value());
-    emitElements(span, accumulated ? staged->accumulators() : Value());
+    emitElements(span, accumulators);
     staged->copyOut(b, rowScalars);
     return;
   }

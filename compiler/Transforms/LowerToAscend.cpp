@@ -35,6 +35,7 @@ namespace {
 struct PlacedBuffer {
   Value memref;
   int64_t copies = 1;
+  Value raw; // the placed bytes
 };
 
 /// The StagedRow of one domain: the plan's buffers, and which gathered rows the current loop reads from
@@ -102,15 +103,23 @@ public:
     return vector::LoadOp::create(b, loc, VectorType::get({width}, load.getType()), buffer, ValueRange{slot, local});
   }
 
-  Value accumulators() override {
+  Value accumulators(Type element) override {
     auto it = buffers.find("acc.f32");
-    if (it == buffers.end()) {
-      fail(domain.op(), "the plan has no acc.f32 buffer for the reduction along the row");
+    if (it == buffers.end() || !it->second.raw || element.getIntOrFloatBitWidth() > 32) {
+      fail(domain.op(), "the plan has no acc.f32 buffer to hold the reduction along the row");
       OpBuilder b(domain.op());
-      return memref::AllocaOp::create(b, domain.op()->getLoc(),
-                                      MemRefType::get({plan.getChunk()}, Float32Type::get(domain.op()->getContext())));
+      return memref::AllocaOp::create(b, domain.op()->getLoc(), MemRefType::get({plan.getChunk()}, element));
     }
-    return it->second.memref;
+    Value &view = accumulatorViews[element];
+    if (!view) { // the accumulators' bytes, viewed with the reduction's type, next to their placement
+      Value raw = it->second.raw;
+      OpBuilder b(raw.getContext());
+      b.setInsertionPointAfterValue(raw);
+      Location loc = raw.getLoc();
+      auto type = MemRefType::get({plan.getChunk()}, element, MemRefLayoutAttrInterface(), UbSpaceAttr::get(b.getContext()));
+      view = memref::ViewOp::create(b, loc, type, raw, arith::ConstantIndexOp::create(b, loc, 0), ValueRange{});
+    }
+    return view;
   }
 
   void store(OpBuilder &b, Value value, Value h, int64_t width) override {
@@ -266,6 +275,7 @@ private:
   Value inner;
   Value offset, length;
   DenseMap<Operation *, std::pair<Value, Value>> staged; // a load -> (buffer, copy)
+  DenseMap<Type, Value> accumulatorViews;
   bool problem = false;
 };
 
@@ -332,14 +342,14 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       SmallVector<int64_t> shape{elements};
       if (!name.starts_with("acc."))
         shape.insert(shape.begin(), copies);
-      placed[name.str()] = {view(raw[name.str()], shape, element), copies};
+      placed[name.str()] = {view(raw[name.str()], shape, element), copies, raw[name.str()]};
       offset += (bytes + ubAlignment - 1) / ubAlignment * ubAlignment;
     }
     std::string output = "out." + viewedTensorName(domain.output());
     if (!plan.getPointRows() && !placed.count(output) && raw.count("acc.f32"))
       placed[output] = {view(raw["acc.f32"], {1, plan.getChunk()},
                              cast<MemRefType>(domain.output().getType()).getElementType()),
-                        1};
+                        1, raw["acc.f32"]};
     return placed;
   }
 

@@ -188,9 +188,10 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
         r.castsToF32 = true;
       if (auto sum = dyn_cast<SumOp>(inner); sum && shape.along.contains(sum.getResult()))
         r.accumulates = true;
-      // A fold of the row along the row (C2's combine) runs step by step into f32 accumulators too.
+      // A fold of the row along the row (C2's combine, in f32 or in T) runs step by step into the
+      // accumulators too (f32-sized: room for any float type).
       if (auto fold = dyn_cast<FoldOp>(inner);
-          fold && fold->getParentOp() == op && fold.getType().isF32() && shape.along.contains(fold.getResult()))
+          fold && fold->getParentOp() == op && isa<FloatType>(fold.getType()) && shape.along.contains(fold.getResult()))
         r.accumulates = true;
       auto load = dyn_cast<memref::LoadOp>(inner);
       std::string name = load ? viewedTensorName(load.getMemRef()) : "";

@@ -118,8 +118,9 @@ public:
   /// The value of `load` at element `h` of the row (`width` of them from h) from its UB buffer, or null
   /// when it was not staged (a scalar read of global memory).
   virtual mlir::Value load(mlir::OpBuilder &b, mlir::memref::LoadOp load, mlir::Value h, int64_t width) = 0;
-  /// The chunk's f32 accumulators (a reduction's steps run over the whole chunk, see emitRow).
-  virtual mlir::Value accumulators() = 0;
+  /// The chunk's accumulators, of the reduction's `element` type (its steps run over the whole chunk, see
+  /// emitRow).
+  virtual mlir::Value accumulators(mlir::Type element) = 0;
   /// Stores the row's value(s) at element h into the output buffer.
   virtual void store(mlir::OpBuilder &b, mlir::Value value, mlir::Value h, int64_t width) = 0;
   /// After the chunk's loops: copies the output buffer to the output's row (a scatter's under its guard).
