@@ -265,6 +265,10 @@ public:
     }
   }
 
+  /// scf.if ops whose branch is known where this emitter runs (a staged row switched on a condition of
+  /// the row): only that branch is emitted, inline.
+  void decide(const DenseMap<Operation *, bool> &branches) { decided = branches; }
+
   /// A warp per point: every lane runs the point's scalar code alike.
   void splitFoldsOver(Value lane) { warpLane = lane; }
 
@@ -758,6 +762,13 @@ private:
   static constexpr int64_t kMaxUnrolledOps = 4096;
 
   void emitIf(scf::IfOp ifOp) {
+    if (auto it = decided.find(ifOp); it != decided.end()) {
+      Block &branch = it->second ? ifOp.getThenRegion().front() : ifOp.getElseRegion().front();
+      emitOps(branch);
+      for (auto [result, yielded] : llvm::zip(ifOp.getResults(), branch.getTerminator()->getOperands()))
+        map(result, get(yielded, vectorized(result)));
+      return;
+    }
     Location loc = ifOp.getLoc();
     SmallVector<Type> types;
     for (Value r : ifOp.getResults())
@@ -833,6 +844,7 @@ private:
   Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   IRMapping scalars, vectors;
   DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
+  DenseMap<Operation *, bool> decided; // see decide()
   Value laneIndices; // h, h+1, ..., h+V-1
   SmallVector<scf::ForOp> pendingUnrolls;
 };
@@ -967,7 +979,9 @@ constexpr int64_t kJammedSteps = 8;
 ///   - while everything else in the body is row-invariant and the row has a constant length.
 ///   Staged (Ascend) rows take any such reduction with a float result (C2 accumulating in T too): their
 ///   loads along the row must read UB buffers that hold one gathered row at a time, whatever the bound.
-Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bool staged) {
+///   `decided`: scf.if ops of the body whose branch is known (a staged row's switch), read as that branch.
+Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bool staged,
+                                const DenseMap<Operation *, bool> &decided = DenseMap<Operation *, bool>()) {
   Block &body = op.body();
   APInt length;
   if (!matchPattern(op.bounds().back(), m_ConstantInt(&length)) ||
@@ -975,11 +989,29 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bo
     return nullptr;
   auto availableBeforeRow = [&](Value v) {
     Operation *def = v.getDefiningOp();
-    return !analysis.isVarying(v) && (!def || def->getBlock() != &body || def->hasAttr(kRowInvariantAttr));
+    bool inDecidedBranch = def && decided.count(def->getParentOp()) && def->getParentOp()->getParentOp() == op.op();
+    return !analysis.isVarying(v) && (!def || !op.op()->isAncestor(def) || def->hasAttr(kRowInvariantAttr) ||
+                                      matchPattern(v, m_Constant()) || inDecidedBranch);
   };
+  SmallVector<Operation *> ops; // the body's top-level ops, a decided scf.if as its branch's
+  std::function<void(Block &)> flatten = [&](Block &block) {
+    for (Operation &o : block.without_terminator()) {
+      auto it = decided.find(&o);
+      if (it == decided.end())
+        ops.push_back(&o);
+      else
+        flatten(it->second ? o.getRegion(0).front() : o.getRegion(1).front());
+    }
+  };
+  flatten(body);
   Operation *reduction = nullptr;
-  for (Operation &o : body.without_terminator()) {
+  for (Operation *top : ops) {
+    Operation &o = *top;
     if (o.hasAttr(kRowInvariantAttr))
+      continue;
+    // In a decided branch, what does not vary runs once per row before the steps (emitStagedRow).
+    if (o.getBlock() != &body && !reduction &&
+        llvm::none_of(o.getResults(), [&](Value r) { return analysis.isVarying(r); }))
       continue;
     if (isa<FoldOp, SumOp>(o) && !reduction) {
       reduction = &o;
@@ -1126,6 +1158,91 @@ int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
   return vectorAccessAlignment(op.output(), width, baseAlignment);
 }
 
+/// A staged row (Ascend), chunk by chunk: each chunk's reduction steps (copy in a gathered row, add it to
+/// the accumulators), the copy-in of what the rest reads, the loop along the chunk into the output
+/// buffer, the copy-out. A reduction inside one branch of a condition of the row (C2's single-row copy)
+/// is found by switching the row on the condition: each branch's row is emitted with the branch known.
+void emitStagedRow(OpBuilder &b, DomainOp op, const VaryingAnalysis &analysis, StagedRow &staged,
+                   ArrayRef<Value> rowIndices, const IRMapping *prologue, int64_t width,
+                   DenseMap<Operation *, bool> &decidedIfs,
+                   llvm::function_ref<std::unique_ptr<BodyEmitter>(int64_t)> newEmitter) {
+  Location loc = op.op()->getLoc();
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value inner = op.bounds().back();
+  IRMapping rowScalars;
+  if (prologue)
+    rowScalars = *prologue;
+  for (auto [arg, index] : llvm::zip(op.body().getArguments().drop_back(), rowIndices))
+    rowScalars.map(arg, index);
+  auto emitChunks = [&] {
+    Operation *accumulated = accumulatedReduction(op, analysis, true, decidedIfs);
+    // A decided branch's values that do not vary along the row, once per row; every emitter starts there.
+    std::unique_ptr<BodyEmitter> branchStart;
+    if (!decidedIfs.empty()) {
+      branchStart = newEmitter(1);
+      branchStart->mapIndices(rowIndices);
+      auto [ifOp, then] = *decidedIfs.begin();
+      branchStart->emitRowInvariantOps(ifOp->getRegion(then ? 0 : 1).front());
+    }
+    auto fromBranch = [&](int64_t w) {
+      std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
+      if (branchStart)
+        emitter->startFrom(*branchStart);
+      return emitter;
+    };
+    auto chunks = scf::ForOp::create(b, loc, cst(0), cst(staged.chunks()), cst(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(chunks.getBody());
+    Value offset = arith::MulIOp::create(b, loc, chunks.getInductionVar(), cst(staged.chunk()));
+    Value length = arith::MinSIOp::create(b, loc, cst(staged.chunk()), arith::SubIOp::create(b, loc, inner, offset));
+    staged.beginChunk(offset, length);
+    RowSpan span{offset, arith::AddIOp::create(b, loc, offset, length), offset};
+    Value accumulators = accumulated ? staged.accumulators(accumulated->getResult(0).getType()) : Value();
+    if (accumulated)
+      emitAccumulatedSteps(b, op, accumulated, rowIndices, width, span, accumulators, &staged, fromBranch);
+    staged.copyIn(b, op.body(), accumulated, branchStart ? branchStart->scalarValues() : rowScalars, Value());
+    overSpan(b, loc, span, width, [&](Value h, int64_t w) {
+      SmallVector<Value> indices(rowIndices);
+      indices.push_back(h);
+      std::unique_ptr<BodyEmitter> emitter = fromBranch(w);
+      if (accumulated)
+        emitter->premap(accumulated->getResult(0), loadAccumulators(b, loc, accumulators, span.local(b, loc, h), w));
+      emitter->emitElement(indices);
+    });
+    staged.copyOut(b, rowScalars);
+    if (branchStart)
+      branchStart->flushUnrolls();
+  };
+  // The switch: a top-level scf.if of the row's condition with a reduction directly in a branch.
+  scf::IfOp rowSwitch;
+  if (!accumulatedReduction(op, analysis, true))
+    for (Operation &o : op.body().without_terminator()) {
+      auto ifOp = dyn_cast<scf::IfOp>(o);
+      if (!ifOp || o.hasAttr(kRowInvariantAttr) || ifOp.getNumResults() == 0 || !ifOp.elseBlock())
+        continue;
+      Value condition = ifOp.getCondition();
+      Operation *def = condition.getDefiningOp();
+      bool ofTheRow = rowScalars.contains(condition) || (def && !op.op()->isAncestor(def));
+      auto holdsReduction = [](Block *block) {
+        return llvm::any_of(*block, [](Operation &inner) { return isa<FoldOp, SumOp>(inner); });
+      };
+      if (ofTheRow && (holdsReduction(ifOp.thenBlock()) || holdsReduction(ifOp.elseBlock()))) {
+        rowSwitch = ifOp;
+        break;
+      }
+    }
+  if (!rowSwitch)
+    return emitChunks();
+  auto branches = scf::IfOp::create(b, loc, rowScalars.lookupOrDefault(rowSwitch.getCondition()), true);
+  for (bool then : {true, false}) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint((then ? branches.thenBlock() : branches.elseBlock())->getTerminator());
+    decidedIfs = {{rowSwitch.getOperation(), then}};
+    emitChunks();
+  }
+  decidedIfs.clear();
+}
+
 void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment,
              int64_t reductionWidth, RowTarget rowTarget) {
   Location loc = op.op()->getLoc();
@@ -1165,11 +1282,13 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   });
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
-  // An emitter of width w for this row, of its part of the body.
+  // An emitter of width w for this row, of its part of the body, with the branches known here.
+  DenseMap<Operation *, bool> decidedIfs;
   auto newEmitter = [&](int64_t w) {
     auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split,
                                                  Value(), part);
     emitter->setRowTarget(rowTarget);
+    emitter->decide(decidedIfs);
     if (prologueEmitter)
       emitter->startFrom(*prologueEmitter);
     return emitter;
@@ -1177,41 +1296,10 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   // A reduction over gathered rows as the row's value: its steps first, over the whole row (see
   // emitAccumulatedSteps); the loop along the row below then starts from the accumulators.
   StagedRow *staged = rowTarget.staged;
-  Operation *accumulated = staged || (rowTarget.accumulateRows && width > 1 && laneStride == 1)
-                               ? accumulatedReduction(op, analysis, staged != nullptr)
-                               : nullptr;
-  // The loop along `span`: each element from the accumulators (if any) and the rest of the body.
-  auto emitElements = [&](const RowSpan &span, Value accumulators) {
-    overSpan(b, loc, span, width, [&](Value h, int64_t w) {
-      SmallVector<Value> indices(rowIndices);
-      indices.push_back(h);
-      std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
-      if (accumulated)
-        emitter->premap(accumulated->getResult(0), loadAccumulators(b, loc, accumulators, span.local(b, loc, h), w));
-      emitter->emitElement(indices);
-    });
-  };
-  if (staged) { // chunk by chunk: copy in, compute into the output buffer, copy out
-    IRMapping rowScalars;
-    if (prologue)
-      rowScalars = *prologue;
-    for (auto [arg, index] : llvm::zip(op.body().getArguments().drop_back(), rowIndices))
-      rowScalars.map(arg, index);
-    auto chunks = scf::ForOp::create(b, loc, cst(0), cst(staged->chunks()), cst(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(chunks.getBody());
-    Value offset = arith::MulIOp::create(b, loc, chunks.getInductionVar(), cst(staged->chunk()));
-    Value length = arith::MinSIOp::create(b, loc, cst(staged->chunk()), arith::SubIOp::create(b, loc, inner, offset));
-    staged->beginChunk(offset, length);
-    RowSpan span{offset, arith::AddIOp::create(b, loc, offset, length), offset};
-    Value accumulators = accumulated ? staged->accumulators(accumulated->getResult(0).getType()) : Value();
-    if (accumulated)
-      emitAccumulatedSteps(b, op, accumulated, rowIndices, width, span, accumulators, staged, newEmitter);
-    staged->copyIn(b, op.body(), accumulated, rowScalars, Value());
-    emitElements(span, accumulators);
-    staged->copyOut(b, rowScalars);
-    return;
-  }
+  if (staged)
+    return emitStagedRow(b, op, analysis, *staged, rowIndices, prologue, width, decidedIfs, newEmitter);
+  Operation *accumulated =
+      rowTarget.accumulateRows && width > 1 && laneStride == 1 ? accumulatedReduction(op, analysis, false) : nullptr;
   Value accumulators;
   if (accumulated) {
     int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();

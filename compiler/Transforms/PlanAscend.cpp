@@ -188,10 +188,14 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
         r.castsToF32 = true;
       if (auto sum = dyn_cast<SumOp>(inner); sum && shape.along.contains(sum.getResult()))
         r.accumulates = true;
-      // A fold of the row along the row (C2's combine, in f32 or in T) runs step by step into the
-      // accumulators too (f32-sized: room for any float type).
+      // A fold of the row along the row (C2's combine, in f32 or in T; maybe in a branch of a condition of
+      // the row) runs step by step into the accumulators too (f32-sized: room for any float type).
+      auto topLevel = [&](Operation *o) {
+        Operation *parent = o->getParentOp();
+        return parent == op || (isa<scf::IfOp>(parent) && parent->getParentOp() == op);
+      };
       if (auto fold = dyn_cast<FoldOp>(inner);
-          fold && fold->getParentOp() == op && isa<FloatType>(fold.getType()) && shape.along.contains(fold.getResult()))
+          fold && topLevel(fold) && isa<FloatType>(fold.getType()) && shape.along.contains(fold.getResult()))
         r.accumulates = true;
       auto load = dyn_cast<memref::LoadOp>(inner);
       std::string name = load ? viewedTensorName(load.getMemRef()) : "";

@@ -56,7 +56,9 @@ std::vector<Mode> modes() {
           {"C2", c2op, c2(false), {}},
           {"C2_weighted", c2op, c2(true), {}},
           {"C2_unmixed", c2op, c2(false), {{"using_mix_precision", 0}}},
-          {"C2_weighted_unmixed", c2op, c2(true), {{"using_mix_precision", 0}}}};
+          {"C2_weighted_unmixed", c2op, c2(true), {{"using_mix_precision", 0}}},
+          {"C2_single_row_copy", c2op, c2(false), {{"paddle_single_row_copy", 1}}},
+          {"C2_weighted_single_row_copy", c2op, c2(true), {{"paddle_single_row_copy", 1}}}};
 }
 
 /// A chip with a small UB, so that rows of a few thousand elements must be chunked.
@@ -185,36 +187,6 @@ TEST(AscendSimulatorCounts, AChipTooSmallForOneChunkIsRefused) {
 
 } // namespace
 
-namespace {
-
-// Modes the Ascend lowering does not cover yet fail at compile time with the reason, never run wrong:
-// C2's single-row copy (Paddle's quirk: the reduction sits in one branch of a condition of the row).
-TEST(AscendSimulatorLimits, UnloweredModesFailWithTheReason) {
-  std::mt19937 rng(std::random_device{}());
-  struct Unlowered {
-    std::string op;
-    Case c;
-    std::string reason;
-  };
-  std::vector<Unlowered> cases;
-  cases.push_back({"moe_unpermute", paddleUnpermute(DType::BF16, 5, 8, 2, 40, true, rng, false),
-                   "cannot be staged through the UB"});
-  cases.back().c.attrs["paddle_single_row_copy"] = 1;
-  for (Unlowered &u : cases) {
-    auto op = loadOp(u.op);
-    std::map<std::string, TensorView> inputs;
-    for (auto &[name, t] : u.c.inputs)
-      inputs[name] = t.view();
-    try {
-      runOnAscendSimulator(*op, DType::BF16, u.c.attrs, inputs, ascend::builtinChip("910b"));
-      ADD_FAILURE() << u.op << " ran, but its lowering is not written yet";
-    } catch (const CompileError &e) {
-      EXPECT_NE(std::string(e.what()).find(u.reason), std::string::npos) << e.what();
-    }
-  }
-}
-
-} // namespace
 
 namespace {
 
