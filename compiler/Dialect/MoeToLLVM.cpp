@@ -131,6 +131,16 @@ struct RowDoneOpLowering : ConvertOpToLLVMPattern<RowDoneOp> {
   }
 };
 
+struct ScalarReadOpLowering : ConvertOpToLLVMPattern<ScalarReadOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(ScalarReadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    callHook(rewriter, op.getLoc(), adaptor.getRuntime(), kUbHookScalarRead, Type(),
+             {adaptor.getCore(), i64Constant(rewriter, op.getLoc(), op.getBytes())});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct MoeToLLVMInterface : ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
   void populateConvertToLLVMConversionPatterns(ConversionTarget &, LLVMTypeConverter &converter,
@@ -139,8 +149,8 @@ struct MoeToLLVMInterface : ConvertToLLVMPatternInterface {
     converter.addTypeAttributeConversion([](BaseMemRefType type, UbSpaceAttr) -> Attribute {
       return IntegerAttr::get(IntegerType::get(type.getContext(), 64), 0);
     });
-    patterns.add<ViewOpLowering, UbAllocOpLowering, UbFreeOpLowering, DataCopyOpLowering, RowDoneOpLowering>(
-        converter);
+    patterns.add<ViewOpLowering, UbAllocOpLowering, UbFreeOpLowering, DataCopyOpLowering, RowDoneOpLowering,
+                 ScalarReadOpLowering>(converter);
   }
 };
 } // namespace

@@ -415,8 +415,10 @@ private:
   }
 
   void emitOp(Operation &op) {
-    if (auto load = dyn_cast<memref::LoadOp>(op); load && staged && analysis.isVarying(load.getResult()))
-      if (Value v = staged->load(b, load, scalars.lookup(analysis.innerIndex()), width))
+    if (auto load = dyn_cast<memref::LoadOp>(op); load && staged)
+      if (Value v = staged->load(b, load, analysis.isVarying(load.getResult()) ? scalars.lookup(analysis.innerIndex())
+                                                                               : Value(),
+                                 width))
         return map(load.getResult(), v);
     if (auto load = dyn_cast<memref::LoadOp>(op); load && sharedLists.count(load.getMemRef()))
       emitSharedListLoad(load);

@@ -88,12 +88,16 @@ public:
   }
 
   Value load(OpBuilder &b, memref::LoadOp load, Value h, int64_t width) override {
-    auto it = staged.find(load);
+    auto it = h ? staged.find(load) : staged.end();
     if (it == staged.end()) {
-      if (readsAlongRow(load))
+      if (h && readsAlongRow(load))
         fail(load, "reads along the row inside a reduction that does not run over the chunk: it cannot be staged "
                    "through the UB");
-      return Value(); // a scalar read of global memory
+      if (!viewedTensorName(load.getMemRef()).empty()) { // a scalar read of global memory (not a local list)
+        int64_t bytes = std::max<int64_t>(1, load.getType().getIntOrFloatBitWidth() / 8);
+        ScalarReadOp::create(b, load.getLoc(), runtime, core, bytes);
+      }
+      return Value();
     }
     auto [buffer, slot] = it->second;
     Location loc = load.getLoc();

@@ -61,6 +61,11 @@ void rowDone(void *simulator, int64_t core, int64_t row) {
   s.guarded([&] { s.simulator->finishRow(core, row); });
 }
 
+void scalarRead(void *simulator, int64_t core, int64_t bytes) {
+  HookState &s = state(simulator);
+  s.guarded([&] { s.simulator->scalarRead(core, bytes); });
+}
+
 } // namespace
 
 SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, PackedKernelFn kernel,
@@ -77,7 +82,7 @@ SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, Packe
       if (view.data)
         simulator.addGlobal(tensor, view.data, view.elements() * dsl::dtypeBytes(view.dtype));
     HookState hookState{&simulator, std::nullopt, {}};
-    UbHooks hooks{&hookState, place, release, copy, rowDone};
+    UbHooks hooks{&hookState, place, release, copy, rowDone, scalarRead};
     for (int64_t core = 0; core < cores; ++core) {
       std::vector<void *> values(pointers);
       void *table = &hooks;
@@ -125,10 +130,11 @@ LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip) {
     r.fewestRows = i == 0 ? c.rows : std::min(r.fewestRows, c.rows);
     r.mostRows = std::max(r.mostRows, c.rows);
     r.dataCopies += c.dataCopies;
-    r.bytes += c.bytesIn + c.bytesOut;
+    r.bytes += c.bytesIn + c.bytesOut + c.scalarBytes;
+    r.scalarReads += c.scalarReads;
     r.peakUbBytes = std::max(r.peakUbBytes, c.peakUbBytes);
-    double ns = chip.coreLaunchNs + double(c.dataCopies) * chip.dataCopyNs +
-                (chip.gmGBpsPerCore > 0 ? double(c.bytesIn + c.bytesOut) / chip.gmGBpsPerCore : 0);
+    double ns = chip.coreLaunchNs + double(c.dataCopies) * chip.dataCopyNs + double(c.scalarReads) * chip.scalarReadNs +
+                (chip.gmGBpsPerCore > 0 ? double(c.bytesIn + c.bytesOut + c.scalarBytes) / chip.gmGBpsPerCore : 0);
     r.busiestCoreNs = std::max(r.busiestCoreNs, ns);
     total += ns;
   }
@@ -137,14 +143,15 @@ LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip) {
 }
 
 std::string reportTable(const std::vector<SimulatedLaunch> &launches, const Chip &chip) {
-  std::string text = fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>12} {:>11} {:>12} {:>8}\n", "kernel (" + chip.name + ")",
-                                 "cores", "rows", "rows/core", "DataCopy", "GM bytes", "peak UB", "busiest us", "balance");
+  std::string text = fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>10} {:>12} {:>11} {:>12} {:>8}\n",
+                                 "kernel (" + chip.name + ")", "cores", "rows", "rows/core", "DataCopy", "scalars",
+                                 "GM bytes", "peak UB", "busiest us", "balance");
   double total = 0;
   for (const SimulatedLaunch &launch : launches) {
     LaunchReport r = reportLaunch(launch, chip);
     total += r.busiestCoreNs;
-    text += fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>12} {:>11} {:>12.1f} {:>8.3f}\n", r.kernel, r.cores, r.rows,
-                        fmt::format("{}-{}", r.fewestRows, r.mostRows), r.dataCopies, r.bytes,
+    text += fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>10} {:>12} {:>11} {:>12.1f} {:>8.3f}\n", r.kernel, r.cores,
+                        r.rows, fmt::format("{}-{}", r.fewestRows, r.mostRows), r.dataCopies, r.scalarReads, r.bytes,
                         fmt::format("{}/{}", r.peakUbBytes, chip.ubBytes), r.busiestCoreNs / 1e3, r.balance());
   }
   text += fmt::format("total (kernels in order, each its busiest core): {:.1f} us\n", total / 1e3);

@@ -130,6 +130,12 @@ void UbSimulator::copy(int64_t index, const uint8_t *ub, const void *gm, int64_t
   (toUb ? s.bytesIn : s.bytesOut) += bytes;
 }
 
+void UbSimulator::scalarRead(int64_t index, int64_t bytes) {
+  Core &c = core(index);
+  ++c.stats.scalarReads;
+  c.stats.scalarBytes += bytes;
+}
+
 void UbSimulator::finishRow(int64_t index, int64_t row) {
   Core &c = core(index);
   if (row < 0 || row >= rows)

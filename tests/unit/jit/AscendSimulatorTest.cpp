@@ -128,7 +128,8 @@ namespace {
 
 // B2 dropless: every gathered row is live, so the tiled kernel moves exactly the op's minimum bytes: each
 // of the N*K expanded rows in once, each of the N output rows out once; and one DataCopy per gathered row
-// and chunk plus one per output row and chunk. Per core: the plan's split (ceil or floor of N / cores).
+// and chunk plus one per output row and chunk, and a scalar read per index and chunk. Per core: the plan's
+// split (ceil or floor of N / cores).
 TEST(AscendSimulatorCounts, B2MovesTheMinimumBytesInTheExpectedCopies) {
   auto op = loadOp("moe_init_routing_v2_grad");
   std::mt19937 rng(std::random_device{}());
@@ -153,6 +154,9 @@ TEST(AscendSimulatorCounts, B2MovesTheMinimumBytesInTheExpectedCopies) {
           const auto &stats = launch.cores[size_t(core)];
           EXPECT_EQ(stats.rows, N / cores + (core < N % cores ? 1 : 0)) << "core " << core;
           EXPECT_EQ(stats.dataCopies, stats.rows * chunks * (K + 1)) << "core " << core;
+          // The K indices of a row are scalar reads, again for each chunk (they are not kept in the UB).
+          EXPECT_EQ(stats.scalarReads, stats.rows * chunks * K) << "core " << core;
+          EXPECT_EQ(stats.scalarBytes, stats.scalarReads * 4) << "core " << core;
           in += stats.bytesIn;
           out += stats.bytesOut;
           copies += stats.dataCopies;

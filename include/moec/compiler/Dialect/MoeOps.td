@@ -271,6 +271,22 @@ def Moe_DataCopyOp : Moe_Op<"data_copy", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Moe_ScalarReadOp : Moe_Op<"scalar_read"> {
+  let summary = "Core `core` reads one scalar of `bytes` bytes from global memory";
+  let description = [{
+    Marks the scalar load from global memory that follows it (an index, a prob, an element gathered by
+    an index that varies along the row): on a core, a read through the scalar unit (GetValue), not a
+    DataCopy. The simulator counts it for the cost model; the load itself stays a `memref.load`.
+
+    ```mlir
+    moe.scalar_read %rt, %core, 4
+    %r = memref.load %idx[%k] : memref<?xi32>
+    ```
+  }];
+  let arguments = (ins LLVM_DefaultPointer:$runtime, Index:$core, I64Attr:$bytes);
+  let assemblyFormat = "$runtime `,` $core `,` $bytes attr-dict";
+}
+
 def Moe_RowDoneOp : Moe_Op<"row_done"> {
   let summary = "Core `core` has finished row `row` of the domain";
   let description = [{

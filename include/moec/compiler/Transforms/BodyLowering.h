@@ -116,7 +116,8 @@ public:
   virtual void copyIn(mlir::OpBuilder &b, mlir::Block &block, mlir::Operation *skip, const mlir::IRMapping &scalars,
                       mlir::Value step) = 0;
   /// The value of `load` at element `h` of the row (`width` of them from h) from its UB buffer, or null
-  /// when it was not staged (a scalar read of global memory).
+  /// when it was not staged: a scalar read of global memory, which it may mark. `h` is null for a load
+  /// that does not vary along the row.
   virtual mlir::Value load(mlir::OpBuilder &b, mlir::memref::LoadOp load, mlir::Value h, int64_t width) = 0;
   /// The chunk's accumulators, of the reduction's `element` type (its steps run over the whole chunk, see
   /// emitRow).

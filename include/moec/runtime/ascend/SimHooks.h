@@ -19,9 +19,12 @@ struct UbHooks {
   /// DataCopy: `bytes` from gm to ub when `toUb`, else from ub to gm.
   void (*copy)(void *simulator, int64_t core, int64_t toUb, void *ub, void *gm, int64_t bytes);
   void (*rowDone)(void *simulator, int64_t core, int64_t row);
+  /// A scalar load of `bytes` from GM (GlobalTensor::GetValue).
+  void (*scalarRead)(void *simulator, int64_t core, int64_t bytes);
 };
 
 /// Slots of the table, as the compiler indexes it (pointer-sized entries).
-inline constexpr int64_t kUbHookPlace = 1, kUbHookRelease = 2, kUbHookCopy = 3, kUbHookRowDone = 4;
+inline constexpr int64_t kUbHookPlace = 1, kUbHookRelease = 2, kUbHookCopy = 3, kUbHookRowDone = 4,
+                         kUbHookScalarRead = 5;
 
 } // namespace moec::ascend

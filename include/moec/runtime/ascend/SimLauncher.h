@@ -34,14 +34,14 @@ SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, Packe
                                 const std::vector<void *> &pointers, const std::vector<int64_t> &scalars,
                                 int64_t rows, const std::map<std::string, TensorView> &tensors);
 
-/// What a simulated launch costs under the chip's cost model, from its counts: a core takes
-/// coreLaunchNs + dataCopies * dataCopyNs + (bytes in + out) / gmGBpsPerCore, the launch its busiest core.
-/// (Scalar reads of GM are not counted by the simulator, so they are not in it.)
+/// What a simulated launch costs under the chip's cost model (Plan.h's), from its counts: a core takes
+/// coreLaunchNs + dataCopies * dataCopyNs + scalarReads * scalarReadNs + GM bytes / gmGBpsPerCore, the
+/// launch its busiest core.
 struct LaunchReport {
   std::string kernel;
   int64_t cores = 0, rows = 0;
   int64_t fewestRows = 0, mostRows = 0; // per core
-  int64_t dataCopies = 0, bytes = 0;    // all cores
+  int64_t dataCopies = 0, scalarReads = 0, bytes = 0; // all cores; bytes: DataCopy and scalar
   int64_t peakUbBytes = 0;              // the most any core had placed
   double busiestCoreNs = 0, meanCoreNs = 0;
   /// mean / busiest core time: 1 when every core has the same work.

@@ -36,6 +36,7 @@ public:
     int64_t bytesIn = 0, bytesOut = 0;
     int64_t peakUbBytes = 0; // the highest end of a live buffer
     int64_t rows = 0;        // rows it finished
+    int64_t scalarReads = 0, scalarBytes = 0; // scalar loads of GM (indices, probs, gathered elements)
   };
 
   /// `cores` cores of `chip` (at most chip.vectorCores) running a kernel of `rows` rows.
@@ -52,6 +53,9 @@ public:
   /// DataCopy GM -> UB and UB -> GM: `bytes` inside one live buffer of `core` and one GM tensor.
   void copyIn(int64_t core, uint8_t *ub, const void *gm, int64_t bytes);
   void copyOut(int64_t core, void *gm, const uint8_t *ub, int64_t bytes);
+
+  /// `core` read `bytes` of GM as one scalar (through the scalar unit, not a DataCopy).
+  void scalarRead(int64_t core, int64_t bytes);
 
   /// `core` finished `row`.
   void finishRow(int64_t core, int64_t row);
