@@ -5,7 +5,7 @@
 // the outputs must be the same bytes. Sizes: a single token, odd H, and H larger than the UB of a small
 // chip (the row must be chunked). The simulator's counts are checked against what the plan says.
 //===----------------------------------------------------------------------===//
-#include "Cases.h"
+#include "OpModes.h"
 
 #include "moec/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
@@ -20,47 +20,6 @@ using namespace moec::gpucheck;
 
 namespace {
 
-struct Mode {
-  std::string name, op;
-  std::function<Case(DType, int64_t tokens, int64_t H, std::mt19937 &)> build;
-  std::map<std::string, int64_t> extraAttrs;
-};
-
-void PrintTo(const Mode &m, std::ostream *os) { *os << m.name; }
-
-std::vector<Mode> modes() {
-  auto b2 = [](int dropPad, bool active, int64_t topK) {
-    return [=](DType t, int64_t n, int64_t h, std::mt19937 &rng) {
-      return initRoutingGrad(t, n, topK, h, dropPad, active, rng, false);
-    };
-  };
-  auto a3 = [](bool pad, bool probs) {
-    return [=](DType t, int64_t n, int64_t h, std::mt19937 &rng) {
-      return pad ? unpermuteGradPad(t, n, 8, std::min<int64_t>(3, n), h, probs, rng, false)
-                 : unpermuteGradNonPad(t, n, 40, 8, h, probs, rng, false);
-    };
-  };
-  auto c2 = [](bool weighted) {
-    return [=](DType t, int64_t n, int64_t h, std::mt19937 &rng) { return paddleUnpermute(t, n, 40, 4, h, weighted, rng, false); };
-  };
-  const char *b2op = "moe_init_routing_v2_grad", *a3op = "moe_token_unpermute_with_routing_map_grad",
-             *c2op = "moe_unpermute";
-  return {{"B2_dropless", b2op, b2(0, false, 4), {}},
-          {"B2_active", b2op, b2(0, true, 4), {}},
-          {"B2_drop_pad", b2op, b2(1, false, 4), {}},
-          {"B2_active_top16", b2op, b2(0, true, 16), {}},
-          {"A3_nonpad", a3op, a3(false, false), {}},
-          {"A3_nonpad_probs", a3op, a3(false, true), {}},
-          {"A3_pad", a3op, a3(true, false), {}},
-          {"A3_pad_probs", a3op, a3(true, true), {}},
-          {"C2", c2op, c2(false), {}},
-          {"C2_weighted", c2op, c2(true), {}},
-          {"C2_unmixed", c2op, c2(false), {{"using_mix_precision", 0}}},
-          {"C2_weighted_unmixed", c2op, c2(true), {{"using_mix_precision", 0}}},
-          {"C2_single_row_copy", c2op, c2(false), {{"paddle_single_row_copy", 1}}},
-          {"C2_weighted_single_row_copy", c2op, c2(true), {{"paddle_single_row_copy", 1}}}};
-}
-
 /// A chip with a small UB, so that rows of a few thousand elements must be chunked.
 ascend::Chip smallChip() {
   ascend::Chip chip = ascend::builtinChip("910b");
@@ -71,10 +30,10 @@ ascend::Chip smallChip() {
   return chip;
 }
 
-class AscendSimulator : public ::testing::TestWithParam<Mode> {};
+class AscendSimulator : public ::testing::TestWithParam<OpMode> {};
 
 TEST_P(AscendSimulator, IsBitIdenticalToTheCpuKernels) {
-  const Mode &mode = GetParam();
+  const OpMode &mode = GetParam();
   auto op = loadOp(mode.op);
   std::mt19937 rng(std::random_device{}());
   struct Size {
@@ -119,7 +78,7 @@ TEST_P(AscendSimulator, IsBitIdenticalToTheCpuKernels) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(LoweredModes, AscendSimulator, ::testing::ValuesIn(modes()),
+INSTANTIATE_TEST_SUITE_P(LoweredModes, AscendSimulator, ::testing::ValuesIn(allOpModes()),
                          [](const auto &info) { return info.param.name; });
 
 } // namespace

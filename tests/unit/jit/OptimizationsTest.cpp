@@ -5,7 +5,7 @@
 // (a row that vectors do not divide, an expert count that is not a multiple of a warp), run once with all
 // optimizations off, then with all on and with each one off alone, and compare the bytes.
 //===----------------------------------------------------------------------===//
-#include "Cases.h"
+#include "OpModes.h"
 
 #include "moec/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
@@ -21,48 +21,9 @@ using namespace moec::gpucheck;
 
 namespace {
 
-struct Mode {
-  std::string name, op;
-  std::function<Case(DType, std::mt19937 &)> build;
-  std::map<std::string, int64_t> extraAttrs;
-};
-
-void PrintTo(const Mode &m, std::ostream *os) { *os << m.name; }
-
 constexpr int64_t kTokens = 37, kH = 100;
 
-std::vector<Mode> modes() {
-  auto b2 = [](int dropPad, bool active, int64_t topK = 4) {
-    return [=](DType t, std::mt19937 &rng) { return initRoutingGrad(t, kTokens, topK, kH, dropPad, active, rng, false); };
-  };
-  auto a3 = [](bool pad, bool probs) {
-    return [=](DType t, std::mt19937 &rng) {
-      return pad ? unpermuteGradPad(t, kTokens, 8, 12, kH, probs, rng, false)
-                 : unpermuteGradNonPad(t, kTokens, 40, 8, kH, probs, rng, false);
-    };
-  };
-  auto c2 = [](bool weighted) {
-    return [=](DType t, std::mt19937 &rng) { return paddleUnpermute(t, kTokens, 40, 4, kH, weighted, rng, false); };
-  };
-  const char *b2op = "moe_init_routing_v2_grad", *a3op = "moe_token_unpermute_with_routing_map_grad",
-             *c2op = "moe_unpermute";
-  return {{"B2_dropless", b2op, b2(0, false), {}},
-          {"B2_active", b2op, b2(0, true), {}},
-          {"B2_drop_pad", b2op, b2(1, false), {}},
-          // top-16: longer than the unroll, so the sum over K is compacted (the dropped rows' +0.0 terms)
-          {"B2_active_top16", b2op, b2(0, true, 16), {}},
-          {"B2_drop_pad_top16", b2op, b2(1, false, 16), {}},
-          {"A3_nonpad", a3op, a3(false, false), {}},
-          {"A3_nonpad_probs", a3op, a3(false, true), {}},
-          {"A3_pad", a3op, a3(true, false), {}},
-          {"A3_pad_probs", a3op, a3(true, true), {}},
-          {"C2", c2op, c2(false), {}},
-          {"C2_weighted", c2op, c2(true), {}},
-          {"C2_unmixed", c2op, c2(false), {{"using_mix_precision", 0}}},
-          {"C2_weighted_single_row_copy", c2op, c2(true), {{"paddle_single_row_copy", 1}}}};
-}
-
-class Optimizations : public ::testing::TestWithParam<std::tuple<Mode, bool>> {};
+class Optimizations : public ::testing::TestWithParam<std::tuple<OpMode, bool>> {};
 
 TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
   const auto &[mode, emulated] = GetParam();
@@ -70,7 +31,7 @@ TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
   std::mt19937 rng(std::random_device{}());
   for (DType dtype : {DType::BF16, DType::F16, DType::F32}) {
     SCOPED_TRACE(dsl::dtypeName(dtype));
-    Case c = mode.build(dtype, rng);
+    Case c = mode.build(dtype, kTokens, kH, rng);
     c.attrs.insert(mode.extraAttrs.begin(), mode.extraAttrs.end());
     std::map<std::string, TensorView> inputs;
     for (auto &[name, t] : c.inputs)
@@ -98,7 +59,7 @@ TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModes, Optimizations, ::testing::Combine(::testing::ValuesIn(modes()), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(AllModes, Optimizations, ::testing::Combine(::testing::ValuesIn(allOpModes()), ::testing::Bool()),
                          [](const auto &info) {
                            return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_ptx_emu" : "_cpu");
                          });
