@@ -35,7 +35,9 @@ namespace {
 struct PlacedBuffer {
   Value memref;
   int64_t copies = 1;
-  Value raw; // the placed bytes
+  Value raw;             // the placed bytes
+  int64_t reuseDims = 0; // a kept input: rows that differ only in their last reuseDims indices share it
+  SmallVector<Value> keptRows; // a kept input, per copy: the flat index of the GM row it holds (-1: none)
 };
 
 /// The StagedRow of one domain: the plan's buffers, and which gathered rows the current loop reads from
@@ -198,6 +200,12 @@ private:
     if (step && buffer.copies > 1) // a double-buffered queue: the steps alternate between the copies
       slot = arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, step, slot), cst(buffer.copies));
     staged[load] = {buffer.memref, slot};
+    // A kept input (its GM row does not depend on the innermost row indices: A3 reads token t's gradient
+    // for each of its K slots) is copied only when the row it needs is not the one the buffer holds. With
+    // one chunk per row the buffer still holds it from the row before.
+    Value keptRow;
+    if (!buffer.keptRows.empty() && plan.getChunks() == 1 && !step)
+      keptRow = buffer.keptRows[size_t(index)];
 
     SmallVector<std::pair<scf::IfOp, bool>> conditions; // outermost first; true: the then branch
     for (Operation *child = load; child->getParentOp() != block.getParentOp(); child = child->getParentOp()) {
@@ -222,6 +230,16 @@ private:
       if (!v)
         return fail(load, "reads a row that varies along the row: not lowered to Ascend");
       at.push_back(v);
+    }
+    if (keptRow) { // the row's flat index in the tensor: copy only a row the buffer does not hold
+      Value flat = cst(0);
+      for (auto [d, index] : llvm::enumerate(at))
+        flat = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, flat, memref::DimOp::create(b, loc, load.getMemRef(), d)), index);
+      Value held = memref::LoadOp::create(b, loc, keptRow, ValueRange{cst(0)});
+      Value fresh = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flat, held);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, fresh, false).thenBlock());
+      memref::StoreOp::create(b, loc, flat, keptRow, ValueRange{cst(0)});
     }
     at.push_back(offset);
     DataCopyOp::create(b, loc, runtime, core, load.getMemRef(), at, buffer.memref, ValueRange{slot, cst(0)}, length);
@@ -346,7 +364,13 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       SmallVector<int64_t> shape{elements};
       if (!name.starts_with("acc."))
         shape.insert(shape.begin(), copies);
-      placed[name.str()] = {view(raw[name.str()], shape, element), copies, raw[name.str()]};
+      PlacedBuffer &placedBuffer = placed[name.str()];
+      placedBuffer = {view(raw[name.str()], shape, element), copies, raw[name.str()], buffer.getReuseDims(), {}};
+      for (int64_t copy = 0; buffer.getReuseDims() > 0 && copy < copies; ++copy) { // scalars of the core
+        Value held = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
+        memref::StoreOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, -1), held, ValueRange{c0});
+        placedBuffer.keptRows.push_back(held);
+      }
       offset += (bytes + ubAlignment - 1) / ubAlignment * ubAlignment;
     }
     std::string output = "out." + viewedTensorName(domain.output());

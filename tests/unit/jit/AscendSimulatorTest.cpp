@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "OpModes.h"
 
+#include "moec/AscendPlanner.h"
 #include "moec/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CpuRun.h"
@@ -126,6 +127,60 @@ TEST(AscendSimulatorCounts, B2MovesTheMinimumBytesInTheExpectedCopies) {
       }
     }
   }
+}
+
+// A3 without probs: token t's gradient row is kept in the UB for its K slots (a kept input), so with one
+// chunk per row a core copies it once for each token its rows touch, and each slot's row out once; with
+// several chunks it is copied for each slot and chunk. The plan counts the same per core.
+TEST(AscendSimulatorCounts, A3KeepsATokensRowForItsSlots) {
+  auto op = loadOp("moe_token_unpermute_with_routing_map_grad");
+  std::mt19937 rng(std::random_device{}());
+  const int64_t T = 45, E = 40, K = 8;
+  int comparedWithPlan = 0;
+  for (const ascend::Chip &chip : {ascend::builtinChip("910b"), smallChip()}) {
+    for (int64_t H : {8, 3001}) {
+      SCOPED_TRACE(chip.name + " H " + std::to_string(H));
+      Case c = unpermuteGradNonPad(DType::BF16, T, E, K, H, false, rng, false);
+      std::map<std::string, TensorView> inputs;
+      for (auto &[name, t] : c.inputs)
+        inputs[name] = t.view();
+      CpuRunResult run = runOnAscendSimulator(*op, DType::BF16, c.attrs, inputs, chip);
+      ASSERT_EQ(run.simulated.size(), run.tilings.size());
+      for (size_t k = 0; k < run.simulated.size(); ++k) {
+        const ascend::SimulatedLaunch &launch = run.simulated[k];
+        const auto &buffers = run.tilings[k].buffers;
+        if (std::none_of(buffers.begin(), buffers.end(), [](const auto &b) { return b.name == "in.unpermuted_tokens_grad"; }))
+          continue; // the fill of rows no slot wrote
+        int64_t chunks = run.tilings[k].chunks, cores = int64_t(launch.cores.size()), begin = 0;
+        for (int64_t core = 0; core < cores; ++core) {
+          const auto &stats = launch.cores[size_t(core)];
+          int64_t rows = T * K / cores + (core < T * K % cores ? 1 : 0);
+          int64_t tokens = (begin + rows - 1) / K - begin / K + 1; // every slot is live here
+          int64_t copiesIn = chunks == 1 ? tokens : rows * chunks;
+          EXPECT_EQ(stats.bytesIn, (chunks == 1 ? tokens : rows) * H * 2) << "core " << core;
+          EXPECT_EQ(stats.dataCopies, copiesIn + rows * chunks) << "core " << core;
+          EXPECT_EQ(stats.bytesOut, rows * H * 2) << "core " << core;
+          begin += rows;
+        }
+        // The plan counts the same DataCopy calls per core, when it reads the slot indices as scalars too.
+        AscendPlanner planner(chip);
+        auto plan = planner.plan("moe_token_unpermute_with_routing_map_grad",
+                                 {DType::BF16, {{"Tk", T}, {"R", T * K}, {"E", E}, {"H", H}}, {}, {}});
+        for (const ascend::KernelPlan &kernel : plan->kernels) {
+          if (kernel.tiling.kernel != launch.kernel)
+            continue;
+          ASSERT_EQ(int64_t(kernel.cores.size()), cores);
+          comparedWithPlan += kernel.scalarRowValues;
+          for (int64_t core = 0; core < cores && kernel.scalarRowValues; ++core) {
+            EXPECT_EQ(kernel.cores[size_t(core)].rows, launch.cores[size_t(core)].rows) << "core " << core;
+            EXPECT_EQ(kernel.cores[size_t(core)].dataCopies, launch.cores[size_t(core)].dataCopies) << "core " << core;
+            EXPECT_EQ(kernel.cores[size_t(core)].scalarReads, launch.cores[size_t(core)].scalarReads) << "core " << core;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(comparedWithPlan, 0) << "no plan read the indices as scalars: nothing was compared";
 }
 
 // What a real core would get wrong fails loudly, naming it: a chip whose UB cannot hold even one chunk is
