@@ -87,4 +87,19 @@ Chip builtinChip(const std::string &name) {
                               "; or give --chip-file)");
 }
 
+std::string chipKeyText(const Chip &c) {
+  nlohmann::json j = {{"name", c.name},
+                      {"vector_cores", c.vectorCores},
+                      {"ub_bytes", c.ubBytes},
+                      {"ub_alignment", c.ubAlignment},
+                      {"burst_bytes", c.burstBytes},
+                      {"max_copy_bytes", c.maxCopyBytes},
+                      {"system_workspace_bytes", c.systemWorkspaceBytes},
+                      {"gm_gbps_per_core", c.gmGBpsPerCore},
+                      {"data_copy_ns", c.dataCopyNs},
+                      {"scalar_read_ns", c.scalarReadNs},
+                      {"core_launch_ns", c.coreLaunchNs}};
+  return j.dump();
+}
+
 } // namespace moec::ascend

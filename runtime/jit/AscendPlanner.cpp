@@ -16,22 +16,6 @@
 namespace moec {
 namespace {
 
-/// Every figure of the chip, in a fixed order: a chip file that changes any of them changes the key.
-std::string chipText(const ascend::Chip &c) {
-  nlohmann::json j = {{"name", c.name},
-                      {"vector_cores", c.vectorCores},
-                      {"ub_bytes", c.ubBytes},
-                      {"ub_alignment", c.ubAlignment},
-                      {"burst_bytes", c.burstBytes},
-                      {"max_copy_bytes", c.maxCopyBytes},
-                      {"system_workspace_bytes", c.systemWorkspaceBytes},
-                      {"gm_gbps_per_core", c.gmGBpsPerCore},
-                      {"data_copy_ns", c.dataCopyNs},
-                      {"scalar_read_ns", c.scalarReadNs},
-                      {"core_launch_ns", c.coreLaunchNs}};
-  return j.dump();
-}
-
 /// The static dims and attributes of `call` (by public name), as compile() takes them.
 std::map<std::string, int64_t> staticsOf(const dsl::OpDef &op, const PlanCall &call) {
   std::map<std::string, int64_t> statics;
@@ -67,7 +51,7 @@ std::string AscendPlanner::cacheKey(const dsl::OpDef &op, const std::string &sou
                                     const std::set<std::string> &with) const {
   return "moec ascend tiling cache 1\ncompiler " MOEC_BUILD_ID "\nop " + op.name + " " + contentHash(source) +
          "\ndtype " + dsl::dtypeName(dtype) + "\nstatics " + nlohmann::json(statics).dump() + "\npresent " +
-         nlohmann::json(with).dump() + "\nchip " + chipText(chip_) + "\n";
+         nlohmann::json(with).dump() + "\nchip " + ascend::chipKeyText(chip_) + "\n";
 }
 
 const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {

@@ -109,7 +109,8 @@ std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, c
   return "moec kernel cache 2\ncompiler " MOEC_BUILD_ID "\nllvm " LLVM_VERSION_STRING "\nop " + op.name + " " +
          contentHash(source) + "\ndtype " + dsl::dtypeName(spec.dtype) + "\nstatics " + joined(statics) +
          "\npresent " + joined(spec.present) + "\ntarget " + spec.target.str() + "\ntoolchain " + toolchain +
-         "\nschedule " + spec.schedule.str() + "\n";
+         "\nschedule " + spec.schedule.str() + "\n" +
+         (spec.target.chip ? "chip " + ascend::chipKeyText(*spec.target.chip) + "\n" : std::string());
 }
 
 /// The request as text: what the fast path of get() looks up before building the full cache key.
@@ -201,7 +202,7 @@ std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Spe
           kernelMetaFromJson(records[i], spec.target.kind, "meta.json: kernels[" + std::to_string(i) + "]"));
     std::vector<std::string> workspace = workspaceFromJson(entry->meta, "meta.json");
     std::unique_ptr<CpuExecutable> cpu;
-    if (spec.target.kind == TargetKind::CPU)
+    if (spec.target.kind == TargetKind::CPU || spec.target.simulated) // host code (the CPU, or the UB simulator)
       cpu = loadHostObject(code->second);
     return makeLoadedOp(src.op, spec, std::move(kernels), std::move(workspace), code->second, std::move(cpu), options.driver,
                         cudaContext);

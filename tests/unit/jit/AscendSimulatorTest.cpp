@@ -209,7 +209,8 @@ TEST(AscendSimulatorCounts, AChipTooSmallForOneChunkIsRefused) {
 namespace {
 
 // The C++ API with the simulator as its target: compiled on the first call, cached (the second Runtime
-// reads the kernel from disk), launched core by core; the same bytes as the CPU kernels.
+// reads the kernel from disk; a chip that differs in any figure does not), launched core by core; the same
+// bytes as the CPU kernels.
 TEST(AscendSimulatorRuntime, CompilesCachesAndLaunchesThroughTheSimulator) {
   std::mt19937 rng(std::random_device{}());
   Case c = unpermuteGradNonPad(DType::BF16, 9, 16, 4, 300, true, rng, false);
@@ -219,12 +220,23 @@ TEST(AscendSimulatorRuntime, CompilesCachesAndLaunchesThroughTheSimulator) {
   for (auto &[name, t] : c.inputs)
     inputs[name] = t.view();
   CpuRunResult cpu = runOnCpu(*op, DType::BF16, c.attrs, inputs);
-  for (int pass = 0; pass < 2; ++pass) {
-    SCOPED_TRACE(pass == 0 ? "compiled" : "from the disk cache");
+  // A chip file that keeps the name but changes a figure is another target: compiled, not read back.
+  ascend::Chip renamed = smallChip();
+  renamed.name = "910b";
+  struct Pass {
+    ascend::Chip chip;
+    bool fromDisk;
+  };
+  for (const Pass &pass : {Pass{ascend::builtinChip("910b"), false}, Pass{ascend::builtinChip("910b"), true},
+                           Pass{renamed, false}}) {
+    SCOPED_TRACE(std::string(pass.fromDisk ? "from the disk cache" : "compiled") + ", UB " +
+                 std::to_string(pass.chip.ubBytes));
     Runtime::Options options;
-    options.target = Target::ascendSimulator(ascend::builtinChip("910b"));
+    options.target = Target::ascendSimulator(pass.chip);
     Runtime rt(options);
     Kernel kernel = rt.get("moe_token_unpermute_with_routing_map_grad", request);
+    EXPECT_EQ(rt.stats().diskHits, pass.fromDisk ? 1u : 0u);
+    EXPECT_EQ(rt.stats().compiles, pass.fromDisk ? 0u : 1u);
     std::map<std::string, HostTensor> outputs;
     std::map<std::string, TensorView> views = inputs;
     for (const auto &[name, expected] : cpu.outputs) {

@@ -49,6 +49,10 @@ std::string builtinChipNames();
 /// Throws std::runtime_error "<where>: '<field>' ..." otherwise.
 Chip chipFromJson(const std::string &text, const std::string &where);
 
+/// Every figure of the chip as one line of JSON in a fixed order (a chip file's fields): what cache keys
+/// hold, so that a chip file changing any figure never reuses what another made.
+std::string chipKeyText(const Chip &chip);
+
 /// Reads `path` (at most 1 MiB) and parses it with chipFromJson. Throws std::runtime_error.
 Chip loadChipFile(const std::string &path);
 
