@@ -310,9 +310,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
       continue;
     }
     moe::ScheduleAttr a = domains.front().schedule();
+    auto ascendPlan = domains.front().op()->getAttrOfType<moe::AscendPlanAttr>("ascend_plan");
     bool pointPerWarp = isGpu ? moe::gpuMapping(domains.front()) == moe::GpuMapping::WarpPerPoint
-                              : isAscend && domains.front().op()->getAttrOfType<moe::AscendPlanAttr>("ascend_plan") &&
-                                    domains.front().op()->getAttrOfType<moe::AscendPlanAttr>("ascend_plan").getPointRows();
+                              : ascendPlan && ascendPlan.getPointRows();
     result.kernels.push_back({plan.name, plan.assign->target,
                               {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,
                               pointPerWarp, checks});

@@ -922,7 +922,7 @@ bool hasRowInvariantGuard(DomainOp op, ArrayRef<Operation *> invariant) {
 }
 
 /// The first moe.sum in the body that reduces along its own index, if any.
-static SumOp findContiguousReduction(DomainOp op) {
+SumOp contiguousReductionOf(DomainOp op) {
   SumOp found;
   op.op()->walk([&](SumOp sum) {
     if (!found && contiguousReduction(sum))
@@ -932,13 +932,13 @@ static SumOp findContiguousReduction(DomainOp op) {
 }
 
 GpuMapping gpuMapping(DomainOp op) {
-  if (!isVectorizable(op) && findContiguousReduction(op))
+  if (!isVectorizable(op) && contiguousReductionOf(op))
     return GpuMapping::WarpPerPoint;
   return GpuMapping::Rows;
 }
 
 ReductionShape reductionShape(DomainOp op) {
-  SumOp sum = findContiguousReduction(op);
+  SumOp sum = contiguousReductionOf(op);
   if (!sum)
     return {};
   ReductionShape shape;
@@ -1093,7 +1093,8 @@ void overSpan(OpBuilder &b, Location loc, const RowSpan &span, int64_t width,
 }
 
 /// The steps of `accumulated` (an accumulatedReduction) for the row at `rowIndices`, each over the whole
-/// row (`span`) instead of every step for each vector: into f32 `accumulators`, set to the reduction's
+/// row (`span`) instead of every step for each vector: into `accumulators` (f32; a staged row's reduction
+/// type on Ascend), set to the reduction's
 /// init (+0.0 for a sum), then passes of 8 steps (then 4, 2, 1 for what is left; one at a time for a staged
 /// row, whose UB holds one gathered row per step), each reading its steps' gathered rows at once and
 /// adding their terms to each element in step order. Each element adds its terms in the same order as the
@@ -1282,8 +1283,6 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     if (prologueEmitter)
       prologueEmitter->flushUnrolls();
   });
-  // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
-  Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
   // An emitter of width w for this row, of its part of the body, with the branches known here.
   DenseMap<Operation *, bool> decidedIfs;
   auto newEmitter = [&](int64_t w) {
@@ -1302,6 +1301,8 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     return emitStagedRow(b, op, analysis, *staged, rowIndices, prologue, width, decidedIfs, newEmitter);
   Operation *accumulated =
       rowTarget.accumulateRows && width > 1 && laneStride == 1 ? accumulatedReduction(op, analysis, false) : nullptr;
+  // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
+  Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
   Value accumulators;
   if (accumulated) {
     int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();
@@ -1360,8 +1361,6 @@ void emitStagedPoint(OpBuilder &b, DomainOp op, Value point, int64_t reductionWi
     pointIndices.map(arg, index);
   staged.copyOut(b, pointIndices);
 }
-
-SumOp contiguousReductionOf(DomainOp op) { return findContiguousReduction(op); }
 
 void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment) {
   Location loc = op.op()->getLoc();

@@ -168,4 +168,15 @@ std::vector<SimulatedLaunch> SimulationLog::launches() const {
   return log;
 }
 
+CpuKernelLauncher simulatorLauncher(const Chip &chip, std::vector<std::string> kernelNames,
+                                    std::shared_ptr<SimulationLog> log) {
+  return [chip, names = std::move(kernelNames), log](size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
+                                                     const std::vector<int64_t> &scalars, int64_t rows,
+                                                     const std::map<std::string, TensorView> &tensors) {
+    SimulatedLaunch launch = launchSimulated(chip, names.at(k), fn, pointers, scalars, rows, tensors);
+    if (log)
+      log->add(std::move(launch));
+  };
+}
+
 } // namespace moec::ascend

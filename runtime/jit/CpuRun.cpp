@@ -12,7 +12,7 @@ namespace moec {
 namespace {
 
 /// Compiles for a host-run target (the CPU, or the Ascend simulator) and launches on host tensors;
-/// `launcher` (if set) replaces the thread pool.
+/// `prepare` (if set) sees the loaded specialization first (to replace its launcher).
 CpuRunResult runOnHost(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
                        const std::map<std::string, TensorView> &inputs, const Schedule &schedule, const Target &target,
                        const std::function<void(LoadedOp &, const CompiledOp &, CpuRunResult &)> &prepare) {
@@ -58,12 +58,7 @@ CpuRunResult runOnAscendSimulator(const dsl::OpDef &op, DType dtype, const std::
         std::vector<std::string> names;
         for (const KernelMeta &k : loaded.kernels)
           names.push_back(k.name);
-        // makeLoadedOp's launcher, keeping what each launch did.
-        loaded.cpuLauncher = [log, chip, names](size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
-                                                const std::vector<int64_t> &scalars, int64_t rows,
-                                                const std::map<std::string, TensorView> &tensors) {
-          log->add(ascend::launchSimulated(chip, names.at(k), fn, pointers, scalars, rows, tensors));
-        };
+        loaded.cpuLauncher = ascend::simulatorLauncher(chip, std::move(names), log); // and keep what each did
       });
   result.simulated = log->launches();
   return result;

@@ -97,6 +97,7 @@ Runtime::Runtime(Options o) : options(std::move(o)) {
 Runtime::~Runtime() = default;
 
 const Runtime::OpSource &Runtime::source(const std::string &name) {
+  std::lock_guard<std::mutex> lock(mutex); // get() runs on any thread; entries are never erased
   auto it = sources.find(name);
   if (it != sources.end())
     return it->second;
@@ -283,11 +284,7 @@ std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, con
       std::vector<std::string> names;
       for (const KernelMeta &k : l->kernels)
         names.push_back(k.name);
-      l->cpuLauncher = [chip = *spec.target.chip, names](size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
-                                                          const std::vector<int64_t> &scalars, int64_t rows,
-                                                          const std::map<std::string, TensorView> &tensors) {
-        ascend::launchSimulated(chip, names.at(k), fn, pointers, scalars, rows, tensors);
-      };
+      l->cpuLauncher = ascend::simulatorLauncher(*spec.target.chip, std::move(names));
     }
   } else {
     l->driver = driver;

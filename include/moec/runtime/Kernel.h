@@ -54,6 +54,12 @@ struct KernelMeta {
   std::vector<dsl::IndexCheck> checks; // what the kernel's status buffer reports (dsl/KernelPlan.h)
 };
 
+/// Runs kernel `k` of a CPU specialization: its entry point, the ABI's pointers and scalars, its rows (or
+/// points), and the launch's tensors by name.
+using CpuKernelLauncher =
+    std::function<void(size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
+                       const std::vector<int64_t> &scalars, int64_t rows, const std::map<std::string, TensorView> &tensors)>;
+
 /// A specialization with its code. Exactly one of the CPU or CUDA parts is set.
 struct LoadedOp {
   std::shared_ptr<const dsl::OpDef> op;
@@ -69,13 +75,9 @@ struct LoadedOp {
   // CPU: packed entry points, kept alive by cpuOwner (the JIT).
   std::vector<PackedKernelFn> cpu;
   std::shared_ptr<void> cpuOwner;
-  /// CPU: when set, runs kernel `k` in place of the thread pool (the Ascend simulator launches a tiled
-  /// kernel core by core: ascend/SimLauncher.h). It gets the kernel's index and entry point, the ABI's
-  /// pointers and scalars, the kernel's rows, and the launch's tensors by name.
-  std::function<void(size_t k, PackedKernelFn fn, const std::vector<void *> &pointers,
-                     const std::vector<int64_t> &scalars, int64_t rows,
-                     const std::map<std::string, TensorView> &tensors)>
-      cpuLauncher;
+  /// CPU: when set, runs each kernel in place of the thread pool (the Ascend simulator launches a tiled
+  /// kernel core by core: ascend/SimLauncher.h).
+  CpuKernelLauncher cpuLauncher;
   // CUDA: the module and its functions.
   const CudaDriver *driver = nullptr;
   std::shared_ptr<CudaModule> cuda;

@@ -10,10 +10,12 @@
 #pragma once
 
 #include "moec/runtime/CpuLauncher.h"
+#include "moec/runtime/Kernel.h"
 #include "moec/runtime/Tensor.h"
 #include "moec/runtime/ascend/UbSimulator.h"
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -62,5 +64,10 @@ private:
   mutable std::mutex mutex;
   std::vector<SimulatedLaunch> log;
 };
+
+/// A LoadedOp::cpuLauncher that runs kernel k (named kernelNames[k]) on the simulator; `log`, if set,
+/// keeps what each launch did.
+CpuKernelLauncher simulatorLauncher(const Chip &chip, std::vector<std::string> kernelNames,
+                                    std::shared_ptr<SimulationLog> log = nullptr);
 
 } // namespace moec::ascend
