@@ -36,7 +36,6 @@ struct PlacedBuffer {
   Value memref;
   int64_t copies = 1;
   Value raw;             // the placed bytes
-  int64_t reuseDims = 0; // a kept input: rows that differ only in their last reuseDims indices share it
   SmallVector<Value> keptRows; // a kept input, per copy: the flat index of the GM row it holds (-1: none)
 };
 
@@ -365,7 +364,7 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       if (!name.starts_with("acc."))
         shape.insert(shape.begin(), copies);
       PlacedBuffer &placedBuffer = placed[name.str()];
-      placedBuffer = {view(raw[name.str()], shape, element), copies, raw[name.str()], buffer.getReuseDims(), {}};
+      placedBuffer = {view(raw[name.str()], shape, element), copies, raw[name.str()], {}};
       for (int64_t copy = 0; buffer.getReuseDims() > 0 && copy < copies; ++copy) { // scalars of the core
         Value held = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
         memref::StoreOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, -1), held, ValueRange{c0});
