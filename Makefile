@@ -1,5 +1,6 @@
 # moec: the two commands of the README, and their parts.
-#   make run   - set up, build, emit every built-in op for every target into out/, print a table
+#   make run   - set up, build, emit every built-in op for every target into out/, print a table, sweep one
+#                small autotuning example (out/tune/: its table, tuning file, CSV and plot)
 #   make test  - set up, build, run every test (GoogleTest + lit, through ctest)
 #   make test-asan - the whole ctest suite built with ASan + UBSan (build-asan)
 #   make test-tsan - the runtime's concurrency tests built with TSan (build-tsan)
@@ -21,8 +22,11 @@ configure: setup
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The tune example writes its tuning file to out/ (not the cache's tuning folder, which the runtime reads).
 run: build
 	$(BUILD)/bin/moec emit-all --examples ops/examples.json --out-dir out
+	$(BUILD)/bin/moec tune moe_init_routing_v2_grad --target cpu --dtype bf16 --dim H=1024 --attr top_k=8 \
+	  --tokens 512 --reps 3 --out out/tune/example.json --report-dir out/tune
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

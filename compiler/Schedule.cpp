@@ -27,8 +27,9 @@ Schedule chooseSchedule(Schedule s, TargetKind target, int64_t inner, int64_t el
     int64_t lanes = inner > 0 ? (inner + s.vector - 1) / s.vector : 256;
     s.threads = target == TargetKind::GPU ? std::clamp<int64_t>(roundUp(lanes, 32), 32, 256) : 1;
   }
+  // CPU: the least rows one worker takes at once, so a small batch is not spread thinner than that.
   if (s.rowsPerBlock == 0)
-    s.rowsPerBlock = target == TargetKind::GPU ? std::max<int64_t>(1, 128 / s.threads) : 1;
+    s.rowsPerBlock = target == TargetKind::GPU ? std::max<int64_t>(1, 128 / s.threads) : 16;
   if (s.unroll == 0)
     s.unroll = 8;
   return s;

@@ -193,13 +193,19 @@ private:
     expected("'static' or 'runtime'");
   }
 
-  // `N: runtime`
+  // `N: runtime [tokens]` (`tokens` is a word only here, so it stays usable as a name elsewhere)
   void parseDim() {
     DimDecl d;
     d.loc = cur().loc;
     d.name = expectName("a dim name");
     expectPunct(":");
     d.isStatic = parseStaticness();
+    if (cur().is(TokKind::Ident, "tokens")) {
+      if (d.isStatic)
+        fail("only a runtime dim can be the token count ('tokens')");
+      take();
+      d.isTokens = true;
+    }
     op_->dims.push_back(std::move(d));
   }
 

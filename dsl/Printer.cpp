@@ -117,7 +117,7 @@ public:
   std::string run() {
     printHeader();
     for (const DimDecl &d : op_.dims)
-      line(1, fmt::format("dim {}: {}", d.name, staticness(d.isStatic)));
+      line(1, fmt::format("dim {}: {}{}", d.name, staticness(d.isStatic), d.isTokens ? " tokens" : ""));
     for (const AttrDecl &a : op_.attrs)
       printAttr(a);
     for (const TensorDecl &t : op_.tensors)

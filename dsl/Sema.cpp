@@ -115,8 +115,15 @@ private:
 
   /// Dims, attr names and aliases, and tensors share one namespace.
   void declareSignatureNames() {
-    for (const DimDecl &d : op_.dims)
+    const DimDecl *tokens = nullptr;
+    for (const DimDecl &d : op_.dims) {
       declare(d.name, d.loc);
+      if (d.isTokens && tokens)
+        fail(d.loc, fmt::format("'{}' and '{}' both claim to be the token count; an op has at most one 'tokens' dim",
+                                tokens->name, d.name));
+      if (d.isTokens)
+        tokens = &d;
+    }
     for (const AttrDecl &a : op_.attrs) {
       declare(a.name, a.loc);
       if (!a.alias.empty() && a.alias != a.name)

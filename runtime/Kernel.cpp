@@ -249,10 +249,36 @@ static std::string signature(const LoadedOp &l, const std::map<std::string, Tens
   return sig;
 }
 
+const LoadedOp &Kernel::specializationFor(const std::map<std::string, TensorView> &tensors) const {
+  return pick(tensors, nullptr);
+}
+
+const LoadedOp &Kernel::pick(const std::map<std::string, TensorView> &tensors,
+                             const std::map<std::string, TensorView> *more) const {
+  if (!tuned)
+    return *loaded;
+  const TensorView *view = nullptr;
+  if (auto it = tensors.find(tuned->tensor); it != tensors.end())
+    view = &it->second;
+  else if (auto other = more ? more->find(tuned->tensor) : tensors.end(); more && other != more->end())
+    view = &other->second;
+  // A missing tensor or a wrong rank: the heuristic's kernel, whose checks then report the call.
+  if (!view || view->shape.size() <= tuned->axis)
+    return *loaded;
+  const LoadedOp *variant = tuned->forTokens(view->shape[tuned->axis]);
+  return variant ? *variant : *loaded;
+}
+
 std::shared_ptr<const LoadedOp::CheckedCall> Kernel::check(const std::map<std::string, TensorView> &inputs,
                                                            const std::map<std::string, TensorView> &outputs,
                                                            const std::map<std::string, int64_t> &overrides) const {
-  const LoadedOp &l = *loaded;
+  return checkOn(pick(inputs, &outputs), inputs, outputs, overrides);
+}
+
+std::shared_ptr<const LoadedOp::CheckedCall> Kernel::checkOn(const LoadedOp &l,
+                                                             const std::map<std::string, TensorView> &inputs,
+                                                             const std::map<std::string, TensorView> &outputs,
+                                                             const std::map<std::string, int64_t> &overrides) const {
   const std::map<std::string, int64_t> *callAttrs = &attrs;
   std::map<std::string, int64_t> merged;
   if (!overrides.empty()) {
@@ -314,7 +340,7 @@ void Kernel::launch(const std::vector<TensorView> &inputs, const std::vector<Ten
 
 void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stream,
                     const std::map<std::string, int64_t> &overrides) const {
-  const LoadedOp &l = *loaded;
+  const LoadedOp &l = pick(tensors, nullptr);
   std::map<std::string, TensorView> inputs, outputs;
   for (const auto &[name, view] : tensors) {
     const TensorDecl *t = l.op->findTensor(name);
@@ -322,7 +348,7 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
       fail(l, "unknown tensor '" + name + "'");
     (t->isOutput ? outputs : inputs)[name] = view;
   }
-  std::shared_ptr<const LoadedOp::CheckedCall> checked = check(inputs, outputs, overrides);
+  std::shared_ptr<const LoadedOp::CheckedCall> checked = checkOn(l, inputs, outputs, overrides);
   checkNoOverlap(l, inputs, outputs); // depends on the pointers: checked on every launch
 
   // The ABI: one pointer per tensor, the status buffer of the bounds checks, then the scalars.
@@ -348,7 +374,8 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
       if (l.cpuLauncher)
         l.cpuLauncher(k, l.cpu[k], pointers, scalars, checked->units[k], tensors);
       else
-        launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared());
+        launchCpu(l.cpu[k], pointers, scalars, checked->units[k], ThreadPool::shared(),
+                  l.kernels[k].schedule.rowsPerBlock);
       throwIfIndexOutside(l, l.kernels[k], status.data(), checked->call);
     }
     return;

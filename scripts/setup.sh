@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libxxhash-dev
   python3 python3-psutil                                   # lit (psutil: lit --timeout)
   python3-numpy                                            # NpyTest.InteroperatesWithNumpy
+  gnuplot-nox                                              # moec tune: the sweep plots
 )
 
 missing=()

@@ -37,9 +37,12 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
       int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
       Schedule s;
       if (kind == TargetKind::GPU && gpuMapping(domain) == GpuMapping::WarpPerPoint) {
-        // A warp per point: 32 lanes split the reduction; the vector width fits the reduced rows.
+        // A warp per point: 32 lanes split the reduction; the vector width fits the reduced rows. The
+        // vector width and unroll decide which partial sums each element joins, so they fix the order of
+        // the additions, hence the bits: they stay the compiler's whatever is requested (a tuned config
+        // may only change how points are grouped into blocks).
         ReductionShape r = reductionShape(domain);
-        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, vector, unroll}, kind, r.length, r.elemBytes, true);
+        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, 0, 0}, kind, r.length, r.elemBytes, true);
         s.threads = 32;
       } else if (kind == TargetKind::GPU && !threads && hasRowInvariantGuard(domain, rowInvariantOps(domain))) {
         // A scatter that skips whole rows (A3's (token, expert) rows, most of them not routed): a warp per

@@ -31,6 +31,9 @@ namespace moec {
 
 class CudaContext;
 class DiskCache;
+namespace tune {
+class TuningDb;
+}
 
 class Runtime {
 public:
@@ -41,6 +44,9 @@ public:
     std::optional<std::filesystem::path> dumpDir; // default: $MOEC_DUMP_DIR: every stage of every compile
     const CudaDriver *driver = nullptr;          // default: the system's libcuda.so.1
     std::function<void(const std::string &)> warn; // default: one line on stderr
+    std::optional<bool> autotune;         // default: $MOEC_AUTOTUNE != 0: use tuned schedules (moec tune)
+    std::optional<bool> printAutotuning;  // default: $MOEC_PRINT_AUTOTUNING=1: say what get() chose, and why
+    std::function<void(const std::string &)> inform; // default: one line on stderr ("moec: autotuning: ...")
   };
 
   Runtime();
@@ -48,7 +54,9 @@ public:
   ~Runtime();
 
   /// The kernel for `op` (a built-in op name or a .moe path) specialized per `request`. Throws
-  /// CompileError or dsl::DslError; what a launch then gets wrong throws ArgumentError.
+  /// CompileError or dsl::DslError; what a launch then gets wrong throws ArgumentError. When the request
+  /// leaves the schedule to the compiler and a tuning file holds winners for it, each tuned bucket's
+  /// winner is compiled too, and a launch whose token count falls in a tuned bucket runs it.
   Kernel get(const std::string &op, const KernelRequest &request);
 
   const Target &target() const { return targetSpec; }
@@ -66,6 +74,8 @@ private:
   using OpSource = OpWithSource;
   const OpSource &source(const std::string &name);
   Kernel getSlow(const std::string &name, const KernelRequest &request);
+  std::shared_ptr<const LoadedOp> loadOnce(const OpSource &source, const Specialization &spec);
+  std::shared_ptr<const TunedVariants> tunedVariants(const OpSource &source, const Specialization &spec);
   std::shared_ptr<const LoadedOp> load(const OpSource &source, const Specialization &spec, const std::string &key);
   std::shared_ptr<const LoadedOp> fromDisk(const OpSource &source, const Specialization &spec, const std::string &key);
   std::shared_ptr<const LoadedOp> compileAndStore(const OpSource &source, const Specialization &spec,
@@ -74,6 +84,7 @@ private:
   Options options;
   Target targetSpec;
   std::unique_ptr<DiskCache> disk;
+  std::unique_ptr<tune::TuningDb> tuning;
   std::shared_ptr<const CudaContext> cudaContext; // the primary context; each module keeps it alive too
 
   std::mutex mutex; // guards the maps below

@@ -8,6 +8,8 @@
 //   5. otherwise compile, store every stage on disk, and keep the result in memory.
 //===----------------------------------------------------------------------===//
 #include "moec/Runtime.h"
+#include "moec/Autotuning.h"
+#include "moec/tune/ConfigSpace.h"
 #include "moec/runtime/ascend/SimLauncher.h"
 
 #include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
@@ -22,6 +24,7 @@
 
 #include "llvm/Config/llvm-config.h"
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -72,6 +75,12 @@ Runtime::Runtime(Options o) : options(std::move(o)) {
     options.dumpDir = envPath("MOEC_DUMP_DIR");
   if (!options.driver)
     options.driver = &CudaDriver::instance();
+  if (!options.autotune)
+    options.autotune = autotuneFromEnv();
+  if (!options.printAutotuning)
+    options.printAutotuning = printAutotuningFromEnv();
+  if (!options.inform)
+    options.inform = [](const std::string &message) { std::cerr << "moec: " << message << "\n"; };
 
   if (options.target) {
     targetSpec = *options.target;
@@ -92,6 +101,7 @@ Runtime::Runtime(Options o) : options(std::move(o)) {
   });
   if (!disk->enabled())
     options.warn(disk->disabledReason() + "; caching kernels in memory only");
+  tuning = std::make_unique<tune::TuningDb>(disk->dir() / "tuning", options.warn);
 }
 
 Runtime::~Runtime() = default;
@@ -141,8 +151,12 @@ Kernel Runtime::getSlow(const std::string &name, const KernelRequest &request) {
   Specialization spec{request.dtype, {}, targetSpec, request.schedule, request.with};
   std::map<std::string, int64_t> runtimeAttrs;
   splitRequest(op, request, spec.statics, runtimeAttrs);
-  std::string key = cacheKey(op, src.source, spec);
+  std::shared_ptr<const LoadedOp> heuristic = loadOnce(src, spec);
+  return Kernel(std::move(heuristic), std::move(runtimeAttrs), tunedVariants(src, spec));
+}
 
+std::shared_ptr<const LoadedOp> Runtime::loadOnce(const OpSource &src, const Specialization &spec) {
+  std::string key = cacheKey(*src.op, src.source, spec);
   std::shared_future<std::shared_ptr<const LoadedOp>> future;
   std::promise<std::shared_ptr<const LoadedOp>> promise;
   bool owner = false;
@@ -167,7 +181,67 @@ Kernel Runtime::getSlow(const std::string &name, const KernelRequest &request) {
       loaded.erase(key); // a later request tries again
     }
   }
-  return Kernel(future.get(), std::move(runtimeAttrs));
+  return future.get();
+}
+
+std::shared_ptr<const TunedVariants> Runtime::tunedVariants(const OpSource &src, const Specialization &spec) {
+  const dsl::OpDef &op = *src.op;
+  bool print = *options.printAutotuning;
+  std::string what = op.name + " " + dsl::dtypeName(spec.dtype) + " on " + tuningTargetName(spec.target);
+  auto say = [&](const std::string &line) {
+    if (print)
+      options.inform("autotuning: " + what + ": " + line);
+  };
+  if (spec.schedule != Schedule{}) {
+    say("the requested schedule " + tune::configText(spec.schedule));
+    return nullptr;
+  }
+  if (!*options.autotune) {
+    say("MOEC_AUTOTUNE=0: the heuristic's schedule");
+    return nullptr;
+  }
+  tune::TuningKey key = tuningKey(op, spec);
+  std::optional<tune::TuningFile> file = tuning->load(key);
+  std::filesystem::path path = tuning->dir() / key.fileName();
+  if (!file || file->buckets.empty()) {
+    say("no tuning file " + path.string() + ": the heuristic's schedule");
+    return nullptr;
+  }
+  std::optional<std::pair<std::string, size_t>> tokens = tokenDimOf(op);
+  if (!tokens) {
+    options.warn(path.string() + ": " + op.name + " declares no tokens dim that a tensor carries; not using it");
+    return nullptr;
+  }
+  auto variants = std::make_shared<TunedVariants>();
+  variants->tensor = tokens->first;
+  variants->axis = tokens->second;
+  for (const auto &[bucket, result] : file->buckets) {
+    Schedule config;
+    try {
+      config = tune::parseConfig(result.best);
+    } catch (const std::invalid_argument &e) {
+      options.warn(path.string() + ": bucket " + std::to_string(bucket) + ": " + e.what() + "; not using it");
+      continue;
+    }
+    std::string range = tokens->first + "[" + std::to_string(tokens->second) + "] in (" + std::to_string(bucket / 2) +
+                        ", " + std::to_string(bucket) + "]: ";
+    if (config == Schedule{}) { // the sweep found nothing faster than the heuristic
+      say(range + "the heuristic's schedule (tuned: " + path.string() + ")");
+      continue;
+    }
+    if (std::string why = scheduleProblem(config, spec.target.kind); !why.empty()) {
+      options.warn(path.string() + ": bucket " + std::to_string(bucket) + ": " + why + "; not using it");
+      continue;
+    }
+    Specialization tuned = spec;
+    tuned.schedule = config;
+    variants->byBucket.emplace_back(bucket, loadOnce(src, tuned));
+    say(range + result.best + " (tuned: " + path.string() + ", " + fmt::format("{:.1f}", result.us) + " us)");
+  }
+  if (variants->byBucket.empty())
+    return nullptr;
+  say("other token counts: the heuristic's schedule");
+  return variants;
 }
 
 std::shared_ptr<const LoadedOp> Runtime::load(const OpSource &src, const Specialization &spec,

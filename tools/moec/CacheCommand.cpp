@@ -2,6 +2,7 @@
 #include "Commands.h"
 
 #include "moec/runtime/DiskCache.h"
+#include "moec/tune/TuningDb.h"
 
 #include <fmt/core.h>
 
@@ -50,11 +51,19 @@ void registerCacheCommand(CLI::App &app) {
       fmt::print("; left alone {} files and directories that are not moec's", r.leftAlone);
     fmt::print("\n");
   });
-  cmd->add_subcommand("stats", "Entries and bytes")->callback([dir] {
+  cmd->add_subcommand("stats", "Entries and bytes, and how many tuning files")->callback([dir] {
     std::unique_ptr<DiskCache> cache;
     openCache(*dir, cache);
     DiskCache::Stats s = cache->stats();
     fmt::print("{} entries, {} bytes\n", s.entries, s.bytes);
+    // Tuning files live beside the kernels (moec tune); `moec tune --list` shows what each holds.
+    size_t buckets = 0;
+    std::vector<tune::TuningFile> tuned = tune::TuningDb(cache->dir() / "tuning", [](const std::string &line) {
+                                            fmt::print(stderr, "moec: warning: {}\n", line);
+                                          }).list();
+    for (const tune::TuningFile &f : tuned)
+      buckets += f.buckets.size();
+    fmt::print("{} tuning files, {} tuned token buckets\n", tuned.size(), buckets);
   });
 }
 

@@ -13,5 +13,6 @@ void registerCacheCommand(CLI::App &app);
 void registerBundleCommand(CLI::App &app);
 void registerBenchCommand(CLI::App &app);
 void registerPlanCommand(CLI::App &app);
+void registerTuneCommand(CLI::App &app);
 
 } // namespace moec::cli

@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
   moec::cli::registerBundleCommand(app);
   moec::cli::registerBenchCommand(app);
   moec::cli::registerPlanCommand(app);
+  moec::cli::registerTuneCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -46,7 +46,7 @@ inline uint32_t optimizationByName(const std::string &name) {
 }
 
 struct Schedule {
-  int64_t rowsPerBlock = 0; // GPU: rows per thread block (block.y)
+  int64_t rowsPerBlock = 0; // GPU: rows per thread block (block.y); CPU: the least rows a worker takes
   int64_t threads = 0;      // GPU: threads along the contiguous dim (block.x)
   int64_t vector = 0;       // contiguous elements handled together (1 = scalar)
   int64_t unroll = 0;       // moe.sum unroll factor

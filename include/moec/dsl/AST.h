@@ -130,10 +130,12 @@ struct Expr {
 //===----------------------------------------------------------------------===//
 
 /// `dim H: static` - a symbolic size. Static dims are baked into the kernel (and the cache key); runtime
-/// dims are kernel arguments.
+/// dims are kernel arguments. `dim N: runtime tokens` marks the op's token count (at most one runtime
+/// dim): tuned schedules are chosen per power-of-two bucket of it (moec tune, Runtime::get).
 struct DimDecl {
   std::string name;
   bool isStatic = false;
+  bool isTokens = false;
   SourceLoc loc;
 };
 

@@ -108,16 +108,38 @@ struct LoadedOp {
   mutable std::map<void *, std::shared_ptr<CudaBuffer>> deviceWorkspaces;
 };
 
+/// Specializations of one request tuned for token-count buckets (`moec tune`): a call whose token count
+/// T falls in a bucket b (b a power of two, T in (b/2, b]; bucket 1 also takes T = 0) runs that bucket's
+/// specialization; any other call runs the heuristic's.
+struct TunedVariants {
+  std::string tensor; // the tensor whose dim `axis` is the op's token count (`dim ...: runtime tokens`)
+  size_t axis = 0;
+  std::vector<std::pair<int64_t, std::shared_ptr<const LoadedOp>>> byBucket; // by bucket, ascending
+
+  /// The specialization for `tokens`, or nullptr when no bucket holds it.
+  const LoadedOp *forTokens(int64_t tokens) const {
+    for (const auto &[bucket, loaded] : byBucket)
+      if (tokens <= bucket && (tokens > bucket / 2 || bucket == 1))
+        return loaded.get();
+    return nullptr;
+  }
+};
+
 /// A handle to a loaded specialization plus the runtime attribute values it was requested with.
 /// Copying is cheap; launch() may be called from several threads at once.
 class Kernel {
 public:
   Kernel() = default;
-  Kernel(std::shared_ptr<const LoadedOp> loaded, std::map<std::string, int64_t> attrs)
-      : loaded(std::move(loaded)), attrs(std::move(attrs)) {}
+  Kernel(std::shared_ptr<const LoadedOp> loaded, std::map<std::string, int64_t> attrs,
+         std::shared_ptr<const TunedVariants> tuned = nullptr)
+      : loaded(std::move(loaded)), attrs(std::move(attrs)), tuned(std::move(tuned)) {}
 
   explicit operator bool() const { return loaded != nullptr; }
+  /// The heuristic's specialization (calls in a tuned bucket run tunedVariants()'s).
   const LoadedOp &specialization() const { return *loaded; }
+  const TunedVariants *tunedVariants() const { return tuned.get(); }
+  /// The specialization a call with these tensors runs.
+  const LoadedOp &specializationFor(const std::map<std::string, TensorView> &tensors) const;
 
   /// Tensors in declaration order: `inputs` are the op's inputs (an absent optional input is an empty
   /// view: data == nullptr and no shape), `outputs` its outputs (likewise for an optional output the call
@@ -136,8 +158,16 @@ public:
                                                      const std::map<std::string, int64_t> &attrs = {}) const;
 
 private:
+  const LoadedOp &pick(const std::map<std::string, TensorView> &tensors,
+                       const std::map<std::string, TensorView> *more) const;
+  std::shared_ptr<const LoadedOp::CheckedCall> checkOn(const LoadedOp &l,
+                                                       const std::map<std::string, TensorView> &inputs,
+                                                       const std::map<std::string, TensorView> &outputs,
+                                                       const std::map<std::string, int64_t> &attrs) const;
+
   std::shared_ptr<const LoadedOp> loaded;
   std::map<std::string, int64_t> attrs;
+  std::shared_ptr<const TunedVariants> tuned;
 };
 
 } // namespace moec

@@ -4,6 +4,7 @@
 // RUN: not moec-opt %s --moe-lower-to-loops 2>&1 | FileCheck %s --check-prefix=UNSCHEDULED
 // RUN: moec-opt %s --moe-schedule=target=gpu --moe-lower-to-gpu | FileCheck %s --check-prefix=GPU
 // RUN: moec-opt %s --moe-schedule=target=gpu | FileCheck %s --check-prefix=SCHED
+// RUN: moec-opt %s --moe-schedule="target=gpu vector=1 unroll=2 rows-per-block=4" | FileCheck %s --check-prefix=FORCED
 
 // UNSCHEDULED: error: 'moe.scatter' op has no schedule; run moe-schedule first
 
@@ -21,6 +22,9 @@
 // On the device, a warp per (t, e) point; lanes split the dot product, combine it with a shuffle tree, and lane 0
 // stores.
 // SCHED: moe.scatter {{.*}} {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>}
+// The vector width and unroll place each element in a partial sum, which fixes the order of the additions:
+// a requested schedule changes only the points per block, so every schedule gives the same bits.
+// FORCED: moe.scatter {{.*}} {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 4, unroll = 8>}
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // GPU-SAME: known_block_size = array<i32: 32, 8, 1>
 // A warp per (t, e) point: the guard bounds the point index by Tk * E points, not by the Tk rows.

@@ -10,7 +10,7 @@
 // GPU-LABEL: func.func @bf16_7168
 // GPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 8, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @bf16_7168
-// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 8, unroll = 8>} : memref<?x7168xbf16>
+// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 8, unroll = 8>} : memref<?x7168xbf16>
 // V1-LABEL: func.func @bf16_7168
 // V1: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 // ALL-LABEL: func.func @bf16_7168
@@ -31,7 +31,7 @@ func.func @bf16_7168(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @f32_128
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 4, unroll = 8>} : memref<?x128xf32>
 // CPU-LABEL: func.func @f32_128
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 8, unroll = 8>} : memref<?x128xf32>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 8, unroll = 8>} : memref<?x128xf32>
 func.func @f32_128(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c128 = arith.constant 128 : index
   %gv = moe.view %g[%N, %c128] : !llvm.ptr -> memref<?x128xf32>
@@ -49,7 +49,7 @@ func.func @f32_128(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @f16_7
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 1, unroll = 8>} : memref<?x7xf16>
 // CPU-LABEL: func.func @f16_7
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
 func.func @f16_7(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c7 = arith.constant 7 : index
   %gv = moe.view %g[%N, %c7] : !llvm.ptr -> memref<?x7xf16>
@@ -66,7 +66,7 @@ func.func @f16_7(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @bf16_1020
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 4, unroll = 8>} : memref<?x1020xbf16>
 // CPU-LABEL: func.func @bf16_1020
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 8, unroll = 8>} : memref<?x1020xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 8, unroll = 8>} : memref<?x1020xbf16>
 func.func @bf16_1020(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c1020 = arith.constant 1020 : index
   %gv = moe.view %g[%N, %c1020] : !llvm.ptr -> memref<?x1020xbf16>
@@ -83,7 +83,7 @@ func.func @bf16_1020(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @bf16_1
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 1, unroll = 8>} : memref<?x1xbf16>
 // CPU-LABEL: func.func @bf16_1
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 1, unroll = 8>} : memref<?x1xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 1, unroll = 8>} : memref<?x1xbf16>
 func.func @bf16_1(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c1 = arith.constant 1 : index
   %gv = moe.view %g[%N, %c1] : !llvm.ptr -> memref<?x1xbf16>
@@ -100,7 +100,7 @@ func.func @bf16_1(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @transposed
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @transposed
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 1, unroll = 8>} : memref<?x7168xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 func.func @transposed(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c7168 = arith.constant 7168 : index
   %gv = moe.view %g[%c7168, %N] : !llvm.ptr -> memref<7168x?xbf16>
@@ -117,7 +117,7 @@ func.func @transposed(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @dynamic_h
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x?xbf16>
 // CPU-LABEL: func.func @dynamic_h
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 1, vector = 1, unroll = 8>} : memref<?x?xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 1, unroll = 8>} : memref<?x?xbf16>
 func.func @dynamic_h(%g: !llvm.ptr, %out: !llvm.ptr, %N: index, %H: index) {
   %gv = moe.view %g[%N, %H] : !llvm.ptr -> memref<?x?xbf16>
   %ov = moe.view %out[%N, %H] : !llvm.ptr -> memref<?x?xbf16>

@@ -162,6 +162,17 @@ TEST(ParserTest, BoolAttrsNegativeDefaultsAndEscapes) {
   EXPECT_EQ(op->body[0].assign->value->type.cls, ExprType::Int);
 }
 
+TEST(ParserTest, TheTokensDimIsMarkedAndPrinted) {
+  auto op = loadOpText("t.moe", "op t dim N: runtime tokens, tokens: runtime, H: static\n"
+                                "in x: f32[N, H] out y: f32[N, H] { y[n, h] = x[n, h] * f32(tokens) }");
+  ASSERT_EQ(op->dims.size(), 3u);
+  EXPECT_TRUE(op->dims[0].isTokens);
+  EXPECT_FALSE(op->dims[1].isTokens) << "'tokens' is a word only after 'runtime'; elsewhere a name";
+  EXPECT_FALSE(op->dims[2].isTokens);
+  std::string ast = printAst(*op);
+  EXPECT_NE(ast.find("  dim N: runtime tokens\n  dim tokens: runtime\n"), std::string::npos) << ast;
+}
+
 TEST(ParserTest, FloatLiteralsAndComments) {
   auto op = loadOpText("t.moe", "op t # comment\n dim N: runtime in x: f32[N] out y: f32[N]\n"
                                 "{ y[i] = x[i] * 1.5e-3 + 2e2 + 0.25 } # trailing comment\n");

@@ -1,0 +1,136 @@
+//===- TuneCalls.h - A case's call, ready for the Tuner, on the CPU or a GPU -*- C++ -*-===//
+//
+// Shared by `moec tune` and the tuner's tests: a case's tensors (bench/gpu/Cases.h), its baseline (a
+// copy of the same bytes on the same hardware), output poisoning and read-back for the bit-for-bit check,
+// a timer, and a cache flush between timed runs.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Cases.h"
+#include "CpuBaseline.h"
+
+#include "moec/Tuner.h"
+#include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/DeviceTensors.h"
+#include "moec/runtime/ThreadPool.h"
+
+#include <cstring>
+#include <unistd.h>
+
+namespace moec::gpucheck {
+
+/// Bytes that evict the last-level cache when written: 64 MiB, or twice the L3 where the system says.
+inline size_t flushBytes() {
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::max<size_t>(size_t(64) << 20, l3 > 0 ? 2 * size_t(l3) : 0);
+}
+
+/// A CPU call: the case's tensors, a memcpy baseline on the same pool, and a cache flush.
+class CpuTuneCall {
+public:
+  /// `flushWith`: bytes written between timed runs to evict the caches (0: none).
+  explicit CpuTuneCall(Case c, size_t flushWith = flushBytes())
+      : c(std::move(c)), tensors(this->c), memcpy(this->c), flushBuffer(flushWith) {
+    call.tensors = tensors.views;
+    call.attrs = this->c.attrs;
+    call.bytesMoved = this->c.bytesMoved;
+    call.baseline = [this] { memcpy(); };
+    call.poisonOutputs = [this] {
+      for (auto &[name, t] : tensors.outputs)
+        std::memset(t.raw(), 0xFF, t.bytes());
+    };
+    call.outputBytes = [this] {
+      std::string bytes;
+      for (const auto &[name, t] : tensors.outputs)
+        bytes.append(static_cast<const char *>(t.raw()), t.bytes());
+      return bytes;
+    };
+    call.secondsOf = [](const std::function<void()> &f) { return secondsOf(f); };
+    call.flush = [this] {
+      ++flushValue;
+      ThreadPool::shared().parallelFor(int64_t(flushBuffer.size()), 1 << 20, [&](int64_t begin, int64_t end) {
+        std::memset(flushBuffer.data() + begin, flushValue, size_t(end - begin));
+      });
+    };
+  }
+  TuneCall call;
+
+private:
+  Case c;
+  CaseTensors tensors;
+  MemcpyBaseline memcpy;
+  std::vector<uint8_t> flushBuffer;
+  uint8_t flushValue = 0;
+};
+
+/// A GPU call: the case's tensors on the device, a device-to-device copy baseline, CUDA events, and a
+/// flush that overwrites more than the L2.
+class GpuTuneCall {
+public:
+  GpuTuneCall(const CudaDriver &driver, Case c)
+      : driver(driver), c(std::move(c)), device(driver, this->c), scratch(driver) {
+    size_t half = std::max<size_t>(size_t(this->c.bytesMoved / 2), 256);
+    copySrc = bytesOn(half);
+    copyDst = bytesOn(half);
+    copyBytes = half;
+    flushBuffer = bytesOn(kFlushBytes);
+    call.tensors = device.tensors;
+    call.attrs = this->c.attrs;
+    call.bytesMoved = this->c.bytesMoved;
+    call.baseline = [this] {
+      this->driver.check(this->driver.api().memcpyDtoDAsync(copyDst, copySrc, copyBytes, nullptr), "cuMemcpyDtoDAsync");
+    };
+    call.poisonOutputs = [this] {
+      for (const auto &[name, t] : this->c.expected)
+        this->driver.check(this->driver.api().memsetD8Async(reinterpret_cast<CUdeviceptr>(device.tensors.at(name).data),
+                                                            0xFF, t.bytes(), nullptr),
+                           "cuMemsetD8Async");
+      this->driver.check(this->driver.api().ctxSynchronize(), "cuCtxSynchronize");
+    };
+    call.outputBytes = [this] {
+      std::string bytes;
+      for (const auto &[name, t] : this->c.expected) {
+        HostTensor h = device.download(name);
+        bytes.append(static_cast<const char *>(h.raw()), h.bytes());
+      }
+      return bytes;
+    };
+    call.secondsOf = [this](const std::function<void()> &f) { return eventSeconds(f); };
+    call.flush = [this] {
+      this->driver.check(this->driver.api().memsetD8Async(flushBuffer, ++flushValue, kFlushBytes, nullptr),
+                         "cuMemsetD8Async");
+    };
+  }
+  TuneCall call;
+
+private:
+  CUdeviceptr bytesOn(size_t bytes) {
+    return reinterpret_cast<CUdeviceptr>(scratch.allocate(DType::I8, {int64_t(bytes)}).data);
+  }
+
+  double eventSeconds(const std::function<void()> &f) {
+    CUevent start, stop;
+    driver.check(driver.api().eventCreate(&start, 0), "cuEventCreate");
+    driver.check(driver.api().eventCreate(&stop, 0), "cuEventCreate");
+    driver.check(driver.api().eventRecord(start, nullptr), "cuEventRecord");
+    f();
+    driver.check(driver.api().eventRecord(stop, nullptr), "cuEventRecord");
+    driver.check(driver.api().eventSynchronize(stop), "cuEventSynchronize");
+    float ms = 0;
+    driver.check(driver.api().eventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    driver.api().eventDestroy(start);
+    driver.api().eventDestroy(stop);
+    return 1e-3 * ms;
+  }
+
+  static constexpr size_t kFlushBytes = size_t(256) << 20; // over 4x an H200's 50 MB L2
+  const CudaDriver &driver;
+  Case c;
+  DeviceCall device;
+  DeviceTensors scratch;
+  CUdeviceptr copySrc = 0, copyDst = 0, flushBuffer = 0;
+  size_t copyBytes = 0;
+  uint8_t flushValue = 0;
+};
+
+} // namespace moec::gpucheck

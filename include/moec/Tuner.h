@@ -1,0 +1,79 @@
+//===- Tuner.h - Timing a space of schedules for one op specialization -*- C++ -*-===//
+//
+// The engine behind `moec tune`: for each token count, run the heuristic's kernels once for reference
+// outputs, then every config of the sweep: pruned ones are never compiled, the others are compiled in
+// parallel (through the Runtime, so the disk cache keeps them), checked bit for bit against the
+// reference, and timed a fixed number of times (caches flushed before each run) against a same-run
+// baseline. A config the previous tuning file already timed for a bucket is not timed again.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "moec/Runtime.h"
+#include "moec/tune/ConfigSpace.h"
+#include "moec/tune/TuningDb.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moec {
+
+/// One token count's call, ready to run many times, on whatever hardware the Runtime targets.
+struct TuneCall {
+  std::map<std::string, TensorView> tensors; // inputs and outputs by name
+  std::map<std::string, int64_t> attrs;      // runtime attributes
+  double bytesMoved = 0;                     // the op's minimum traffic
+  std::function<void()> baseline;            // copies the same bytes on the same hardware
+  std::function<void()> poisonOutputs;       // fills the outputs with 0xFF bytes (NaN in every float type)
+  std::function<std::string()> outputBytes;  // the outputs' bytes, in name order
+  std::function<double(const std::function<void()> &)> secondsOf; // times one call (wall clock, CUDA events)
+  std::function<void()> flush;               // evicts the caches between timed runs
+};
+
+struct TuneOptions {
+  std::vector<int64_t> tokens;   // token counts; each is timed, and stored under its bucket
+  std::vector<Schedule> configs; // the candidates, in order (a target's space, a --configs file, a shard)
+  int reps = 10;                 // timed runs per config: fixed, so every sweep runs the same number
+  double budgetSeconds = 0;      // 0: none; else configs not reached in time stay untimed (a later sweep times them)
+  unsigned compileThreads = 0;   // 0: the hardware's threads
+  const tune::TuningFile *previous = nullptr; // timings kept from earlier sweeps
+};
+
+struct TunePoint {
+  enum class Status { Timed, Reused, Pruned, Failed, Mismatch, Untimed };
+  int64_t tokens = 0;
+  Schedule config; // Schedule{}: the heuristic
+  std::string text;
+  Status status = Status::Untimed;
+  std::string why;    // Pruned, Failed, Mismatch: the reason
+  double medianUs = 0, minUs = 0, baselineUs = 0; // baselineUs: 0 when not timed in this sweep
+  double bytesMoved = 0;                           // the op's minimum traffic at these tokens
+};
+const char *statusName(TunePoint::Status s);
+
+struct TuneProgress {
+  size_t done = 0, total = 0;
+  const TunePoint *last = nullptr;
+  const TunePoint *best = nullptr; // the fastest so far for last->tokens
+  double etaSeconds = 0;
+};
+
+struct TuneResult {
+  std::vector<TunePoint> points; // per token count: the heuristic first, then the configs in order
+  tune::TuningFile file;         // the previous file (if any) plus this sweep's timings
+  size_t compiled = 0;           // configs compiled (pruned ones never are)
+};
+
+/// Runs the sweep. `rt` should not use tuned schedules itself (Options::autotune = false), so the
+/// heuristic is the compiler's. Throws CompileError when the heuristic itself does not compile.
+TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &request, const TuneOptions &options,
+                  const std::function<TuneCall &(int64_t tokens)> &callFor,
+                  const std::function<void(const TuneProgress &)> &progress = {});
+
+/// What the kernel's shape says about configs (tune::prunedBecause): its first output's last dim when
+/// static, and the dtype's size.
+tune::ShapeFacts shapeFacts(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &statics);
+
+} // namespace moec

@@ -1,0 +1,171 @@
+//===- ConfigSpace.cpp - Config text and each target's space --------------===//
+#include "moec/tune/ConfigSpace.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace moec::tune {
+
+namespace {
+
+/// The optimizations a config may turn off, by the names Schedule.h gives them.
+const std::vector<std::pair<const char *, Optimization>> &optimizationNames() {
+  static const std::vector<std::pair<const char *, Optimization>> names = {
+      {"hoist-row-invariants", kHoistRowInvariants},   {"compact-predicated-folds", kCompactPredicatedFolds},
+      {"streaming-stores", kStreamingStores},          {"accumulate-rows", kAccumulateRows},
+      {"fill-uncovered-rows", kFillUncoveredRows},     {"carry-prefix-folds", kCarryPrefixFolds}};
+  return names;
+}
+
+std::string offText(uint32_t disabled) {
+  std::string text;
+  for (const auto &[name, bit] : optimizationNames())
+    if (disabled & bit)
+      text += (text.empty() ? "" : "+") + std::string(name);
+  return text;
+}
+
+int64_t parseCount(const std::string &field, const std::string &value) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || v < 0)
+    throw std::invalid_argument("'" + field + "': '" + value + "' is not a whole number");
+  return v;
+}
+
+uint32_t parseOff(const std::string &value) {
+  uint32_t bits = 0;
+  if (value == "none")
+    return 0;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t plus = value.find('+', start);
+    std::string name = value.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    uint32_t bit = optimizationByName(name);
+    if (!bit)
+      throw std::invalid_argument("'off': unknown optimization '" + name + "' (known: " + kOptimizationNames + ")");
+    bits |= bit;
+    if (plus == std::string::npos)
+      break;
+    start = plus + 1;
+  }
+  return bits;
+}
+
+// The spaces. CPU: `rows` is the least rows a worker takes at once (small batches stay on fewer threads);
+// `off` may turn streaming (non-temporal) stores off. GPU: threads along the row, rows per block.
+const std::vector<Knob> kCpuKnobs = {
+    {"off", {0, kStreamingStores}}, {"rows", {1, 16, 128}}, {"unroll", {1, 4, 8}}, {"vector", {2, 4, 8, 16}}};
+const std::vector<Knob> kGpuKnobs = {{"threads", {32, 64, 128, 256, 512}},
+                                     {"rows", {1, 2, 4, 8}},
+                                     {"unroll", {1, 4, 8}},
+                                     {"vector", {1, 2, 4, 8}}};
+
+void setKnob(Schedule &s, const std::string &name, int64_t value) {
+  if (name == "vector")
+    s.vector = value;
+  else if (name == "threads")
+    s.threads = value;
+  else if (name == "rows")
+    s.rowsPerBlock = value;
+  else if (name == "unroll")
+    s.unroll = value;
+  else if (name == "off")
+    s.disabled = uint32_t(value);
+  else
+    throw std::invalid_argument("unknown field '" + name + "' (known: vector, threads, rows, unroll, off)");
+}
+
+} // namespace
+
+std::string configText(const Schedule &s) {
+  if (s == Schedule{})
+    return "heuristic";
+  std::string text = "vector=" + std::to_string(s.vector) + ",threads=" + std::to_string(s.threads) +
+                     ",rows=" + std::to_string(s.rowsPerBlock) + ",unroll=" + std::to_string(s.unroll);
+  if (s.disabled)
+    text += ",off=" + offText(s.disabled);
+  return text;
+}
+
+Schedule parseConfig(const std::string &text) {
+  Schedule s;
+  if (text == "heuristic")
+    return s;
+  std::map<std::string, bool> seen;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw std::invalid_argument("'" + item + "' is not NAME=VALUE");
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (seen[name])
+      throw std::invalid_argument("field '" + name + "' is given twice");
+    seen[name] = true;
+    if (name == "off")
+      s.disabled = parseOff(value);
+    else
+      setKnob(s, name, parseCount(name, value));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+    if (start == text.size())
+      throw std::invalid_argument("a config ends with ','");
+  }
+  return s;
+}
+
+const std::vector<Knob> &knobsOf(TargetKind target) { return target == TargetKind::GPU ? kGpuKnobs : kCpuKnobs; }
+
+std::vector<Schedule> configSpace(TargetKind target) {
+  if (target == TargetKind::Ascend)
+    throw std::invalid_argument("the ascend target has no schedule space: its plans are chosen by moe-plan-ascend");
+  const std::vector<Knob> &knobs = knobsOf(target);
+  std::vector<Schedule> configs{Schedule{}};
+  for (const Knob &knob : knobs) {
+    std::vector<Schedule> next;
+    for (const Schedule &partial : configs)
+      for (int64_t value : knob.values) {
+        Schedule s = partial;
+        setKnob(s, knob.name, value);
+        next.push_back(s);
+      }
+    configs = std::move(next);
+  }
+  if (target == TargetKind::CPU)
+    for (Schedule &s : configs)
+      s.threads = 1; // a CPU kernel runs a row per call; the worker count is the pool's
+  return configs;
+}
+
+std::string prunedBecause(const Schedule &s, TargetKind target, const ShapeFacts &facts) {
+  if (std::string why = scheduleProblem(s, target); !why.empty())
+    return why;
+  if (facts.inner > 0 && s.vector > 1 && s.vector > facts.inner)
+    return "'vector': " + std::to_string(s.vector) + " is wider than the row (" + std::to_string(facts.inner) + ")";
+  if (target == TargetKind::GPU) {
+    if (s.vector * facts.elemBytes > 16)
+      return "'vector': " + std::to_string(s.vector) + " elements of " + std::to_string(facts.elemBytes) +
+             " bytes exceed a 16-byte access";
+    if (facts.inner > 0 && facts.inner % s.vector != 0)
+      return "'vector': " + std::to_string(s.vector) + " does not divide the row (" + std::to_string(facts.inner) +
+             "), so rows would start unaligned";
+    // f32 accumulators live in registers: unroll x vector of them per thread, of 255.
+    if (s.unroll * s.vector > 64)
+      return "unroll x vector = " + std::to_string(s.unroll * s.vector) + " accumulators exceed 64 registers";
+  } else if (s.vector * facts.elemBytes > 64) {
+    return "'vector': " + std::to_string(s.vector) + " elements of " + std::to_string(facts.elemBytes) +
+           " bytes exceed one 64-byte register";
+  }
+  return "";
+}
+
+std::string familyOf(const Schedule &s) {
+  std::string text = configText(s);
+  return text.substr(text.find(',') + 1); // configText starts with vector=
+}
+
+} // namespace moec::tune

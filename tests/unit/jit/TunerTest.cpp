@@ -1,0 +1,418 @@
+//===- TunerTest.cpp - Config spaces, sweeps, and tuned schedules in the runtime -===//
+//
+// A config prints and parses back; pruned configs are never compiled; sampled configs of each target's
+// space give every op and mode bit-identical results; a sweep re-times only configs it has not timed; a
+// tuning file is found and used by Runtime::get per token bucket, visible through MOEC_PRINT_AUTOTUNING
+// and in the dumps' #moe.schedule, and a damaged one is ignored with a warning.
+//===----------------------------------------------------------------------===//
+#include "OpModes.h"
+#include "TuneCalls.h"
+
+#include "moec/Autotuning.h"
+#include "moec/Runtime.h"
+#include "moec/Tuner.h"
+#include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/CpuRun.h"
+#include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/Files.h"
+#include "moec/tune/ConfigSpace.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace moec;
+using namespace moec::gpucheck;
+
+namespace {
+
+fs::path freshDir(const std::string &tag) {
+  fs::path dir = fs::temp_directory_path() / ("moec-tune-" + tag + "-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(std::random_device{}()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::string contents(const fs::path &p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(ConfigText, EveryConfigOfEverySpaceRoundTrips) {
+  for (TargetKind target : {TargetKind::CPU, TargetKind::GPU}) {
+    std::vector<Schedule> space = tune::configSpace(target);
+    ASSERT_GT(space.size(), 10u);
+    std::set<std::string> texts;
+    for (const Schedule &s : space) {
+      std::string text = tune::configText(s);
+      EXPECT_TRUE(texts.insert(text).second) << "two configs print as " << text;
+      EXPECT_EQ(tune::parseConfig(text), s) << text;
+    }
+  }
+  EXPECT_EQ(tune::configText(Schedule{}), "heuristic");
+  EXPECT_EQ(tune::parseConfig("heuristic"), Schedule{});
+  Schedule s = tune::parseConfig("unroll=4,vector=8,off=streaming-stores+accumulate-rows,rows=16,threads=1");
+  EXPECT_EQ(s.vector, 8);
+  EXPECT_EQ(s.unroll, 4);
+  EXPECT_EQ(s.rowsPerBlock, 16);
+  EXPECT_EQ(s.threads, 1);
+  EXPECT_EQ(s.disabled, uint32_t(kStreamingStores | kAccumulateRows));
+  EXPECT_EQ(tune::configText(s), "vector=8,threads=1,rows=16,unroll=4,off=streaming-stores+accumulate-rows");
+}
+
+TEST(ConfigText, BadTextNamesTheField) {
+  auto message = [](const std::string &text) {
+    try {
+      tune::parseConfig(text);
+    } catch (const std::invalid_argument &e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message("vec=8").find("unknown field 'vec'"), std::string::npos);
+  EXPECT_NE(message("vector=8,vector=4").find("'vector' is given twice"), std::string::npos);
+  EXPECT_NE(message("unroll=x").find("'unroll': 'x' is not a whole number"), std::string::npos);
+  EXPECT_NE(message("unroll=-1").find("not a whole number"), std::string::npos);
+  EXPECT_NE(message("unroll=99999999999999999999").find("not a whole number"), std::string::npos);
+  EXPECT_NE(message("vector=8,").find("ends with ','"), std::string::npos);
+  EXPECT_NE(message("vector").find("not NAME=VALUE"), std::string::npos);
+  EXPECT_NE(message("off=fast-math").find("unknown optimization 'fast-math'"), std::string::npos);
+}
+
+TEST(ConfigSpace, PrunesWhatTheShapeRulesOut) {
+  tune::ShapeFacts f32Row100{100, 4}, bf16Row8{8, 2};
+  auto pruned = [](std::string text, TargetKind t, tune::ShapeFacts f) {
+    return tune::prunedBecause(tune::parseConfig(text), t, f);
+  };
+  EXPECT_EQ(pruned("vector=4,threads=64,rows=2,unroll=4", TargetKind::GPU, f32Row100), "");
+  EXPECT_NE(pruned("vector=8,threads=64,rows=2,unroll=4", TargetKind::GPU, f32Row100).find("16-byte"), std::string::npos);
+  EXPECT_NE(pruned("vector=8,threads=64,rows=2,unroll=4", TargetKind::GPU, {100, 2}).find("does not divide"),
+            std::string::npos);
+  EXPECT_NE(pruned("vector=2,threads=512,rows=4,unroll=4", TargetKind::GPU, f32Row100).find("1024"), std::string::npos);
+  EXPECT_NE(pruned("vector=8,threads=32,rows=1,unroll=16", TargetKind::GPU, {64, 2}).find("registers"),
+            std::string::npos);
+  EXPECT_EQ(pruned("vector=8,threads=1,rows=16,unroll=4", TargetKind::CPU, bf16Row8), "");
+  EXPECT_NE(pruned("vector=16,threads=1,rows=16,unroll=4", TargetKind::CPU, bf16Row8).find("wider than the row"),
+            std::string::npos);
+  EXPECT_NE(pruned("vector=3,threads=1,rows=16,unroll=4", TargetKind::CPU, f32Row100).find("'vector'"),
+            std::string::npos);
+}
+
+const KernelRequest kB2Request{DType::F32, {{"H", 64}}, {{"top_k", 2}}};
+
+std::function<TuneCall &(int64_t)> b2Calls(std::unique_ptr<CpuTuneCall> &holder, std::mt19937 &rng) {
+  return [&holder, &rng](int64_t tokens) -> TuneCall & {
+    holder = std::make_unique<CpuTuneCall>(initRoutingGrad(DType::F32, tokens, 2, 64, 0, false, rng, false), 0);
+    return holder->call;
+  };
+}
+
+Runtime::Options cpuOptions(const fs::path &cache) {
+  Runtime::Options o;
+  o.target = Target::cpu();
+  o.cacheDir = cache;
+  o.autotune = false;
+  o.warn = [](const std::string &) {};
+  return o;
+}
+
+TEST(Tuner, PrunedConfigsAreNeverCompiledAndTheRestMatchTheHeuristic) {
+  fs::path dir = freshDir("prune");
+  Runtime rt(cpuOptions(dir));
+  std::mt19937 rng(std::random_device{}());
+  std::unique_ptr<CpuTuneCall> holder;
+  TuneOptions o;
+  o.tokens = {37};
+  o.reps = 2;
+  o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2"),
+               tune::parseConfig("vector=16,threads=1,rows=4,unroll=1"),
+               tune::parseConfig("vector=128,threads=1,rows=4,unroll=1"), // no such width: pruned
+               tune::parseConfig("vector=8,threads=2000,rows=1,unroll=1"), // over the thread limit: pruned
+               tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")}; // a repeat: tried once
+  TuneResult r = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
+  ASSERT_EQ(r.points.size(), 5u); // the heuristic, then 4 distinct configs
+  EXPECT_EQ(r.points[0].text, "heuristic");
+  std::vector<TunePoint::Status> expected{TunePoint::Status::Timed, TunePoint::Status::Timed, TunePoint::Status::Timed,
+                                          TunePoint::Status::Pruned, TunePoint::Status::Pruned};
+  for (size_t i = 0; i < r.points.size(); ++i)
+    EXPECT_EQ(r.points[i].status, expected[i]) << r.points[i].text << ": " << r.points[i].why;
+  EXPECT_EQ(r.compiled, 2u);
+  EXPECT_EQ(rt.stats().compiles, 3u) << "the heuristic and the two configs that are not pruned";
+  const tune::BucketResult *bucket = r.file.forTokens(37);
+  ASSERT_NE(bucket, nullptr);
+  EXPECT_EQ(bucket->timings.size(), 3u);
+  EXPECT_TRUE(bucket->timings.count("heuristic"));
+  fs::remove_all(dir);
+}
+
+TEST(Tuner, AddingConfigsRetimesOnlyTheNewOnes) {
+  fs::path dir = freshDir("retime");
+  std::mt19937 rng(std::random_device{}());
+  std::unique_ptr<CpuTuneCall> holder;
+  TuneOptions o;
+  o.tokens = {20, 300};
+  o.reps = 1;
+  o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2"),
+               tune::parseConfig("vector=8,threads=1,rows=16,unroll=4")};
+  TuneResult first;
+  {
+    Runtime rt(cpuOptions(dir));
+    first = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
+  }
+  o.configs.push_back(tune::parseConfig("vector=2,threads=1,rows=128,unroll=1"));
+  o.previous = &first.file;
+  Runtime rt(cpuOptions(dir / "second")); // another cache: every compile shows
+  TuneResult second = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
+  EXPECT_EQ(second.compiled, 1u) << "only the new config is compiled";
+  size_t reused = 0, timed = 0;
+  for (const TunePoint &p : second.points) {
+    reused += p.status == TunePoint::Status::Reused;
+    timed += p.status == TunePoint::Status::Timed;
+    if (p.text == "vector=2,threads=1,rows=128,unroll=1")
+      EXPECT_EQ(p.status, TunePoint::Status::Timed);
+    else
+      EXPECT_EQ(p.status, TunePoint::Status::Reused) << p.text;
+  }
+  EXPECT_EQ(reused, 6u);
+  EXPECT_EQ(timed, 2u);
+  for (int64_t tokens : {20, 300})
+    EXPECT_EQ(second.file.forTokens(tokens)->timings.size(), 4u);
+  fs::remove_all(dir);
+}
+
+TEST(Tuner, ABudgetLeavesTheRestUntimed) {
+  fs::path dir = freshDir("budget");
+  Runtime rt(cpuOptions(dir));
+  std::mt19937 rng(std::random_device{}());
+  std::unique_ptr<CpuTuneCall> holder;
+  TuneOptions o;
+  o.tokens = {16};
+  o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")};
+  o.budgetSeconds = 1e-9; // spent before the first timing
+  TuneResult r = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
+  ASSERT_EQ(r.points.size(), 2u);
+  for (const TunePoint &p : r.points)
+    EXPECT_EQ(p.status, TunePoint::Status::Untimed) << p.text;
+  EXPECT_TRUE(r.file.buckets.empty());
+  fs::remove_all(dir);
+}
+
+// Sampled configs of each target's space give every op and mode the heuristic's bytes exactly (the CPU,
+// and the GPU on the PTX emulator), at odd sizes.
+class EveryConfig : public ::testing::TestWithParam<std::tuple<OpMode, bool>> {};
+
+TEST_P(EveryConfig, GivesBitIdenticalResults) {
+  const auto &[mode, emulated] = GetParam();
+  auto op = loadOp(mode.op);
+  std::mt19937 rng(std::random_device{}());
+  constexpr int64_t kTokens = 37, kH = 100;
+  DType dtype = std::array{DType::BF16, DType::F16, DType::F32}[rng() % 3];
+  SCOPED_TRACE(dsl::dtypeName(dtype));
+  Case c = mode.build(dtype, kTokens, kH, rng);
+  c.attrs.insert(mode.extraAttrs.begin(), mode.extraAttrs.end());
+  std::map<std::string, TensorView> inputs;
+  for (auto &[name, t] : c.inputs)
+    inputs[name] = t.view();
+  TargetKind kind = emulated ? TargetKind::GPU : TargetKind::CPU;
+  auto run = [&](const Schedule &s) {
+    return emulated ? runOnDevice(*op, dtype, c.attrs, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
+                    : runOnCpu(*op, dtype, c.attrs, inputs, s);
+  };
+  CpuRunResult heuristic = run(Schedule{});
+  std::vector<Schedule> space = tune::configSpace(kind);
+  std::shuffle(space.begin(), space.end(), rng);
+  int tried = 0;
+  for (const Schedule &s : space) {
+    if (tried == (emulated ? 8 : 12))
+      break;
+    if (!tune::prunedBecause(s, kind, {kH, dsl::dtypeBytes(dtype)}).empty())
+      continue;
+    ++tried;
+    SCOPED_TRACE(tune::configText(s));
+    CpuRunResult tuned = run(s);
+    for (const auto &[name, expected] : heuristic.outputs) {
+      const HostTensor &got = tuned.outputs.at(name);
+      ASSERT_EQ(got.bytes(), expected.bytes()) << name;
+      EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.bytes()), 0) << name << " differs";
+    }
+  }
+  EXPECT_EQ(tried, emulated ? 8 : 12);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, EveryConfig, ::testing::Combine(::testing::ValuesIn(allOpModes()), ::testing::Bool()),
+                         [](const auto &info) {
+                           return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_ptx_emu" : "_cpu");
+                         });
+
+TEST(TunedVariants, BucketsAreChosenAtTheirEdges) {
+  TunedVariants v;
+  auto a = std::make_shared<LoadedOp>(), b = std::make_shared<LoadedOp>(), one = std::make_shared<LoadedOp>();
+  v.byBucket = {{1, one}, {64, a}, {1024, b}};
+  EXPECT_EQ(v.forTokens(0), one.get());
+  EXPECT_EQ(v.forTokens(1), one.get());
+  EXPECT_EQ(v.forTokens(2), nullptr);
+  EXPECT_EQ(v.forTokens(32), nullptr);
+  EXPECT_EQ(v.forTokens(33), a.get());
+  EXPECT_EQ(v.forTokens(64), a.get());
+  EXPECT_EQ(v.forTokens(65), nullptr);
+  EXPECT_EQ(v.forTokens(513), b.get());
+  EXPECT_EQ(v.forTokens(1024), b.get());
+  EXPECT_EQ(v.forTokens(1025), nullptr);
+  for (int64_t t : {1, 2, 3, 33, 64, 65, 1000, 1024, 1025})
+    EXPECT_EQ(tune::tokenBucket(t) == 64, v.forTokens(t) == a.get()) << t << ": the runtime and the database agree";
+}
+
+/// A tuning file for B2 f32 H=64 top_k=2 on this CPU: bucket 64 tuned to `config`, bucket 1024 to the
+/// heuristic.
+tune::TuningFile b2Tuned(const std::string &config) {
+  tune::TuningFile f;
+  f.key = tuningKeyOf("moe_init_routing_v2_grad", kB2Request, Target::cpu());
+  f.record(64, config, 10.0);
+  f.record(64, "heuristic", 12.0);
+  f.record(1024, "heuristic", 50.0);
+  f.record(1024, config, 60.0);
+  return f;
+}
+
+struct Captured {
+  std::vector<std::string> warnings, informs;
+};
+
+Runtime::Options tunedOptions(const fs::path &cache, Captured &c, bool autotune = true) {
+  Runtime::Options o;
+  o.target = Target::cpu();
+  o.cacheDir = cache;
+  o.autotune = autotune;
+  o.printAutotuning = true;
+  o.dumpDir = cache / "dumps";
+  o.warn = [&c](const std::string &line) { c.warnings.push_back(line); };
+  o.inform = [&c](const std::string &line) { c.informs.push_back(line); };
+  return o;
+}
+
+std::string joined(const std::vector<std::string> &lines) {
+  std::string s;
+  for (const std::string &l : lines)
+    s += l + "\n";
+  return s;
+}
+
+TEST(Autotuning, TheRuntimeUsesTheTunedConfigForTheCallsBucket) {
+  fs::path dir = freshDir("use");
+  const std::string config = "vector=2,threads=1,rows=1,unroll=3";
+  tune::TuningDb db(dir / "tuning", {});
+  db.store(b2Tuned(config));
+  Captured captured;
+  Runtime rt(tunedOptions(dir, captured));
+  Kernel k = rt.get("moe_init_routing_v2_grad", kB2Request);
+  std::string said = joined(captured.informs);
+  EXPECT_NE(said.find("autotuning: moe_init_routing_v2_grad f32 on " + tuningTargetName(Target::cpu())), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("grad_x[0] in (32, 64]: " + config + " (tuned: " + (dir / "tuning").string()), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("grad_x[0] in (512, 1024]: the heuristic's schedule (tuned"), std::string::npos) << said;
+  EXPECT_NE(said.find("other token counts: the heuristic's schedule"), std::string::npos) << said;
+  ASSERT_NE(k.tunedVariants(), nullptr);
+  ASSERT_EQ(k.tunedVariants()->byBucket.size(), 1u);
+  const LoadedOp &tuned = *k.tunedVariants()->byBucket[0].second;
+  EXPECT_EQ(tuned.kernels[0].schedule.vector, 2);
+  EXPECT_EQ(tuned.kernels[0].schedule.unroll, 3);
+  EXPECT_NE(k.specialization().kernels[0].schedule.unroll, 3) << "the heuristic's differs, or the test shows nothing";
+
+  // The dumps of the tuned specialization carry its schedule.
+  bool dumped = false;
+  for (const auto &entry : fs::directory_iterator(dir / "dumps"))
+    if (entry.path().string().find(".moe.mlir") != std::string::npos &&
+        contents(entry.path()).find("#moe.schedule<rowsPerBlock = 1, threads = 1, vector = 2, unroll = 3>") != std::string::npos)
+      dumped = true;
+  EXPECT_TRUE(dumped) << "no moe.mlir dump with the tuned #moe.schedule in " << (dir / "dumps");
+
+  // Calls pick by their token count, and every choice gives the same bytes.
+  std::mt19937 rng(std::random_device{}());
+  for (int64_t tokens : {1, 32, 33, 64, 65, 700}) {
+    SCOPED_TRACE(tokens);
+    Case c = initRoutingGrad(DType::F32, tokens, 2, 64, 0, false, rng, true);
+    std::map<std::string, TensorView> views;
+    for (auto &[name, t] : c.inputs)
+      views[name] = t.view();
+    HostTensor out(DType::F32, c.expected.at("grad_x").dims());
+    views["grad_x"] = out.view();
+    bool inTunedBucket = tokens > 32 && tokens <= 64;
+    EXPECT_EQ(&k.specializationFor(views), inTunedBucket ? &tuned : &k.specialization());
+    k.launch(views, nullptr, c.attrs);
+    EXPECT_EQ(std::memcmp(out.raw(), c.expected.at("grad_x").raw(), out.bytes()), 0);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Autotuning, AutotuneOffOrARequestedScheduleUsesNoTuning) {
+  fs::path dir = freshDir("off");
+  tune::TuningDb(dir / "tuning", {}).store(b2Tuned("vector=2,threads=1,rows=1,unroll=3"));
+  {
+    Captured captured;
+    Runtime rt(tunedOptions(dir, captured, false));
+    EXPECT_EQ(rt.get("moe_init_routing_v2_grad", kB2Request).tunedVariants(), nullptr);
+    EXPECT_NE(joined(captured.informs).find("MOEC_AUTOTUNE=0: the heuristic's schedule"), std::string::npos);
+  }
+  Captured captured;
+  Runtime rt(tunedOptions(dir, captured));
+  KernelRequest request = kB2Request;
+  request.schedule = tune::parseConfig("vector=4,threads=1,rows=1,unroll=1");
+  EXPECT_EQ(rt.get("moe_init_routing_v2_grad", request).tunedVariants(), nullptr);
+  EXPECT_NE(joined(captured.informs).find("the requested schedule vector=4,threads=1,rows=1,unroll=1"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Autotuning, AnotherShapeFindsNoTuning) {
+  fs::path dir = freshDir("shape");
+  tune::TuningDb(dir / "tuning", {}).store(b2Tuned("vector=2,threads=1,rows=1,unroll=3"));
+  Captured captured;
+  Runtime rt(tunedOptions(dir, captured));
+  KernelRequest other = kB2Request;
+  other.dims["H"] = 128; // the problem size is in the key: H=64's winner is not reused
+  EXPECT_EQ(rt.get("moe_init_routing_v2_grad", other).tunedVariants(), nullptr);
+  EXPECT_NE(joined(captured.informs).find("no tuning file"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Autotuning, ADamagedOrForeignTuningFileIsIgnoredWithAWarning) {
+  fs::path dir = freshDir("damaged");
+  tune::TuningFile file = b2Tuned("vector=2,threads=1,rows=1,unroll=3");
+  fs::path path = dir / "tuning" / file.key.fileName();
+  std::string good = tune::toJson(file);
+  std::string foreign = good;
+  foreign.replace(foreign.find(tune::moecVersion()), std::strlen(tune::moecVersion()), "0.0.1");
+  std::string edited = good;
+  edited.replace(edited.find("10.0"), 4, "1.00");
+  for (const std::string &bad : {std::string("{ not json"), foreign, edited}) {
+    fs::create_directories(path.parent_path());
+    writeFileReplacing(path.string(), {bad});
+    Captured captured;
+    Runtime rt(tunedOptions(dir, captured));
+    Kernel k = rt.get("moe_init_routing_v2_grad", kB2Request);
+    EXPECT_EQ(k.tunedVariants(), nullptr);
+    ASSERT_EQ(captured.warnings.size(), 1u) << joined(captured.warnings);
+    EXPECT_NE(captured.warnings[0].find(path.string()), std::string::npos) << captured.warnings[0];
+    EXPECT_TRUE(fs::exists(path)) << "moec never deletes what it cannot read";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Autotuning, AnUnusableConfigInAFileIsSkippedWithAWarning) {
+  fs::path dir = freshDir("unusable");
+  tune::TuningDb(dir / "tuning", {}).store(b2Tuned("vector=3,threads=1,rows=1,unroll=1"));
+  Captured captured;
+  Runtime rt(tunedOptions(dir, captured));
+  EXPECT_EQ(rt.get("moe_init_routing_v2_grad", kB2Request).tunedVariants(), nullptr);
+  ASSERT_EQ(captured.warnings.size(), 1u) << joined(captured.warnings);
+  EXPECT_NE(captured.warnings[0].find("'vector': 3"), std::string::npos) << captured.warnings[0];
+  fs::remove_all(dir);
+}
+
+} // namespace

@@ -1,0 +1,275 @@
+//===- TuneCommand.cpp - moec tune -----------------------------------------===//
+//
+//   moec tune OP --target cpu|ptx --dtype D --dim H=.. --attr k=.. [--with T] [--tokens 256,4096]
+//             [--budget S] [--configs FILE] [--reps N] [--shard i/n] [--out FILE]
+//   moec tune --list                 the tuning files in the cache
+//   moec tune --merge A.json B.json [--out FILE]   shards merged (into the cache without --out)
+//
+// A sweep runs the configs of the target's space (or a file's) on the inputs `moec bench` uses (bench/gpu/
+// Cases.h), through the Tuner (moec/Tuner.h), then prints a ranked table, writes the tuning file the
+// Runtime reads, and a CSV and a gnuplot plot of the sweep.
+//===----------------------------------------------------------------------===//
+#include "Commands.h"
+#include "Common.h"
+#include "TuneReport.h"
+
+#include "TuneCalls.h"
+
+#include "moec/Autotuning.h"
+#include "moec/Tuner.h"
+#include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/CudaDriver.h"
+#include "moec/runtime/DiskCache.h"
+#include "moec/runtime/Files.h"
+#include "moec/runtime/ThreadPool.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <random>
+#include <unistd.h>
+
+namespace moec::cli {
+
+namespace {
+
+struct TuneOptionsCli {
+  std::string op;
+  std::string dtype = "f32", target = "cpu", arch = "sm_90";
+  std::vector<std::string> dims, attrs, with;
+  std::vector<int64_t> tokens;
+  double budget = 0;
+  std::string configsFile, shard, out, reportDir;
+  int reps = 10;
+  unsigned compileThreads = 0;
+  size_t top = 10;
+  bool list = false;
+  std::vector<std::string> merge;
+};
+
+/// The --configs file: one config per line; blank lines and '#' comments skipped. Errors name the line.
+std::vector<Schedule> readConfigs(const std::string &path) {
+  std::string text = readRegularFile(path);
+  std::vector<Schedule> configs;
+  size_t start = 0;
+  for (int line = 1; start < text.size(); ++line) {
+    size_t end = text.find('\n', start);
+    std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? text.size() : end + 1;
+    item = item.substr(0, item.find('#'));
+    item.erase(0, item.find_first_not_of(" \t\r"));
+    item.erase(item.find_last_not_of(" \t\r") + 1);
+    if (item.empty())
+      continue;
+    try {
+      configs.push_back(tune::parseConfig(item));
+    } catch (const std::invalid_argument &e) {
+      throw CLI::ValidationError("--configs", fmt::format("{}:{}: {}", path, line, e.what()));
+    }
+  }
+  return configs;
+}
+
+/// --shard i/n: the configs whose index in the sweep is i modulo n.
+std::vector<Schedule> shardOf(const std::vector<Schedule> &configs, const std::string &shard) {
+  unsigned i = 0, n = 0;
+  char slash = 0, extra = 0;
+  if (std::sscanf(shard.c_str(), "%u%c%u%c", &i, &slash, &n, &extra) != 3 || slash != '/' || n == 0 || i >= n)
+    throw CLI::ValidationError("--shard", "'" + shard + "' is not i/n with 0 <= i < n");
+  std::vector<Schedule> mine;
+  for (size_t k = 0; k < configs.size(); ++k)
+    if (k % n == i)
+      mine.push_back(configs[k]);
+  return mine;
+}
+
+void listTuned(const tune::TuningDb &db) {
+  std::vector<tune::TuningFile> files = db.list();
+  fmt::print("{} tuning files in {}\n", files.size(), db.dir().string());
+  for (const tune::TuningFile &f : files) {
+    std::string statics;
+    for (const auto &[name, value] : f.key.statics)
+      statics += (statics.empty() ? "" : ",") + name + "=" + std::to_string(value);
+    fmt::print("{} {} {} {}{}\n", f.key.op, f.key.dtype, f.key.target, statics,
+               f.key.present.empty() ? "" : " +" + fmt::format("{}", fmt::join(f.key.present, ",+")));
+    for (const auto &[bucket, r] : f.buckets)
+      fmt::print("  tokens <= {:>7}: {:<48} {:>10.1f} us  ({} configs timed)\n", bucket, r.best, r.us,
+                 r.timings.size());
+  }
+}
+
+void mergeFiles(const TuneOptionsCli &o, tune::TuningDb &db) {
+  std::vector<tune::TuningFile> files;
+  for (const std::string &path : o.merge)
+    files.push_back(tune::TuningDb::read(path));
+  tune::TuningFile merged = tune::merge(files);
+  if (!o.out.empty()) {
+    tune::TuningDb::write(o.out, merged);
+    fmt::print("merged {} files into {}\n", files.size(), o.out);
+  } else {
+    db.store(merged);
+    fmt::print("merged {} files into {}\n", files.size(), (db.dir() / merged.key.fileName()).string());
+  }
+}
+
+void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
+  if (o.target != "cpu" && o.target != "ptx")
+    throw CLI::ValidationError("--target", "moec tune times on cpu or ptx (a GPU); got '" + o.target + "'");
+  std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
+  KernelRequest request;
+  request.dtype = parseDType(o.dtype);
+  request.dims = parseAssignments(o.dims, "--dim");
+  request.attrs = parseAssignments(o.attrs, "--attr");
+  request.with = presentTensors(*op, o.with);
+  std::map<std::string, int64_t> statics = request.dims;
+  statics.insert(request.attrs.begin(), request.attrs.end());
+
+  Runtime::Options options;
+  options.autotune = false; // the heuristic is the compiler's, not an earlier sweep's winner
+  const CudaDriver &driver = CudaDriver::instance();
+  if (o.target == "ptx") {
+    if (!driver.available())
+      throw std::runtime_error("moec tune --target ptx needs a GPU, and there is none here: " +
+                               driver.unavailableReason());
+    options.target = Target::ptx(driver.archName(0));
+  } else {
+    options.target = Target::cpu();
+  }
+  Runtime rt(options);
+  std::shared_ptr<CudaContext> context;
+  std::optional<CudaContext::Scope> current;
+  if (o.target == "ptx") {
+    context = std::make_shared<CudaContext>(driver, 0);
+    current.emplace(driver, context.get());
+  }
+
+  std::vector<Schedule> configs = o.configsFile.empty() ? tune::configSpace(rt.target().kind) : readConfigs(o.configsFile);
+  if (!o.shard.empty())
+    configs = shardOf(configs, o.shard);
+  std::vector<int64_t> tokens = o.tokens;
+  if (tokens.empty())
+    tokens = {gpucheck::productionTokens(statics.count("H") ? statics.at("H") : 0)};
+  tune::TuningKey key = tuningKeyOf(o.op, request, rt.target());
+  std::optional<tune::TuningFile> previous;
+  if (!o.out.empty() && std::filesystem::exists(o.out))
+    previous = tune::TuningDb::read(o.out);
+  else if (o.out.empty())
+    previous = db.load(key);
+
+  TuneOptions tuneOptions;
+  tuneOptions.tokens = tokens;
+  tuneOptions.configs = configs;
+  tuneOptions.reps = o.reps;
+  tuneOptions.budgetSeconds = o.budget;
+  tuneOptions.compileThreads = o.compileThreads;
+  tuneOptions.previous = previous ? &*previous : nullptr;
+
+  std::unique_ptr<gpucheck::CpuTuneCall> cpuCall;
+  std::unique_ptr<gpucheck::GpuTuneCall> gpuCall;
+  std::mt19937 rng(12345);
+  auto callFor = [&](int64_t t) -> TuneCall & {
+    cpuCall.reset();
+    gpuCall.reset();
+    gpucheck::Case c = gpucheck::caseFor(o.op, request.dtype, statics, request.with, t, false, rng, false);
+    if (o.target == "ptx") {
+      gpuCall = std::make_unique<gpucheck::GpuTuneCall>(driver, std::move(c));
+      return gpuCall->call;
+    }
+    cpuCall = std::make_unique<gpucheck::CpuTuneCall>(std::move(c));
+    return cpuCall->call;
+  };
+  bool terminal = isatty(STDERR_FILENO);
+  fmt::print("{} {} {} on {}: {} configs x {} token counts, {} timed runs each{}\n", o.op, o.dtype,
+             gpucheck::modeName(statics, request.with, false), tuningTargetName(rt.target()), configs.size() + 1,
+             tokens.size(), o.reps, o.shard.empty() ? "" : " (shard " + o.shard + ")");
+  std::fflush(stdout);
+  auto progress = [&](const TuneProgress &p) {
+    std::string best = p.best ? fmt::format("best {} {:.1f} us", p.best->text, p.best->medianUs) : "no result yet";
+    if (terminal) {
+      fmt::print(stderr, "\r\033[K[{}/{}] T={} {}; ETA {:.0f} s", p.done, p.total, p.last->tokens, best, p.etaSeconds);
+      if (p.done == p.total)
+        fmt::print(stderr, "\n");
+      return;
+    }
+    const TunePoint &q = *p.last;
+    std::string what = q.status == TunePoint::Status::Timed || q.status == TunePoint::Status::Reused
+                           ? fmt::format("{:.1f} us{}", q.medianUs, q.status == TunePoint::Status::Reused ? " (earlier sweep)" : "")
+                           : std::string(statusName(q.status)) + ": " + q.why;
+    fmt::print(stderr, "[{}/{}] T={} {}: {}\n", p.done, p.total, q.tokens, q.text, what);
+  };
+  TuneResult result = tuneOp(rt, o.op, request, tuneOptions, callFor, progress);
+
+  std::string baseline = o.target == "ptx" ? "copy" : "memcpy";
+  fmt::print("{}", rankedTable(result, baseline, o.top));
+  fmt::print("compiled {} configs (pruned ones never are)\n", result.compiled);
+  std::string where;
+  if (!o.out.empty()) {
+    tune::TuningDb::write(o.out, result.file);
+    where = o.out;
+  } else {
+    db.store(result.file);
+    where = (db.dir() / key.fileName()).string();
+  }
+  fmt::print("tuning file: {}\n", where);
+  std::filesystem::path reports = o.reportDir.empty() ? db.dir() / "reports" : std::filesystem::path(o.reportDir);
+  std::string stem = (reports / std::filesystem::path(key.fileName()).stem()).string();
+  if (!o.shard.empty())
+    stem += ".shard" + std::to_string(std::atoi(o.shard.c_str()));
+  std::string note;
+  std::vector<std::string> files = writeSweepReport(result, stem, fmt::format("{} {} {}", o.op, o.dtype, key.target), note);
+  fmt::print("report: {}\n", fmt::join(files, ", "));
+  if (!note.empty())
+    fmt::print("note: {}\n", note);
+  size_t mismatches = 0;
+  for (const TunePoint &p : result.points)
+    mismatches += p.status == TunePoint::Status::Mismatch;
+  if (mismatches)
+    throw std::runtime_error(fmt::format("{} configs gave outputs that differ from the heuristic's: a compiler bug "
+                                         "(see the lines marked 'mismatch')",
+                                         mismatches));
+}
+
+} // namespace
+
+void registerTuneCommand(CLI::App &app) {
+  auto o = std::make_shared<TuneOptionsCli>();
+  CLI::App *cmd = app.add_subcommand("tune", "Sweep the schedule space of an op, keep the winner per token bucket, "
+                                             "and plot the landscape");
+  cmd->add_option("op", o->op, "built-in op name");
+  cmd->add_option("--dtype", o->dtype, "element type: f16, bf16, f32")->capture_default_str();
+  cmd->add_option("--target", o->target, "cpu, or ptx (a GPU; timed with CUDA events)")->capture_default_str();
+  cmd->add_option("--dim", o->dims, "NAME=VALUE for a static dim (repeatable)");
+  cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
+  cmd->add_option("--with", o->with, "an optional input the calls pass (repeatable)");
+  cmd->add_option("--tokens", o->tokens, "token counts, comma-separated (default: spec §8.1's production count)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("--budget", o->budget, "seconds; configs not reached in time stay untimed (0: no limit)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--configs", o->configsFile, "a file of configs, one per line (default: the target's space)");
+  cmd->add_option("--reps", o->reps, "timed runs per config (the median is kept)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--shard", o->shard, "i/n: time only every n-th config from the i-th (merge with --merge)");
+  cmd->add_option("--out", o->out, "write the tuning file here instead of the cache (shards, --merge)");
+  cmd->add_option("--report-dir", o->reportDir, "where the CSV and the plot go (default: <cache>/tuning/reports)");
+  cmd->add_option("--compile-threads", o->compileThreads, "configs compiled at once (0: one per hardware thread)");
+  cmd->add_option("--top", o->top, "rows of the ranked table per token count")->capture_default_str();
+  cmd->add_flag("--list", o->list, "list the tuning files in the cache");
+  cmd->add_option("--merge", o->merge, "tuning files to merge, keeping the fastest per config and bucket");
+  cmd->callback([o] {
+    tune::TuningDb db(defaultCacheDir() / "tuning", [](const std::string &line) {
+      fmt::print(stderr, "moec: warning: {}\n", line);
+    });
+    if (o->list)
+      return listTuned(db);
+    if (!o->merge.empty())
+      return mergeFiles(*o, db);
+    if (o->op.empty())
+      throw CLI::ValidationError("op", "give an op to sweep, or --list, or --merge");
+    runSweep(*o, db);
+  });
+}
+
+} // namespace moec::cli

@@ -1,0 +1,206 @@
+//===- TuneReport.cpp - The ranked table, the CSV and the gnuplot plot ----===//
+#include "TuneReport.h"
+
+#include "Common.h"
+
+#include "moec/tune/TuningDb.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace moec::cli {
+
+namespace {
+
+bool ranks(const TunePoint &p) {
+  return p.status == TunePoint::Status::Timed || p.status == TunePoint::Status::Reused;
+}
+
+/// The points of one token count, in sweep order.
+std::map<int64_t, std::vector<const TunePoint *>> byTokens(const TuneResult &result) {
+  std::map<int64_t, std::vector<const TunePoint *>> groups;
+  for (const TunePoint &p : result.points)
+    groups[p.tokens].push_back(&p);
+  return groups;
+}
+
+const TunePoint *fastest(const std::vector<const TunePoint *> &points) {
+  const TunePoint *best = nullptr;
+  for (const TunePoint *p : points)
+    if (ranks(*p) && (!best || p->medianUs < best->medianUs || (p->medianUs == best->medianUs && p->text < best->text)))
+      best = p;
+  return best;
+}
+
+const TunePoint *heuristicOf(const std::vector<const TunePoint *> &points) {
+  for (const TunePoint *p : points)
+    if (p->config == Schedule{})
+      return p;
+  return nullptr;
+}
+
+std::string csvField(const std::string &s) {
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
+  std::string q = "\"";
+  for (char c : s)
+    q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+/// gnuplot's double-quoted strings: backslash and quote escaped.
+std::string gpString(const std::string &s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+/// Runs `gnuplot script`; "" on success, else why not.
+std::string runGnuplot(const std::string &script) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return "cannot start gnuplot";
+  if (pid == 0) {
+    execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    return "gnuplot is not installed (apt install gnuplot-nox); run `gnuplot " + script + "` later for the plot";
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "gnuplot failed on " + script;
+  return "";
+}
+
+} // namespace
+
+std::string rankedTable(const TuneResult &result, const std::string &baselineName, size_t top) {
+  std::string out;
+  for (const auto &[tokens, points] : byTokens(result)) {
+    std::vector<const TunePoint *> timed;
+    std::map<TunePoint::Status, size_t> counts;
+    for (const TunePoint *p : points) {
+      ++counts[p->status];
+      if (ranks(*p))
+        timed.push_back(p);
+    }
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const TunePoint *a, const TunePoint *b) { return a->medianUs < b->medianUs; });
+    const TunePoint *heuristic = heuristicOf(points);
+    out += fmt::format("\ntokens {} (bucket {}): {} configs timed or reused\n", tokens, tune::tokenBucket(tokens),
+                       timed.size());
+    out += fmt::format("{:>4}  {:<64} {:>11} {:>11} {:>13} {:>9}\n", "rank", "config", "median us", "min us",
+                       "vs heuristic", "vs " + baselineName);
+    for (size_t i = 0; i < timed.size(); ++i) {
+      if (i >= top && timed[i] != heuristic)
+        continue; // the heuristic's row is shown wherever it ranks
+      const TunePoint &p = *timed[i];
+      std::string vsHeuristic = heuristic && ranks(*heuristic) ? fmt::format("{:.3f}x", heuristic->medianUs / p.medianUs) : "-";
+      std::string vsBase = p.baselineUs > 0 ? fmt::format("{:.2f}", p.baselineUs / p.medianUs) : "-";
+      std::string min = p.status == TunePoint::Status::Reused ? "(earlier)" : fmt::format("{:.1f}", p.minUs);
+      out += fmt::format("{:>4}  {:<64} {:>11.1f} {:>11} {:>13} {:>9}\n", i + 1, p.text, p.medianUs, min, vsHeuristic,
+                         vsBase);
+    }
+    out += fmt::format("      pruned {}, failed {}, outputs differ {}, untimed {}\n", counts[TunePoint::Status::Pruned],
+                       counts[TunePoint::Status::Failed], counts[TunePoint::Status::Mismatch],
+                       counts[TunePoint::Status::Untimed]);
+  }
+  return out;
+}
+
+std::string sweepCsv(const TuneResult &result) {
+  std::string csv = "tokens,bucket,config,vector,threads,rows,unroll,off,family,status,median_us,min_us,baseline_us,"
+                    "fraction_of_baseline,is_heuristic,is_best,why\n";
+  for (const auto &[tokens, points] : byTokens(result)) {
+    const TunePoint *best = fastest(points);
+    for (const TunePoint *p : points) {
+      const Schedule &s = p->config;
+      std::string off = p->text.find(",off=") == std::string::npos ? "" : p->text.substr(p->text.find(",off=") + 5);
+      double fraction = p->baselineUs > 0 && p->medianUs > 0 ? p->baselineUs / p->medianUs : 0;
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{},{},{}\n", tokens,
+                         tune::tokenBucket(tokens), csvField(p->text), s.vector, s.threads, s.rowsPerBlock, s.unroll,
+                         csvField(off), csvField(s == Schedule{} ? "heuristic" : tune::familyOf(s)),
+                         statusName(p->status), p->medianUs, p->minUs, p->baselineUs, fraction,
+                         s == Schedule{} ? 1 : 0, p == best ? 1 : 0, csvField(p->why));
+    }
+  }
+  return csv;
+}
+
+std::vector<std::string> writeSweepReport(const TuneResult &result, const std::string &stem, const std::string &title,
+                                          std::string &note) {
+  std::vector<std::string> written;
+  writeFile(stem + ".csv", sweepCsv(result));
+  written.push_back(stem + ".csv");
+  auto groups = byTokens(result);
+  if (groups.empty())
+    return written;
+  const auto &[tokens, points] = *groups.rbegin();
+  // One data block per family (gnuplot's `index`), its title on the block's first line. Throughput, not
+  // a fraction of the copy: configs reused from an earlier sweep have no copy timed with them.
+  auto gbps = [](const TunePoint &p) { return p.bytesMoved / p.medianUs / 1e3; };
+  std::map<std::string, std::vector<const TunePoint *>> families;
+  std::vector<double> copies;
+  for (const TunePoint *p : points) {
+    if (ranks(*p) && p->medianUs > 0 && !(p->config == Schedule{}))
+      families[tune::familyOf(p->config)].push_back(p);
+    if (p->baselineUs > 0)
+      copies.push_back(p->baselineUs);
+  }
+  std::string dat;
+  for (auto &[family, members] : families) {
+    std::sort(members.begin(), members.end(),
+              [](const TunePoint *a, const TunePoint *b) { return a->config.vector < b->config.vector; });
+    dat += gpString(family) + "\n";
+    for (const TunePoint *p : members)
+      dat += fmt::format("{} {:.4f}\n", p->config.vector, gbps(*p));
+    dat += "\n\n";
+  }
+  const TunePoint *heuristic = heuristicOf(points), *best = fastest(points);
+  writeFile(stem + ".dat", dat);
+  written.push_back(stem + ".dat");
+  std::string gp = fmt::format("set terminal svg size 1200,650 dynamic noenhanced font 'sans,11'\nset output {}\n"
+                               "set title {}\nset xlabel 'vector width (elements)'\n"
+                               "set ylabel 'GB/s (minimum bytes of the op / median time)'\nset logscale x 2\n"
+                               "set xtics (1, 2, 4, 8, 16)\nset key outside right top font ',8'\nset grid\n"
+                               "set yrange [0:*]\nset offsets graph 0.05, graph 0.05, graph 0.08, 0\n",
+                               gpString(stem + ".svg"), gpString(fmt::format("{} ({} tokens)", title, tokens)));
+  auto hline = [&](double y, const std::string &label, const char *style) {
+    gp += fmt::format("set arrow from graph 0, first {0:.4f} to graph 1, first {0:.4f} nohead {1}\n"
+                      "set label {2} at graph 0.01, first {0:.4f} offset 0,0.6\n",
+                      y, style, gpString(label));
+  };
+  if (!copies.empty()) {
+    std::sort(copies.begin(), copies.end());
+    double copy = points.front()->bytesMoved / copies[copies.size() / 2] / 1e3;
+    hline(copy, fmt::format("same-run copy {:.1f} GB/s", copy), "dt 3 lw 2 lc rgb 'gray40'");
+  }
+  if (heuristic && ranks(*heuristic))
+    hline(gbps(*heuristic), fmt::format("heuristic {:.1f} GB/s", gbps(*heuristic)), "dt 2 lw 2 lc rgb 'black'");
+  if (best && !(best->config == Schedule{}))
+    gp += fmt::format("set label {} at first {}, first {:.4f} point pt 7 ps 2 lc rgb 'red' right offset -1,-1\n",
+                      gpString("best: " + best->text), best->config.vector, gbps(*best));
+  if (families.empty())
+    gp += "plot 1/0 notitle\n";
+  else
+    gp += fmt::format("plot for [i=0:{}] {} index i using 1:2 with linespoints title columnheader(1)\n",
+                      families.size() - 1, gpString(stem + ".dat"));
+  writeFile(stem + ".gp", gp);
+  written.push_back(stem + ".gp");
+  note = runGnuplot(stem + ".gp");
+  if (note.empty())
+    written.push_back(stem + ".svg");
+  return written;
+}
+
+} // namespace moec::cli
