@@ -50,7 +50,8 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
         s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, vector, unroll}, kind, inner, elemBytes,
                            isVectorizable(domain));
       } else {
-        s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes, isVectorizable(domain));
+        s = chooseSchedule({rowsPerBlock, threads, vector, unroll}, kind, inner, elemBytes, isVectorizable(domain),
+                           cpuLanes ? cpuLanes : hostVectorLanes());
       }
       if (std::string why = scheduleProblem(s, kind); !why.empty()) {
         domain.op()->emitError() << "moe-schedule: " << why;

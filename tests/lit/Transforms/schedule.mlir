@@ -1,7 +1,8 @@
 // moe-schedule attaches a #moe.schedule to every moe.compute that has none; options left at 0 are the
 // compiler's choice (moec::chooseSchedule).
 // RUN: moec-opt %s --moe-schedule="target=gpu" | FileCheck %s --check-prefix=GPU
-// RUN: moec-opt %s --moe-schedule="target=cpu" | FileCheck %s --check-prefix=CPU
+// RUN: moec-opt %s --moe-schedule="target=cpu cpu-lanes=8" | FileCheck %s --check-prefix=CPU
+// RUN: moec-opt %s --moe-schedule="target=cpu cpu-lanes=16" | FileCheck %s --check-prefix=CPU16
 // RUN: moec-opt %s --moe-schedule="target=gpu vector=1" | FileCheck %s --check-prefix=V1
 // RUN: moec-opt %s --moe-schedule="target=gpu vector=4 threads=64 rows-per-block=3 unroll=2" | FileCheck %s --check-prefix=ALL
 // RUN: not moec-opt %s --moe-schedule="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
@@ -11,6 +12,11 @@
 // GPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 8, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @bf16_7168
 // CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 8, unroll = 8>} : memref<?x7168xbf16>
+// On the CPU the vector is one register of f32 lanes (cpu-lanes; by default this machine's: 16 with AVX-512).
+// CPU16-LABEL: func.func @bf16_7168
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
+// CPU16-LABEL: func.func @f16_7
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
 // V1-LABEL: func.func @bf16_7168
 // V1: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 // ALL-LABEL: func.func @bf16_7168

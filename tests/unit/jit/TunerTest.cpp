@@ -185,6 +185,31 @@ TEST(Tuner, AddingConfigsRetimesOnlyTheNewOnes) {
   fs::remove_all(dir);
 }
 
+// A config whose outputs differ from the heuristic's (a compiler bug the sweep must surface) is reported
+// and never timed or stored. The call here reads back different bytes after every launch but the first.
+TEST(Tuner, AConfigWhoseOutputsDifferIsReportedNotTimed) {
+  fs::path dir = freshDir("mismatch");
+  Runtime rt(cpuOptions(dir));
+  std::mt19937 rng(std::random_device{}());
+  std::unique_ptr<CpuTuneCall> holder;
+  int reads = 0;
+  auto calls = [&](int64_t tokens) -> TuneCall & {
+    holder = std::make_unique<CpuTuneCall>(initRoutingGrad(DType::F32, tokens, 2, 64, 0, false, rng, false), 0);
+    holder->call.outputBytes = [&reads] { return std::to_string(reads++); };
+    return holder->call;
+  };
+  TuneOptions o;
+  o.tokens = {16};
+  o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")};
+  TuneResult r = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, calls);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].status, TunePoint::Status::Mismatch) << "the heuristic too: its check run reads anew";
+  EXPECT_EQ(r.points[1].status, TunePoint::Status::Mismatch);
+  EXPECT_NE(r.points[1].why.find("differ"), std::string::npos);
+  EXPECT_TRUE(r.file.buckets.empty()) << "nothing that failed the check is stored";
+  fs::remove_all(dir);
+}
+
 TEST(Tuner, ABudgetLeavesTheRestUntimed) {
   fs::path dir = freshDir("budget");
   Runtime rt(cpuOptions(dir));

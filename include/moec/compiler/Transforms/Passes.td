@@ -78,8 +78,8 @@ def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
   let summary = "Chooses how each moe.compute runs and records it as #moe.schedule";
   let description = [{
     Attaches a `#moe.schedule` to every `moe.compute` that has none. Options left at 0 are the compiler's
-    choice (moec::chooseSchedule): a vector width of 16 bytes where the contiguous dim and the body allow
-    it, threads to cover the contiguous dim once (a multiple of 32, at most 256), enough rows per block to
+    choice (moec::chooseSchedule): a vector width of 16 bytes (on the CPU, one register of f32 lanes:
+    `cpu-lanes`, this machine's by default) where the contiguous dim and the body allow it, threads to cover the contiguous dim once (a multiple of 32, at most 256), enough rows per block to
     reach 128 threads, and a reduction unroll of 8.
 
     ```mlir
@@ -93,7 +93,9 @@ def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
     Option<"vector", "vector", "int64_t", "0", "vector width (0: compiler's choice)">,
     Option<"threads", "threads", "int64_t", "0", "GPU threads along the contiguous dim (0: choice)">,
     Option<"rowsPerBlock", "rows-per-block", "int64_t", "0", "GPU rows per block (0: choice)">,
-    Option<"unroll", "unroll", "int64_t", "0", "moe.sum unroll factor (0: choice)">
+    Option<"unroll", "unroll", "int64_t", "0", "moe.sum unroll factor (0: choice)">,
+    Option<"cpuLanes", "cpu-lanes", "int64_t", "0",
+           "CPU: f32 lanes of the widest vector register (0: this machine's, moec::hostVectorLanes)">
   ];
 }
 
