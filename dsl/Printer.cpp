@@ -100,16 +100,6 @@ std::string print(const Expr &e) {
 
 //===--- printAst ----------------------------------------------------------===//
 
-std::string quote(const std::string &s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
-
 class TreePrinter {
 public:
   explicit TreePrinter(const OpDef &op) : op_(op) {}
@@ -275,6 +265,16 @@ private:
 };
 
 } // namespace
+
+std::string quote(const std::string &s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
 
 std::string printExpr(const Expr &e) { return print(e); }
 

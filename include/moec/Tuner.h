@@ -4,7 +4,8 @@
 // outputs, then every config of the sweep: pruned ones are never compiled, the others are compiled in
 // parallel (through the Runtime, so the disk cache keeps them), checked bit for bit against the
 // reference, and timed a fixed number of times (caches flushed before each run) against a same-run
-// baseline. A config the previous tuning file already timed for a bucket is not timed again.
+// baseline, in groups whose configs run in turn, rep after rep, so drift in the machine's speed touches
+// them alike. A config the previous tuning file already timed for a bucket is not timed again.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -36,7 +37,7 @@ struct TuneOptions {
   std::vector<int64_t> tokens;   // token counts; each is timed, and stored under its bucket
   std::vector<Schedule> configs; // the candidates, in order (a target's space, a --configs file, a shard)
   int reps = 10;                 // timed runs per config: fixed, so every sweep runs the same number
-  double budgetSeconds = 0;      // 0: none; else configs not reached in time stay untimed (a later sweep times them)
+  double budgetSeconds = 0;      // 0: none; else groups not reached in time stay untimed (a later sweep times them)
   unsigned compileThreads = 0;   // 0: the hardware's threads
   const tune::TuningFile *previous = nullptr; // timings kept from earlier sweeps
 };

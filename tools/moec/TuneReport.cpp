@@ -3,6 +3,7 @@
 
 #include "Common.h"
 
+#include "moec/dsl/Printer.h"
 #include "moec/tune/TuningDb.h"
 
 #include <fmt/core.h>
@@ -50,17 +51,6 @@ std::string csvField(const std::string &s) {
   std::string q = "\"";
   for (char c : s)
     q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-/// gnuplot's double-quoted strings: backslash and quote escaped.
-std::string gpString(const std::string &s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      q += '\\';
-    q += c;
-  }
   return q + "\"";
 }
 
@@ -161,7 +151,7 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
   for (auto &[family, members] : families) {
     std::sort(members.begin(), members.end(),
               [](const TunePoint *a, const TunePoint *b) { return a->config.vector < b->config.vector; });
-    dat += gpString(family) + "\n";
+    dat += dsl::quote(family) + "\n";
     for (const TunePoint *p : members)
       dat += fmt::format("{} {:.4f}\n", p->config.vector, gbps(*p));
     dat += "\n\n";
@@ -174,11 +164,11 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
                                "set ylabel 'GB/s (minimum bytes of the op / median time)'\nset logscale x 2\n"
                                "set xtics (1, 2, 4, 8, 16)\nset key outside right top font ',8'\nset grid\n"
                                "set yrange [0:*]\nset offsets graph 0.05, graph 0.05, graph 0.08, 0\n",
-                               gpString(stem + ".svg"), gpString(fmt::format("{} ({} tokens)", title, tokens)));
+                               dsl::quote(stem + ".svg"), dsl::quote(fmt::format("{} ({} tokens)", title, tokens)));
   auto hline = [&](double y, const std::string &label, const char *style) {
     gp += fmt::format("set arrow from graph 0, first {0:.4f} to graph 1, first {0:.4f} nohead {1}\n"
                       "set label {2} at graph 0.01, first {0:.4f} offset 0,0.6\n",
-                      y, style, gpString(label));
+                      y, style, dsl::quote(label));
   };
   if (!copies.empty()) {
     std::sort(copies.begin(), copies.end());
@@ -189,12 +179,12 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
     hline(gbps(*heuristic), fmt::format("heuristic {:.1f} GB/s", gbps(*heuristic)), "dt 2 lw 2 lc rgb 'black'");
   if (best && !(best->config == Schedule{}))
     gp += fmt::format("set label {} at first {}, first {:.4f} point pt 7 ps 2 lc rgb 'red' right offset -1,-1\n",
-                      gpString("best: " + best->text), best->config.vector, gbps(*best));
+                      dsl::quote("best: " + best->text), best->config.vector, gbps(*best));
   if (families.empty())
     gp += "plot 1/0 notitle\n";
   else
     gp += fmt::format("plot for [i=0:{}] {} index i using 1:2 with linespoints title columnheader(1)\n",
-                      families.size() - 1, gpString(stem + ".dat"));
+                      families.size() - 1, dsl::quote(stem + ".dat"));
   writeFile(stem + ".gp", gp);
   written.push_back(stem + ".gp");
   note = runGnuplot(stem + ".gp");

@@ -5,7 +5,7 @@
 // (a row that vectors do not divide, an expert count that is not a multiple of a warp), run once with all
 // optimizations off, then with all on and with each one off alone, and compare the bytes.
 //===----------------------------------------------------------------------===//
-#include "OpModes.h"
+#include "ModeRun.h"
 
 #include "moec/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
@@ -31,16 +31,11 @@ TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
   std::mt19937 rng(std::random_device{}());
   for (DType dtype : {DType::BF16, DType::F16, DType::F32}) {
     SCOPED_TRACE(dsl::dtypeName(dtype));
-    Case c = mode.build(dtype, kTokens, kH, rng);
-    c.attrs.insert(mode.extraAttrs.begin(), mode.extraAttrs.end());
-    std::map<std::string, TensorView> inputs;
-    for (auto &[name, t] : c.inputs)
-      inputs[name] = t.view();
+    ModeRun call(mode, *op, dtype, kTokens, kH, rng, emulated);
     auto run = [&](uint32_t disabled) {
       Schedule s;
       s.disabled = disabled;
-      return emulated ? runOnDevice(*op, dtype, c.attrs, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
-                      : runOnCpu(*op, dtype, c.attrs, inputs, s);
+      return call(s);
     };
     CpuRunResult plain = run(kAllOptimizations);
     for (uint32_t disabled :
@@ -48,13 +43,7 @@ TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
           uint32_t(kAccumulateRows), uint32_t(kFillUncoveredRows),
           uint32_t(kCarryPrefixFolds)}) {
       SCOPED_TRACE("disabled optimizations: " + std::to_string(disabled));
-      CpuRunResult optimized = run(disabled);
-      ASSERT_EQ(optimized.outputs.size(), plain.outputs.size());
-      for (const auto &[name, expected] : plain.outputs) {
-        const HostTensor &got = optimized.outputs.at(name);
-        ASSERT_EQ(got.bytes(), expected.bytes()) << name;
-        EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.bytes()), 0) << name << " differs";
-      }
+      expectSameBytes(run(disabled), plain);
     }
   }
 }

@@ -5,7 +5,7 @@
 // tuning file is found and used by Runtime::get per token bucket, visible through MOEC_PRINT_AUTOTUNING
 // and in the dumps' #moe.schedule, and a damaged one is ignored with a warning.
 //===----------------------------------------------------------------------===//
-#include "OpModes.h"
+#include "ModeRun.h"
 #include "TuneCalls.h"
 
 #include "moec/Autotuning.h"
@@ -121,11 +121,21 @@ Runtime::Options cpuOptions(const fs::path &cache) {
   return o;
 }
 
-TEST(Tuner, PrunedConfigsAreNeverCompiledAndTheRestMatchTheHeuristic) {
-  fs::path dir = freshDir("prune");
-  Runtime rt(cpuOptions(dir));
-  std::mt19937 rng(std::random_device{}());
+/// A sweep of B2 f32 H=64 top_k=2 with its own cache, on fresh random data.
+class Tuner : public ::testing::Test {
+protected:
+  fs::path dir = freshDir("tuner");
+  std::mt19937 rng{std::random_device{}()};
   std::unique_ptr<CpuTuneCall> holder;
+  std::unique_ptr<Runtime> rt = std::make_unique<Runtime>(cpuOptions(dir));
+  void TearDown() override {
+    rt.reset();
+    fs::remove_all(dir);
+  }
+  TuneResult sweep(const TuneOptions &o) { return tuneOp(*rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng)); }
+};
+
+TEST_F(Tuner, PrunedConfigsAreNeverCompiledAndTheRestMatchTheHeuristic) {
   TuneOptions o;
   o.tokens = {37};
   o.reps = 2;
@@ -134,7 +144,7 @@ TEST(Tuner, PrunedConfigsAreNeverCompiledAndTheRestMatchTheHeuristic) {
                tune::parseConfig("vector=128,threads=1,rows=4,unroll=1"), // no such width: pruned
                tune::parseConfig("vector=8,threads=2000,rows=1,unroll=1"), // over the thread limit: pruned
                tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")}; // a repeat: tried once
-  TuneResult r = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
+  TuneResult r = sweep(o);
   ASSERT_EQ(r.points.size(), 5u); // the heuristic, then 4 distinct configs
   EXPECT_EQ(r.points[0].text, "heuristic");
   std::vector<TunePoint::Status> expected{TunePoint::Status::Timed, TunePoint::Status::Timed, TunePoint::Status::Timed,
@@ -142,32 +152,24 @@ TEST(Tuner, PrunedConfigsAreNeverCompiledAndTheRestMatchTheHeuristic) {
   for (size_t i = 0; i < r.points.size(); ++i)
     EXPECT_EQ(r.points[i].status, expected[i]) << r.points[i].text << ": " << r.points[i].why;
   EXPECT_EQ(r.compiled, 2u);
-  EXPECT_EQ(rt.stats().compiles, 3u) << "the heuristic and the two configs that are not pruned";
+  EXPECT_EQ(rt->stats().compiles, 3u) << "the heuristic and the two configs that are not pruned";
   const tune::BucketResult *bucket = r.file.forTokens(37);
   ASSERT_NE(bucket, nullptr);
   EXPECT_EQ(bucket->timings.size(), 3u);
   EXPECT_TRUE(bucket->timings.count("heuristic"));
-  fs::remove_all(dir);
 }
 
-TEST(Tuner, AddingConfigsRetimesOnlyTheNewOnes) {
-  fs::path dir = freshDir("retime");
-  std::mt19937 rng(std::random_device{}());
-  std::unique_ptr<CpuTuneCall> holder;
+TEST_F(Tuner, AddingConfigsRetimesOnlyTheNewOnes) {
   TuneOptions o;
   o.tokens = {20, 300};
   o.reps = 1;
   o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2"),
                tune::parseConfig("vector=8,threads=1,rows=16,unroll=4")};
-  TuneResult first;
-  {
-    Runtime rt(cpuOptions(dir));
-    first = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
-  }
+  TuneResult first = sweep(o);
   o.configs.push_back(tune::parseConfig("vector=2,threads=1,rows=128,unroll=1"));
   o.previous = &first.file;
-  Runtime rt(cpuOptions(dir / "second")); // another cache: every compile shows
-  TuneResult second = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
+  rt = std::make_unique<Runtime>(cpuOptions(dir / "second")); // another cache: every compile shows
+  TuneResult second = sweep(o);
   EXPECT_EQ(second.compiled, 1u) << "only the new config is compiled";
   size_t reused = 0, timed = 0;
   for (const TunePoint &p : second.points) {
@@ -182,16 +184,11 @@ TEST(Tuner, AddingConfigsRetimesOnlyTheNewOnes) {
   EXPECT_EQ(timed, 2u);
   for (int64_t tokens : {20, 300})
     EXPECT_EQ(second.file.forTokens(tokens)->timings.size(), 4u);
-  fs::remove_all(dir);
 }
 
 // A config whose outputs differ from the heuristic's (a compiler bug the sweep must surface) is reported
 // and never timed or stored. The call here reads back different bytes after every launch but the first.
-TEST(Tuner, AConfigWhoseOutputsDifferIsReportedNotTimed) {
-  fs::path dir = freshDir("mismatch");
-  Runtime rt(cpuOptions(dir));
-  std::mt19937 rng(std::random_device{}());
-  std::unique_ptr<CpuTuneCall> holder;
+TEST_F(Tuner, AConfigWhoseOutputsDifferIsReportedNotTimed) {
   int reads = 0;
   auto calls = [&](int64_t tokens) -> TuneCall & {
     holder = std::make_unique<CpuTuneCall>(initRoutingGrad(DType::F32, tokens, 2, 64, 0, false, rng, false), 0);
@@ -201,30 +198,24 @@ TEST(Tuner, AConfigWhoseOutputsDifferIsReportedNotTimed) {
   TuneOptions o;
   o.tokens = {16};
   o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")};
-  TuneResult r = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, calls);
+  TuneResult r = tuneOp(*rt, "moe_init_routing_v2_grad", kB2Request, o, calls);
   ASSERT_EQ(r.points.size(), 2u);
   EXPECT_EQ(r.points[0].status, TunePoint::Status::Mismatch) << "the heuristic too: its check run reads anew";
   EXPECT_EQ(r.points[1].status, TunePoint::Status::Mismatch);
   EXPECT_NE(r.points[1].why.find("differ"), std::string::npos);
   EXPECT_TRUE(r.file.buckets.empty()) << "nothing that failed the check is stored";
-  fs::remove_all(dir);
 }
 
-TEST(Tuner, ABudgetLeavesTheRestUntimed) {
-  fs::path dir = freshDir("budget");
-  Runtime rt(cpuOptions(dir));
-  std::mt19937 rng(std::random_device{}());
-  std::unique_ptr<CpuTuneCall> holder;
+TEST_F(Tuner, ABudgetLeavesTheRestUntimed) {
   TuneOptions o;
   o.tokens = {16};
   o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")};
   o.budgetSeconds = 1e-9; // spent before the first timing
-  TuneResult r = tuneOp(rt, "moe_init_routing_v2_grad", kB2Request, o, b2Calls(holder, rng));
+  TuneResult r = sweep(o);
   ASSERT_EQ(r.points.size(), 2u);
   for (const TunePoint &p : r.points)
     EXPECT_EQ(p.status, TunePoint::Status::Untimed) << p.text;
   EXPECT_TRUE(r.file.buckets.empty());
-  fs::remove_all(dir);
 }
 
 // Sampled configs of each target's space give every op and mode the heuristic's bytes exactly (the CPU,
@@ -238,16 +229,8 @@ TEST_P(EveryConfig, GivesBitIdenticalResults) {
   constexpr int64_t kTokens = 37, kH = 100;
   DType dtype = std::array{DType::BF16, DType::F16, DType::F32}[rng() % 3];
   SCOPED_TRACE(dsl::dtypeName(dtype));
-  Case c = mode.build(dtype, kTokens, kH, rng);
-  c.attrs.insert(mode.extraAttrs.begin(), mode.extraAttrs.end());
-  std::map<std::string, TensorView> inputs;
-  for (auto &[name, t] : c.inputs)
-    inputs[name] = t.view();
+  ModeRun run(mode, *op, dtype, kTokens, kH, rng, emulated);
   TargetKind kind = emulated ? TargetKind::GPU : TargetKind::CPU;
-  auto run = [&](const Schedule &s) {
-    return emulated ? runOnDevice(*op, dtype, c.attrs, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
-                    : runOnCpu(*op, dtype, c.attrs, inputs, s);
-  };
   CpuRunResult heuristic = run(Schedule{});
   std::vector<Schedule> space = tune::configSpace(kind);
   std::shuffle(space.begin(), space.end(), rng);
@@ -259,12 +242,7 @@ TEST_P(EveryConfig, GivesBitIdenticalResults) {
       continue;
     ++tried;
     SCOPED_TRACE(tune::configText(s));
-    CpuRunResult tuned = run(s);
-    for (const auto &[name, expected] : heuristic.outputs) {
-      const HostTensor &got = tuned.outputs.at(name);
-      ASSERT_EQ(got.bytes(), expected.bytes()) << name;
-      EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.bytes()), 0) << name << " differs";
-    }
+    expectSameBytes(run(s), heuristic);
   }
   EXPECT_EQ(tried, emulated ? 8 : 12);
 }
