@@ -931,6 +931,40 @@ SumOp contiguousReductionOf(DomainOp op) {
   return found;
 }
 
+/// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
+/// around it up to `stop`, but for `along` (the reduction a row streams). A bound known only at run time
+/// (a compacted list's length) counts once.
+int64_t stepsPerRow(Operation *op, Operation *stop, Operation *along) {
+  int64_t steps = 1;
+  for (Operation *p = op->getParentOp(); p && p != stop; p = p->getParentOp()) {
+    if (p == along)
+      continue;
+    Value bound;
+    if (auto sum = dyn_cast<SumOp>(p))
+      bound = sum.getBound();
+    else if (auto fold = dyn_cast<FoldOp>(p))
+      bound = fold.getBound();
+    else if (auto compact = dyn_cast<CompactOp>(p))
+      bound = compact.getBound();
+    APInt value;
+    if (bound && matchPattern(bound, m_ConstantInt(&value)) && value.getSExtValue() > 0)
+      steps = std::min<int64_t>(steps * value.getSExtValue(), int64_t(1) << 40);
+  }
+  return steps;
+}
+
+int64_t streamedBytesPerRow(DomainOp op, int64_t inner) {
+  Value along = op.body().getArguments().back();
+  int64_t bytes = std::max<int64_t>(1, cast<MemRefType>(op.output().getType()).getElementTypeBitWidth() / 8);
+  op.op()->walk([&](memref::LoadOp load) {
+    if (load.getIndices().empty() || load.getIndices().back() != along)
+      return;
+    int64_t elem = std::max<int64_t>(1, load.getMemRefType().getElementTypeBitWidth() / 8);
+    bytes = std::min<int64_t>(bytes + elem * stepsPerRow(load, op.op(), nullptr), int64_t(1) << 40);
+  });
+  return std::min<int64_t>(bytes * std::max<int64_t>(inner, 1), int64_t(1) << 50);
+}
+
 GpuMapping gpuMapping(DomainOp op) {
   if (!isVectorizable(op) && contiguousReductionOf(op))
     return GpuMapping::WarpPerPoint;

@@ -37,28 +37,6 @@ int64_t elementBytes(Value memref) {
   return std::max<int64_t>(1, cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8);
 }
 
-/// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
-/// around it up to `stop`, but for `along` (the reduction a row streams). A bound known only at run time
-/// (a compacted list's length) counts once.
-int64_t stepsPerRow(Operation *op, Operation *stop, Operation *along) {
-  int64_t steps = 1;
-  for (Operation *p = op->getParentOp(); p && p != stop; p = p->getParentOp()) {
-    if (p == along)
-      continue;
-    Value bound;
-    if (auto sum = dyn_cast<SumOp>(p))
-      bound = sum.getBound();
-    else if (auto fold = dyn_cast<FoldOp>(p))
-      bound = fold.getBound();
-    else if (auto compact = dyn_cast<CompactOp>(p))
-      bound = compact.getBound();
-    APInt value;
-    if (bound && matchPattern(bound, m_ConstantInt(&value)) && value.getSExtValue() > 0)
-      steps = std::min<int64_t>(steps * value.getSExtValue(), int64_t(1) << 40);
-  }
-  return steps;
-}
-
 /// Whether `indices` (all but the last) are the domain's own row indices, in order.
 bool indexesOwnRow(ValueRange indices, Block &body) {
   if (indices.size() != body.getNumArguments())

@@ -11,12 +11,13 @@
 // GPU-LABEL: func.func @bf16_7168
 // GPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 8, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @bf16_7168
-// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 8, unroll = 8>} : memref<?x7168xbf16>
-// On the CPU the vector is one register of f32 lanes (cpu-lanes; by default this machine's: 16 with AVX-512).
+// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 8, unroll = 8>} : memref<?x7168xbf16>
+// On the CPU the vector is one register of f32 lanes (cpu-lanes; by default this machine's: 16 with AVX-512),
+// and rowsPerBlock the least rows a worker takes: 1 MiB of the bytes a row streams (7168 bf16 in and out: 37).
 // CPU16-LABEL: func.func @bf16_7168
-// CPU16: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
 // CPU16-LABEL: func.func @f16_7
-// CPU16: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 1024, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
 // V1-LABEL: func.func @bf16_7168
 // V1: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 // ALL-LABEL: func.func @bf16_7168
@@ -37,7 +38,7 @@ func.func @bf16_7168(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @f32_128
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 4, unroll = 8>} : memref<?x128xf32>
 // CPU-LABEL: func.func @f32_128
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 8, unroll = 8>} : memref<?x128xf32>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1024, threads = 1, vector = 8, unroll = 8>} : memref<?x128xf32>
 func.func @f32_128(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c128 = arith.constant 128 : index
   %gv = moe.view %g[%N, %c128] : !llvm.ptr -> memref<?x128xf32>
@@ -55,7 +56,7 @@ func.func @f32_128(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @f16_7
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 1, unroll = 8>} : memref<?x7xf16>
 // CPU-LABEL: func.func @f16_7
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1024, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
 func.func @f16_7(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c7 = arith.constant 7 : index
   %gv = moe.view %g[%N, %c7] : !llvm.ptr -> memref<?x7xf16>
@@ -72,7 +73,7 @@ func.func @f16_7(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @bf16_1020
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 4, unroll = 8>} : memref<?x1020xbf16>
 // CPU-LABEL: func.func @bf16_1020
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 8, unroll = 8>} : memref<?x1020xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 258, threads = 1, vector = 8, unroll = 8>} : memref<?x1020xbf16>
 func.func @bf16_1020(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c1020 = arith.constant 1020 : index
   %gv = moe.view %g[%N, %c1020] : !llvm.ptr -> memref<?x1020xbf16>
@@ -89,7 +90,7 @@ func.func @bf16_1020(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @bf16_1
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 1, unroll = 8>} : memref<?x1xbf16>
 // CPU-LABEL: func.func @bf16_1
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 1, unroll = 8>} : memref<?x1xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 1024, threads = 1, vector = 1, unroll = 8>} : memref<?x1xbf16>
 func.func @bf16_1(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c1 = arith.constant 1 : index
   %gv = moe.view %g[%N, %c1] : !llvm.ptr -> memref<?x1xbf16>
@@ -106,7 +107,7 @@ func.func @bf16_1(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @transposed
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @transposed
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 16, threads = 1, vector = 1, unroll = 8>} : memref<?x7168xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 74, threads = 1, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 func.func @transposed(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c7168 = arith.constant 7168 : index
   %gv = moe.view %g[%c7168, %N] : !llvm.ptr -> memref<7168x?xbf16>

@@ -152,6 +152,16 @@ void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneS
 /// `staged`; the point's value goes to the output buffer and is copied out.
 void emitStagedPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, int64_t reductionWidth, StagedRow &staged);
 
+/// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
+/// around it up to `stop`, but for `along` (the reduction a row streams; may be null). A bound known only
+/// at run time (a compacted list's length) counts once.
+int64_t stepsPerRow(mlir::Operation *op, mlir::Operation *stop, mlir::Operation *along);
+
+/// The bytes one row of `op` moves along its contiguous dim of `inner` elements: each load indexed by the
+/// row's last index, times the steps it runs per row, and the output. Values that do not run along the
+/// row (indices, probs) are left out: a few bytes a row.
+int64_t streamedBytesPerRow(DomainOp op, int64_t inner);
+
 /// The first moe.sum of `op` that reads along its own index (a dot product over H), or null.
 SumOp contiguousReductionOf(DomainOp op);
 
