@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/Half.h"
 #include "moec/runtime/HostTensor.h"
@@ -366,6 +367,22 @@ inline std::string modeName(const std::map<std::string, int64_t> &statics, const
   if (active)
     m += m.empty() ? "active" : ",active";
   return m.empty() ? "default" : m;
+}
+
+/// Seconds of one call of `f` on stream 0, between two CUDA events.
+template <typename F> double eventSeconds(const CudaDriver &d, F &&f) {
+  CUevent start, stop;
+  d.check(d.api().eventCreate(&start, 0), "cuEventCreate");
+  d.check(d.api().eventCreate(&stop, 0), "cuEventCreate");
+  d.check(d.api().eventRecord(start, nullptr), "cuEventRecord");
+  f();
+  d.check(d.api().eventRecord(stop, nullptr), "cuEventRecord");
+  d.check(d.api().eventSynchronize(stop), "cuEventSynchronize");
+  float ms = 0;
+  d.check(d.api().eventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+  d.api().eventDestroy(start);
+  d.api().eventDestroy(stop);
+  return 1e-3 * ms;
 }
 
 /// A case's tensors on a device (a GPU or the PTX emulator): inputs copied, outputs filled with 0xFF bytes

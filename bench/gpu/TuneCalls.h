@@ -95,7 +95,7 @@ public:
       }
       return bytes;
     };
-    call.secondsOf = [this](const std::function<void()> &f) { return eventSeconds(f); };
+    call.secondsOf = [this](const std::function<void()> &f) { return eventSeconds(this->driver, f); };
     call.flush = [this] {
       this->driver.check(this->driver.api().memsetD8Async(flushBuffer, ++flushValue, kFlushBytes, nullptr),
                          "cuMemsetD8Async");
@@ -106,21 +106,6 @@ public:
 private:
   CUdeviceptr bytesOn(size_t bytes) {
     return reinterpret_cast<CUdeviceptr>(scratch.allocate(DType::I8, {int64_t(bytes)}).data);
-  }
-
-  double eventSeconds(const std::function<void()> &f) {
-    CUevent start, stop;
-    driver.check(driver.api().eventCreate(&start, 0), "cuEventCreate");
-    driver.check(driver.api().eventCreate(&stop, 0), "cuEventCreate");
-    driver.check(driver.api().eventRecord(start, nullptr), "cuEventRecord");
-    f();
-    driver.check(driver.api().eventRecord(stop, nullptr), "cuEventRecord");
-    driver.check(driver.api().eventSynchronize(stop), "cuEventSynchronize");
-    float ms = 0;
-    driver.check(driver.api().eventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    driver.api().eventDestroy(start);
-    driver.api().eventDestroy(stop);
-    return 1e-3 * ms;
   }
 
   static constexpr size_t kFlushBytes = size_t(256) << 20; // over 4x an H200's 50 MB L2

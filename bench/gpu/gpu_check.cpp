@@ -38,23 +38,11 @@ struct DeviceBuffer {
 
 /// Median milliseconds of `f` over `reps` runs after 3 warm-up runs, timed with events on stream 0.
 template <typename F> double medianMs(const CudaDriver &d, int reps, F f) {
-  CUevent start, stop;
-  d.check(d.api().eventCreate(&start, 0), "cuEventCreate");
-  d.check(d.api().eventCreate(&stop, 0), "cuEventCreate");
   for (int i = 0; i < 3; ++i)
     f();
   std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    d.check(d.api().eventRecord(start, nullptr), "cuEventRecord");
-    f();
-    d.check(d.api().eventRecord(stop, nullptr), "cuEventRecord");
-    d.check(d.api().eventSynchronize(stop), "cuEventSynchronize");
-    float ms = 0;
-    d.check(d.api().eventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    times.push_back(ms);
-  }
-  d.api().eventDestroy(start);
-  d.api().eventDestroy(stop);
+  for (int i = 0; i < reps; ++i)
+    times.push_back(1e3 * eventSeconds(d, f));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
