@@ -177,7 +177,7 @@ MUTATIONS = [
     ("tuner-skips-bit-check",
      "the tuner times a config without comparing its outputs with the heuristic's",
      [("runtime/jit/Tuner.cpp",
-       "        if (call.outputBytes() != reference) {\n",
-       "        if (false) {\n")],
+       "        if (call.outputBytes() == reference) {\n",
+       "        if (true) {\n")],
      r"Tuner\.", "CLI/tune"),
 ]
