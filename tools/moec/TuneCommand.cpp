@@ -99,13 +99,21 @@ void listTuned(const tune::TuningDb &db) {
   }
 }
 
+/// Writes a tuning file to a path the user named (--out), making its folder first.
+void writeTuningFile(const std::string &path, const tune::TuningFile &file) {
+  std::filesystem::path target(path);
+  if (target.has_parent_path())
+    std::filesystem::create_directories(target.parent_path());
+  tune::TuningDb::write(target, file);
+}
+
 void mergeFiles(const TuneOptionsCli &o, tune::TuningDb &db) {
   std::vector<tune::TuningFile> files;
   for (const std::string &path : o.merge)
     files.push_back(tune::TuningDb::read(path));
   tune::TuningFile merged = tune::merge(files);
   if (!o.out.empty()) {
-    tune::TuningDb::write(o.out, merged);
+    writeTuningFile(o.out, merged);
     fmt::print("merged {} files into {}\n", files.size(), o.out);
   } else {
     db.store(merged);
@@ -205,7 +213,7 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
   fmt::print("compiled {} configs (pruned ones never are)\n", result.compiled);
   std::string where;
   if (!o.out.empty()) {
-    tune::TuningDb::write(o.out, result.file);
+    writeTuningFile(o.out, result.file);
     where = o.out;
   } else {
     db.store(result.file);
