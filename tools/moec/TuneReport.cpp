@@ -84,8 +84,9 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
       if (ranks(*p))
         timed.push_back(p);
     }
-    std::stable_sort(timed.begin(), timed.end(),
-                     [](const TunePoint *a, const TunePoint *b) { return a->medianUs < b->medianUs; });
+    std::sort(timed.begin(), timed.end(), [](const TunePoint *a, const TunePoint *b) {
+      return a->medianUs != b->medianUs ? a->medianUs < b->medianUs : a->text < b->text;
+    });
     const TunePoint *heuristic = heuristicOf(points);
     out += fmt::format("\ntokens {} (bucket {}): {} configs timed or reused\n", tokens, tune::tokenBucket(tokens),
                        timed.size());
