@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?build dir}; seconds=${2:-60}; shift 2 || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz-dsl fuzz-npy fuzz-cache-meta fuzz-bundle fuzz-run-args fuzz-ptx fuzz-ascend)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz-dsl fuzz-npy fuzz-cache-meta fuzz-bundle fuzz-run-args fuzz-ptx fuzz-ascend fuzz-tuning)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/moec-fuzz-run.XXXXXX")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allow_user_poisoning=0} # see the Makefile
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
