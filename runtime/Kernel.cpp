@@ -257,11 +257,15 @@ const LoadedOp &Kernel::pick(const std::map<std::string, TensorView> &tensors,
                              const std::map<std::string, TensorView> *more) const {
   if (!tuned)
     return *loaded;
-  const TensorView *view = nullptr;
-  if (auto it = tensors.find(tuned->tensor); it != tensors.end())
-    view = &it->second;
-  else if (auto other = more ? more->find(tuned->tensor) : tensors.end(); more && other != more->end())
-    view = &other->second;
+  auto find = [&](const std::map<std::string, TensorView> *in) -> const TensorView * {
+    if (!in)
+      return nullptr;
+    auto it = in->find(tuned->tensor);
+    return it == in->end() ? nullptr : &it->second;
+  };
+  const TensorView *view = find(&tensors);
+  if (!view)
+    view = find(more);
   // A missing tensor or a wrong rank: the heuristic's kernel, whose checks then report the call.
   if (!view || view->shape.size() <= tuned->axis)
     return *loaded;
