@@ -28,8 +28,11 @@ run: build
 	$(BUILD)/bin/moec tune moe_init_routing_v2_grad --target cpu --dtype bf16 --dim H=1024 --attr top_k=8 \
 	  --tokens 512 --reps 3 --out out/tune/example.json --report-dir out/tune
 
+# A failure is run once more at the end, so that its output is the last thing printed (CI shows the tail).
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) || { \
+	  echo "== the failed tests once more, their output last =="; \
+	  ctest --test-dir $(BUILD) --rerun-failed --output-on-failure; exit 1; }
 
 bench: build
 	MOEC_CACHE_DIR=$(BUILD)/bench-cache/default $(BUILD)/bin/moec-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

@@ -275,8 +275,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   bool isAscend = spec.target.kind == TargetKind::Ascend;
   if (isAscend && !spec.target.chip)
     throw CompileError(op.name + ": the ascend target needs a chip");
+  // On Ascend rowsPerBlock is the most rows per UB pass (moe-plan-ascend's), not a CPU worker's least.
   moe::MoeScheduleOptions schedule{isGpu ? "gpu" : "cpu", spec.schedule.vector, spec.schedule.threads,
-                                   spec.schedule.rowsPerBlock, spec.schedule.unroll};
+                                   isAscend ? 0 : spec.schedule.rowsPerBlock, spec.schedule.unroll};
   moePasses.addPass(moe::createMoeSchedule(schedule));
   // A GPU list is built by a warp's converged lanes, so only in a row's prologue: it needs the hoisting.
   bool hoist = !(spec.schedule.disabled & kHoistRowInvariants);
@@ -289,7 +290,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     moePasses.addPass(moe::createMoeCarryPrefixFolds());
   if (isAscend) {
     const ascend::Chip &chip = *spec.target.chip;
-    moePasses.addPass(moe::createMoePlanAscend({chip.name, chip.ubBytes, chip.ubAlignment, chip.maxCopyBytes}));
+    // A tuned config may fix the UB buffering, the chunk and the rows per pass (0: the pass's choice).
+    moePasses.addPass(moe::createMoePlanAscend({chip.name, chip.ubBytes, chip.ubAlignment, chip.maxCopyBytes,
+                                                spec.schedule.buffers, spec.schedule.chunk,
+                                                spec.schedule.rowsPerBlock}));
   }
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");

@@ -2,14 +2,17 @@
 //
 // Shared by `moec tune` and the tuner's tests: a case's tensors (bench/gpu/Cases.h), its baseline (a
 // copy of the same bytes on the same hardware), output poisoning and read-back for the bit-for-bit check,
-// a timer, and a cache flush between timed runs.
+// a timer, and a cache flush between timed runs. On Ascend the plan's cost on the chip takes the timer's
+// place, and the chip's bandwidth bound the copy's.
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "Cases.h"
 #include "CpuBaseline.h"
 
+#include "moec/AscendPlanner.h"
 #include "moec/Tuner.h"
+#include "moec/runtime/Binding.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/ThreadPool.h"
@@ -116,6 +119,33 @@ private:
   CUdeviceptr copySrc = 0, copyDst = 0, flushBuffer = 0;
   size_t copyBytes = 0;
   uint8_t flushValue = 0;
+};
+
+/// An Ascend call: the case's tensors on the host, where the tiled kernels run on the UB simulator for
+/// the bit-for-bit check, and the cost of the plan each config gives this call on the chip in place of a
+/// clock (TuneCall::modeledSeconds). `planner` should not use tuning files (Options::autotune = false),
+/// so that Schedule{} plans with the compiler's choices.
+class AscendTuneCall {
+  CpuTuneCall host; // first: `call` refers into it
+
+public:
+  AscendTuneCall(Case c, AscendPlanner &planner, const std::string &op, DType dtype, const std::set<std::string> &with)
+      : host(std::move(c), /*flushWith=*/0) {
+    std::unique_ptr<dsl::OpDef> def = loadOp(op);
+    std::map<std::string, TensorView> inputs;
+    for (const auto &[name, view] : host.call.tensors)
+      if (const dsl::TensorDecl *t = def->findTensor(name); t && !t->isOutput)
+        inputs[name] = view;
+    BoundCall bound = bindCall(*def, dtype, host.call.attrs, inputs);
+    PlanCall base{dtype, bound.dims, bound.attrs, with, {}};
+    host.call.modeledSeconds = [&planner, op, base](const Schedule &config) {
+      PlanCall call = base;
+      call.schedule = config;
+      return planner.plan(op, call)->costNs * 1e-9;
+    };
+    host.call.modeledBaselineSeconds = ascend::copyBoundNs(planner.chip(), host.call.bytesMoved) * 1e-9;
+  }
+  TuneCall &call = host.call;
 };
 
 } // namespace moec::gpucheck

@@ -300,19 +300,23 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       return {std::min(chunk, maxCopyBytes / widest / granule * granule), granule};
     };
     auto chunksFor = [&](int64_t chunk) { return chunk <= 0 ? INT64_MAX : (rowLength + chunk - 1) / chunk; };
-    bool useInPlace = chunksFor(largestChunk(inPlace).first) < chunksFor(largestChunk(pipelined).first);
+    bool useInPlace = bufferCount.getValue() ? bufferCount.getValue() == 1
+                                             : chunksFor(largestChunk(inPlace).first) < chunksFor(largestChunk(pipelined).first);
     elementBuffers = useInPlace ? inPlace : pipelined;
-    int64_t bufferCount = useInPlace ? 1 : 2;
+    int64_t bufferCopies = useInPlace ? 1 : 2;
     if (useInPlace && outputInAccumulator && outputOwnRow) { // staged a row at a time: one copy-out per row
       passCopiesPerChunk -= 1;
       rowCopies += 1;
     }
-    auto [largest, granule] = largestChunk(elementBuffers);
+    auto [fits, granule] = largestChunk(elementBuffers);
+    int64_t largest = fits;
+    if (maxChunk > 0) // a tuned cap: whole granules, at least one
+      largest = std::min(largest, std::max(granule, maxChunk / granule * granule));
     // A point row's dot product keeps kCpuReductionWidth partial sums: when the row needs several chunks,
     // whole multiples of them per chunk put every term in the same partial sum as one pass does.
     if (pointRows && chunksFor(largest) > 1) {
       granule = std::max(granule, kCpuReductionWidth);
-      largest = largest / granule * granule;
+      largest = std::max(largest / granule, std::min<int64_t>(1, fits / granule)) * granule;
     }
     if (largest < granule)
       return op->emitOpError("moe-plan-ascend: a chunk of ")
@@ -330,7 +334,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes, 0, 0));
 
     // Rows per pass: only worth it when something moves a pass at a time, and only for whole rows.
-    int64_t maxRowsPerPass = 1;
+    int64_t rowsPerPass = 1;
     bool batches = passCopies > 0 || llvm::any_of(elementBuffers, [](const ElementBuffer &b) { return b.perRowOfPass; });
     if (chunks == 1 && batches) {
       int64_t perRow = fixedBytesPerRow, shared = 0;
@@ -338,10 +342,12 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
         (b.perRowOfPass ? perRow : shared) += b.copies * align(b.bytes * chunk);
       // Each buffer that grows with the rows may round up by one alignment unit.
       int64_t slack = ubAlignment * int64_t(rowValues.size() + 1 + elementBuffers.size());
-      maxRowsPerPass = std::clamp<int64_t>((ubBytes - shared - slack) / std::max<int64_t>(perRow, 1), 1, 65535);
+      rowsPerPass = std::clamp<int64_t>((ubBytes - shared - slack) / std::max<int64_t>(perRow, 1), 1, 65535);
+      if (maxRowsPerPass > 0)
+        rowsPerPass = std::min<int64_t>(rowsPerPass, maxRowsPerPass);
     }
     op->setAttr("ascend_plan",
-                AscendPlanAttr::get(ctx, chip, rowLength, chunk, chunks, bufferCount, maxRowsPerPass, pointRows, guardedRows,
+                AscendPlanAttr::get(ctx, chip, rowLength, chunk, chunks, bufferCopies, rowsPerPass, pointRows, guardedRows,
                                     rowCopies, passCopiesPerChunk, passCopies, rowScalars, rowBytes,
                                     ArrayAttr::get(ctx, buffers)));
     return success();

@@ -9,12 +9,15 @@
 // ones: plan() compiles each specialization for the chip once (moe-plan-ascend) and keeps its tilings in
 // memory and in the disk cache (keyed by the op's source, the static values and every figure of the chip),
 // then splits each call's rows over the cores, which costs microseconds; the most recent plans are kept.
+// Where `moec tune --target ascend` left a tuning file for the specialization, the call's token bucket
+// picks the UB plan's knobs from it (Plan::config, Plan::tunedFrom); MOEC_AUTOTUNE=0 turns that off.
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "moec/runtime/Kernel.h" // moec::bf16 ...
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/ascend/Plan.h"
+#include "moec/tune/TuningDb.h"
 
 #include <atomic>
 #include <filesystem>
@@ -38,6 +41,10 @@ struct PlanCall {
   std::map<std::string, int64_t> dims;
   std::map<std::string, int64_t> attrs;
   std::set<std::string> with;
+  /// The UB plan's knobs (Schedule::buffers, chunk, rowsPerBlock: the most rows per pass). Schedule{}:
+  /// the tuned config of the call's token bucket when `moec tune --target ascend` left one, else the
+  /// compiler's choice.
+  Schedule schedule;
 };
 
 class AscendPlanner {
@@ -46,6 +53,7 @@ public:
     std::optional<std::filesystem::path> cacheDir; // default: the kernel cache's ($MOEC_CACHE_DIR, ...)
     size_t maxPlans = 256;                         // recent plans kept in memory
     std::function<void(const std::string &)> warn; // default: one line on stderr
+    std::optional<bool> autotune;                  // use tuning files (default: $MOEC_AUTOTUNE, else on)
   };
 
   explicit AscendPlanner(ascend::Chip chip);
@@ -66,7 +74,8 @@ public:
   /// The text the disk cache hashes for a specialization's tilings: the compiler build, the op's source
   /// hash, dtype, static values, optional inputs and the chip's every field. Exposed for tests.
   std::string cacheKey(const dsl::OpDef &op, const std::string &source, dsl::DType dtype,
-                       const std::map<std::string, int64_t> &statics, const std::set<std::string> &with) const;
+                       const std::map<std::string, int64_t> &statics, const std::set<std::string> &with,
+                       const Schedule &schedule = {}) const;
 
 private:
   using OpSource = OpWithSource;
@@ -79,16 +88,21 @@ private:
   };
   const OpSource &source(const std::string &name);
   std::shared_ptr<const Tilings> tilings(const OpSource &src, const PlanCall &call, const std::string &key,
-                                         const std::map<std::string, int64_t> &statics);
+                                         const std::map<std::string, int64_t> &statics, const Schedule &schedule);
+  /// The tuned config for `call`'s token count and the file it came from, or nothing.
+  std::optional<std::pair<Schedule, std::string>> tuned(const dsl::OpDef &op, const PlanCall &call,
+                                                        const std::map<std::string, int64_t> &statics);
   std::shared_ptr<const Tilings> fromDisk(const OpSource &src, const std::string &key,
                                           const std::map<std::string, int64_t> &statics, const std::set<std::string> &with);
 
   ascend::Chip chip_;
   Options options;
   std::unique_ptr<DiskCache> disk;
+  std::unique_ptr<tune::TuningDb> tuning;
   std::mutex mutex; // guards everything below; a compile holds it (plans are made rarely)
   std::unordered_map<std::string, OpSource> sources;
   std::unordered_map<std::string, std::shared_ptr<const Tilings>> tilingsByStatics; // by request text
+  std::unordered_map<std::string, std::optional<tune::TuningFile>> tuningFiles;     // by file name, read once
   std::list<std::pair<std::string, std::shared_ptr<const ascend::Plan>>> recent; // most recent first
   std::unordered_map<std::string, decltype(recent)::iterator> plansByCall;
   std::atomic<uint64_t> planHits{0}, tilingHits{0}, diskHits{0}, compiles{0};

@@ -11,6 +11,8 @@
 #include "moec/runtime/Kernel.h"
 #include "moec/tune/TuningDb.h"
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,7 +20,7 @@
 namespace moec {
 
 /// The machine kind a tuning result holds for: "cpu-<model name>" on the CPU (from /proc/cpuinfo),
-/// "ptx-sm_90" on a GPU, "ascend-910b" (the target's text) on Ascend.
+/// "ptx-sm_90" on a GPU, "ascend-<chip name>" on Ascend (its plans and simulated kernels alike).
 std::string tuningTargetName(const Target &target);
 
 /// The tuning file key of a specialization: op, tuningTargetName, dtype, every static value (defaults
@@ -34,6 +36,14 @@ tune::TuningKey tuningKeyOf(const std::string &op, const KernelRequest &request,
 /// with a dim that is the op's `tokens` dim itself, and that dim's index. nullopt when the op declares
 /// no tokens dim or no tensor has it as a plain dim.
 std::optional<std::pair<std::string, size_t>> tokenDimOf(const dsl::OpDef &op);
+
+/// The value of `op`'s tokens dim among `dims`, or nullopt (no tokens dim, or not among them).
+std::optional<int64_t> tokensIn(const dsl::OpDef &op, const std::map<std::string, int64_t> &dims);
+
+/// The winner `file` holds for `tokens` tokens (its bucket's), checked as a request for `kind`; nullopt
+/// when there is none. A winner that does not parse or check is reported through `warn`, naming `path`.
+std::optional<Schedule> tunedConfigOf(const tune::TuningFile &file, int64_t tokens, TargetKind kind,
+                                      const std::string &path, const std::function<void(const std::string &)> &warn);
 
 /// $MOEC_AUTOTUNE: anything but "0" (or unset) uses tuned schedules.
 bool autotuneFromEnv();

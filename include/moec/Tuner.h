@@ -31,6 +31,10 @@ struct TuneCall {
   std::function<std::string()> outputBytes;  // the outputs' bytes, in name order
   std::function<double(const std::function<void()> &)> secondsOf; // times one call (wall clock, CUDA events)
   std::function<void()> flush;               // evicts the caches between timed runs
+  /// Set where a cost model, not the clock, ranks the configs (Ascend: the plan's cost on the chip): a
+  /// config's time, once (it is deterministic), and the baseline's (the chip's bandwidth bound).
+  std::function<double(const Schedule &config)> modeledSeconds;
+  double modeledBaselineSeconds = 0;
 };
 
 struct TuneOptions {
@@ -74,7 +78,8 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
                   const std::function<void(const TuneProgress &)> &progress = {});
 
 /// What the kernel's shape says about configs (tune::prunedBecause): its first output's last dim when
-/// static, and the dtype's size.
-tune::ShapeFacts shapeFacts(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &statics);
+/// static, and the dtype's size; on Ascend, the chip's UB and copy limit.
+tune::ShapeFacts shapeFacts(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &statics,
+                            const Target &target);
 
 } // namespace moec

@@ -6,6 +6,7 @@
 #include "moec/runtime/Binding.h"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 namespace moec::ascend {
@@ -36,6 +37,7 @@ CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t begin, int64_
   CoreWork w;
   w.rows = rows;
   w.liveRows = live;
+  w.bufferCount = t.bufferCount;
   int64_t groups = ceilDiv(rows, rowsPerPass);
   w.passes = mul(groups, t.chunks);
   // A pass moves its consecutive rows' data only if one of them is live: at most one copy per live row.
@@ -74,8 +76,17 @@ int64_t ubBytes(const KernelTiling &t, int64_t rows, int64_t alignment) {
 }
 
 double coreCostNs(const Chip &chip, const CoreWork &w) {
-  return chip.coreLaunchNs + double(w.dataCopies) * chip.dataCopyNs + double(w.scalarReads) * chip.scalarReadNs +
-         double(w.gmBytes) / chip.gmGBpsPerCore;
+  double copyNs = double(w.dataCopies) * chip.dataCopyNs;
+  double moveNs = chip.gmGBpsPerCore > 0 ? double(w.gmBytes) / chip.gmGBpsPerCore : 0;
+  double streamNs = w.bufferCount > 1 && w.passes > 0
+                        ? std::max(copyNs, moveNs) + std::min(copyNs, moveNs) / double(w.passes)
+                        : copyNs + moveNs;
+  return chip.coreLaunchNs + double(w.scalarReads) * chip.scalarReadNs + streamNs;
+}
+
+double copyBoundNs(const Chip &chip, double bytes) {
+  double bandwidth = chip.gmGBpsPerCore * double(chip.vectorCores);
+  return chip.coreLaunchNs + (bandwidth > 0 ? bytes / bandwidth : 0);
 }
 
 int64_t deadRowBytes(const KernelTiling &t) {
@@ -117,15 +128,29 @@ KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows
     p.rowsPerFormerCore = p.rowsPerTailCore;
     p.rowsPerTailCore = 0;
   }
-  p.rowsPerPass = std::max<int64_t>(1, std::min(tiling.maxRowsPerPass, p.rowsPerFormerCore));
+  // Rows per pass and how a pass's row-invariant values arrive (a DataCopy per tensor, or scalar loads),
+  // whichever costs the busiest core least: more rows per pass make fewer copies, but double-buffered
+  // passes overlap only when there are several. Candidates: the most that fit, then halvings; a tie keeps
+  // more rows.
+  int64_t most = std::max<int64_t>(1, std::min(tiling.maxRowsPerPass, p.rowsPerFormerCore));
+  std::vector<int64_t> candidates{most};
+  for (int64_t rows = int64_t(std::bit_floor(uint64_t(most))); rows >= 1; rows /= 2)
+    if (rows < most)
+      candidates.push_back(rows);
+  double best = 0;
+  for (int64_t rows : candidates)
+    for (bool scalar : {false, true}) {
+      if (scalar && tiling.passCopies == 0)
+        continue;
+      double cost =
+          coreWork(tiling, chip, 0, p.rowsPerFormerCore, liveOf(p.rowsPerFormerCore), rows, scalar, groupRows).costNs;
+      if (p.rowsPerPass == 0 || cost < best) {
+        best = cost;
+        p.rowsPerPass = rows;
+        p.scalarRowValues = scalar;
+      }
+    }
   p.ubBytesUsed = ubBytes(tiling, p.rowsPerPass, chip.ubAlignment);
-  // A pass's row-invariant values: one DataCopy per tensor, or scalar loads when fewer cost less.
-  p.scalarRowValues = tiling.passCopies > 0 &&
-                      coreWork(tiling, chip, 0, p.rowsPerFormerCore, liveOf(p.rowsPerFormerCore), p.rowsPerPass, true,
-                               groupRows)
-                              .costNs < coreWork(tiling, chip, 0, p.rowsPerFormerCore, liveOf(p.rowsPerFormerCore),
-                                                 p.rowsPerPass, false, groupRows)
-                                            .costNs;
   for (int64_t c = 0, begin = 0; c < cores; ++c) {
     int64_t coreRows = c < p.formerCores ? p.rowsPerFormerCore : p.rowsPerTailCore;
     p.cores.push_back(

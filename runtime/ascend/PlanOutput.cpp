@@ -49,6 +49,7 @@ std::string planTable(const Plan &plan) {
   std::string out = fmt::format("{} {} on {}: tiling key {}, workspace {} B, cost {:.2f} us\n", plan.op, plan.dtype,
                                 plan.chip, plan.tilingKey, plan.workspaceBytes, plan.costNs / 1000);
   out += fmt::format("  dims: {}; attrs: {}\n", valuesText(plan.dims), valuesText(plan.attrs));
+  out += "  config: " + (plan.tunedFrom.empty() ? plan.config : plan.config + " (tuned: " + plan.tunedFrom + ")") + "\n";
   for (const KernelPlan &k : plan.kernels) {
     const KernelTiling &t = k.tiling;
     out += fmt::format("kernel {} (writes {}): {} {}{}\n", t.kernel, t.output, k.rows,
@@ -99,7 +100,7 @@ nlohmann::json planToJson(const Plan &plan) {
   }
   return {{"format", 1}, {"op", plan.op}, {"chip", plan.chip}, {"dtype", plan.dtype}, {"dims", plan.dims},
           {"attrs", plan.attrs}, {"tiling_key", plan.tilingKey}, {"workspace_bytes", plan.workspaceBytes},
-          {"cost_ns", plan.costNs}, {"kernels", kernels}};
+          {"cost_ns", plan.costNs}, {"config", plan.config}, {"tuned_from", plan.tunedFrom}, {"kernels", kernels}};
 }
 
 std::string planHeader(const Plan &plan) {

@@ -119,7 +119,7 @@ SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, Packe
   return launch;
 }
 
-LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip) {
+LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip, const KernelTiling *tiling) {
   LaunchReport r;
   r.kernel = launch.kernel;
   r.cores = int64_t(launch.cores.size());
@@ -133,8 +133,16 @@ LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip) {
     r.bytes += c.bytesIn + c.bytesOut + c.scalarBytes;
     r.scalarReads += c.scalarReads;
     r.peakUbBytes = std::max(r.peakUbBytes, c.peakUbBytes);
-    double ns = chip.coreLaunchNs + double(c.dataCopies) * chip.dataCopyNs + double(c.scalarReads) * chip.scalarReadNs +
-                (chip.gmGBpsPerCore > 0 ? double(c.bytesIn + c.bytesOut + c.scalarBytes) / chip.gmGBpsPerCore : 0);
+    CoreWork work;
+    work.rows = c.rows;
+    work.dataCopies = c.dataCopies;
+    work.scalarReads = c.scalarReads;
+    work.gmBytes = c.bytesIn + c.bytesOut + c.scalarBytes;
+    if (tiling) { // the tiled kernels stage a row at a time, chunk by chunk
+      work.bufferCount = tiling->bufferCount;
+      work.passes = c.rows * tiling->chunks;
+    }
+    double ns = coreCostNs(chip, work);
     r.busiestCoreNs = std::max(r.busiestCoreNs, ns);
     total += ns;
   }
@@ -142,13 +150,16 @@ LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip) {
   return r;
 }
 
-std::string reportTable(const std::vector<SimulatedLaunch> &launches, const Chip &chip) {
+std::string reportTable(const std::vector<SimulatedLaunch> &launches, const Chip &chip,
+                        const std::vector<KernelTiling> &tilings) {
   std::string text = fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>10} {:>12} {:>11} {:>12} {:>8}\n",
                                  "kernel (" + chip.name + ")", "cores", "rows", "rows/core", "DataCopy", "scalars",
                                  "GM bytes", "peak UB", "busiest us", "balance");
   double total = 0;
   for (const SimulatedLaunch &launch : launches) {
-    LaunchReport r = reportLaunch(launch, chip);
+    auto tiling = std::find_if(tilings.begin(), tilings.end(),
+                               [&](const KernelTiling &t) { return t.kernel == launch.kernel; });
+    LaunchReport r = reportLaunch(launch, chip, tiling == tilings.end() ? nullptr : &*tiling);
     total += r.busiestCoreNs;
     text += fmt::format("{:<48} {:>6} {:>9} {:>11} {:>10} {:>10} {:>12} {:>11} {:>12.1f} {:>8.3f}\n", r.kernel, r.cores,
                         r.rows, fmt::format("{}-{}", r.fewestRows, r.mostRows), r.dataCopies, r.scalarReads, r.bytes,

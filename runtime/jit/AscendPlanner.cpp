@@ -1,6 +1,9 @@
 //===- AscendPlanner.cpp - Tilings compiled once per specialization, plans per call ---===//
 #include "moec/AscendPlanner.h"
 
+#include "moec/Autotuning.h"
+#include "moec/tune/ConfigSpace.h"
+
 #include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
 #include "moec/compiler/Pipeline.h"
 #include "moec/dsl/KernelPlan.h"
@@ -42,16 +45,38 @@ AscendPlanner::AscendPlanner(ascend::Chip chip, Options opts) : chip_(std::move(
   });
   if (!disk->enabled())
     options.warn(disk->disabledReason() + "; caching Ascend tilings in memory only");
+  if (!options.autotune)
+    options.autotune = autotuneFromEnv();
+  tuning = std::make_unique<tune::TuningDb>(disk->dir() / "tuning", options.warn);
 }
 
 AscendPlanner::~AscendPlanner() = default;
 
 std::string AscendPlanner::cacheKey(const dsl::OpDef &op, const std::string &source, dsl::DType dtype,
                                     const std::map<std::string, int64_t> &statics,
-                                    const std::set<std::string> &with) const {
+                                    const std::set<std::string> &with, const Schedule &schedule) const {
   return "moec ascend tiling cache 1\ncompiler " MOEC_BUILD_ID "\nop " + op.name + " " + contentHash(source) +
          "\ndtype " + dsl::dtypeName(dtype) + "\nstatics " + nlohmann::json(statics).dump() + "\npresent " +
-         nlohmann::json(with).dump() + "\nchip " + ascend::chipKeyText(chip_) + "\n";
+         nlohmann::json(with).dump() + "\nchip " + ascend::chipKeyText(chip_) +
+         (schedule == Schedule{} ? "" : "\nschedule " + schedule.str()) + "\n";
+}
+
+std::optional<std::pair<Schedule, std::string>> AscendPlanner::tuned(const dsl::OpDef &op, const PlanCall &call,
+                                                                     const std::map<std::string, int64_t> &statics) {
+  std::optional<int64_t> tokens = tokensIn(op, call.dims);
+  if (!*options.autotune || !tokens)
+    return std::nullopt;
+  tune::TuningKey key = tuningKey(op, Specialization{call.dtype, statics, Target::ascend(chip_), {}, call.with});
+  std::string name = key.fileName();
+  auto file = tuningFiles.find(name);
+  if (file == tuningFiles.end())
+    file = tuningFiles.emplace(name, tuning->load(key)).first;
+  std::string path = (tuning->dir() / name).string();
+  if (!file->second)
+    return std::nullopt;
+  if (std::optional<Schedule> config = tunedConfigOf(*file->second, *tokens, TargetKind::Ascend, path, options.warn))
+    return std::pair{*config, path};
+  return std::nullopt;
 }
 
 const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
@@ -63,7 +88,7 @@ const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
 
 std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name, const PlanCall &call) {
   std::lock_guard<std::mutex> lock(mutex);
-  std::string byCall = requestText(name, call.dtype, call.dims, call.attrs, call.with);
+  std::string byCall = requestText(name, call.dtype, call.dims, call.attrs, call.with) + " " + call.schedule.str();
   if (auto hit = plansByCall.find(byCall); hit != plansByCall.end()) {
     recent.splice(recent.begin(), recent, hit->second); // most recent first
     ++planHits;
@@ -71,17 +96,25 @@ std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name,
   }
   const OpSource &src = source(name);
   std::map<std::string, int64_t> statics = staticsOf(*src.op, call);
-  std::string byStatics = requestText(name, call.dtype, statics, {}, call.with);
+  Schedule schedule = call.schedule;
+  std::string tunedFrom;
+  if (schedule == Schedule{})
+    if (auto found = tuned(*src.op, call, statics))
+      std::tie(schedule, tunedFrom) = *found;
+  std::string byStatics = requestText(name, call.dtype, statics, {}, call.with) + " " + schedule.str();
   std::shared_ptr<const Tilings> t;
   if (auto known = tilingsByStatics.find(byStatics); known != tilingsByStatics.end()) {
     t = known->second;
     ++tilingHits;
   } else {
-    t = tilings(src, call, cacheKey(*src.op, src.source, call.dtype, statics, call.with), statics);
+    t = tilings(src, call, cacheKey(*src.op, src.source, call.dtype, statics, call.with, schedule), statics, schedule);
     tilingsByStatics.emplace(byStatics, t);
   }
   ascend::PlanRequest request{t->op.get(), call.dtype, call.dims, call.attrs, call.with};
-  auto made = std::make_shared<const ascend::Plan>(ascend::planOp(request, chip_, t->kernels, t->domains, t->workspace));
+  ascend::Plan plan = ascend::planOp(request, chip_, t->kernels, t->domains, t->workspace);
+  plan.config = tune::configText(schedule);
+  plan.tunedFrom = tunedFrom;
+  auto made = std::make_shared<const ascend::Plan>(std::move(plan));
   recent.emplace_front(byCall, made);
   plansByCall[byCall] = recent.begin();
   if (recent.size() > options.maxPlans) {
@@ -93,12 +126,13 @@ std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name,
 
 std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::tilings(const OpSource &src, const PlanCall &call,
                                                                      const std::string &key,
-                                                                     const std::map<std::string, int64_t> &statics) {
+                                                                     const std::map<std::string, int64_t> &statics,
+                                                                     const Schedule &schedule) {
   std::shared_ptr<const Tilings> found = disk->enabled() ? fromDisk(src, key, statics, call.with) : nullptr;
   if (found) {
     ++diskHits;
   } else {
-    Specialization spec{call.dtype, statics, Target::ascend(chip_), {}, call.with};
+    Specialization spec{call.dtype, statics, Target::ascend(chip_), schedule, call.with};
     CompiledOp compiled = compile(*src.op, spec);
     ++compiles;
     auto t = std::make_shared<Tilings>();

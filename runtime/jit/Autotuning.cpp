@@ -1,5 +1,7 @@
 //===- Autotuning.cpp - Tuning keys and the token dim ----------------------===//
 #include "moec/Autotuning.h"
+
+#include "moec/tune/ConfigSpace.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Bundle.h"
 
@@ -35,6 +37,8 @@ std::string cpuModelName() {
 } // namespace
 
 std::string tuningTargetName(const Target &target) {
+  if (target.kind == TargetKind::Ascend) // the plans and the simulated kernels share their tuning
+    return "ascend-" + target.arch;
   if (target.kind != TargetKind::CPU)
     return target.str();
   static const std::string model = cpuModelName();
@@ -81,6 +85,30 @@ std::optional<std::pair<std::string, size_t>> tokenDimOf(const dsl::OpDef &op) {
       }
     }
   return std::nullopt;
+}
+
+std::optional<int64_t> tokensIn(const dsl::OpDef &op, const std::map<std::string, int64_t> &dims) {
+  for (const dsl::DimDecl &d : op.dims)
+    if (d.isTokens)
+      if (auto it = dims.find(d.name); it != dims.end())
+        return it->second;
+  return std::nullopt;
+}
+
+std::optional<Schedule> tunedConfigOf(const tune::TuningFile &file, int64_t tokens, TargetKind kind,
+                                      const std::string &path, const std::function<void(const std::string &)> &warn) {
+  const tune::BucketResult *bucket = file.forTokens(tokens);
+  if (!bucket)
+    return std::nullopt;
+  try {
+    Schedule config = tune::parseConfig(bucket->best);
+    if (std::string why = scheduleProblem(config, kind, /*requested=*/true); !why.empty())
+      throw std::invalid_argument(why);
+    return config;
+  } catch (const std::invalid_argument &e) {
+    warn(path + ": bucket " + std::to_string(tune::tokenBucket(tokens)) + ": " + e.what() + "; not using it");
+    return std::nullopt;
+  }
 }
 
 bool autotuneFromEnv() {

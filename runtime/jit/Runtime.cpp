@@ -216,21 +216,14 @@ std::shared_ptr<const TunedVariants> Runtime::tunedVariants(const OpSource &src,
   variants->tensor = tokens->first;
   variants->axis = tokens->second;
   for (const auto &[bucket, result] : file->buckets) {
-    Schedule config;
-    try {
-      config = tune::parseConfig(result.best);
-    } catch (const std::invalid_argument &e) {
-      options.warn(path.string() + ": bucket " + std::to_string(bucket) + ": " + e.what() + "; not using it");
+    std::optional<Schedule> parsed = tunedConfigOf(*file, bucket, spec.target.kind, path.string(), options.warn);
+    if (!parsed)
       continue;
-    }
+    Schedule config = *parsed;
     std::string range = tokens->first + "[" + std::to_string(tokens->second) + "] in (" + std::to_string(bucket / 2) +
                         ", " + std::to_string(bucket) + "]: ";
     if (config == Schedule{}) { // the sweep found nothing faster than the heuristic
       say(range + "the heuristic's schedule (tuned: " + path.string() + ")");
-      continue;
-    }
-    if (std::string why = scheduleProblem(config, spec.target.kind); !why.empty()) {
-      options.warn(path.string() + ": bucket " + std::to_string(bucket) + ": " + why + "; not using it");
       continue;
     }
     Specialization tuned = spec;

@@ -74,9 +74,14 @@ const char *statusName(TunePoint::Status s) {
   return "?";
 }
 
-tune::ShapeFacts shapeFacts(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &statics) {
+tune::ShapeFacts shapeFacts(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &statics,
+                            const Target &target) {
   tune::ShapeFacts facts;
   facts.elemBytes = dsl::dtypeBytes(dtype);
+  if (target.chip) {
+    facts.ubBytes = target.chip->ubBytes;
+    facts.maxCopyBytes = target.chip->maxCopyBytes;
+  }
   dsl::Bindings b;
   for (const auto &[name, value] : statics) {
     b.values[name] = value;
@@ -106,7 +111,7 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
   result.file.key = tuningKey(*def, spec);
   if (options.previous && options.previous->key == result.file.key)
     result.file = *options.previous;
-  tune::ShapeFacts facts = shapeFacts(*def, request.dtype, resolveStatics(*def, spec));
+  tune::ShapeFacts facts = shapeFacts(*def, request.dtype, resolveStatics(*def, spec), rt.target());
 
   // The heuristic is candidate 0; a config listed twice is tried once.
   KernelRequest base = request;
@@ -184,6 +189,18 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
         p.why = "its outputs differ from the heuristic's";
       }
       report(p);
+    }
+
+    if (call.modeledSeconds) { // the cost model's times: one evaluation each, no clock, nothing to flush
+      for (size_t i : toTime) {
+        TunePoint &p = points[i];
+        p.status = TunePoint::Status::Timed;
+        p.medianUs = p.minUs = 1e6 * call.modeledSeconds(candidates[i].config);
+        p.baselineUs = 1e6 * call.modeledBaselineSeconds;
+        result.file.record(bucket, p.text, p.medianUs);
+        report(p);
+      }
+      toTime.clear();
     }
 
     // Timed in groups, each run of a group's configs in turn, rep after rep: on a shared machine whose

@@ -61,6 +61,13 @@ const std::vector<Knob> kGpuKnobs = {{"threads", {32, 64, 128, 256, 512}},
                                      {"rows", {1, 2, 4, 8}},
                                      {"unroll", {1, 4, 8}},
                                      {"vector", {1, 2, 4, 8}}};
+// Ascend: the UB plan's knobs; the vector code inside a pass is the compiler's. `rows`: the most rows
+// that share a UB pass, `chunk`: the most elements of a row per pass, `buffers`: single or double.
+const std::vector<Knob> kAscendKnobs = {
+    {"buffers", {1, 2}}, {"rows", {1, 8, 64, 512}}, {"chunk", {256, 512, 1024, 2048, 4096, 8192, 16384}}};
+
+/// An Ascend config: its vector code the compiler's, its UB plan the config's.
+bool isAscendConfig(const Schedule &s) { return s.buffers != 0 && !s.vector && !s.threads && !s.unroll; }
 
 void setKnob(Schedule &s, const std::string &name, int64_t value) {
   if (name == "vector")
@@ -73,8 +80,41 @@ void setKnob(Schedule &s, const std::string &name, int64_t value) {
     s.unroll = value;
   else if (name == "off")
     s.disabled = uint32_t(value);
+  else if (name == "buffers")
+    s.buffers = value;
+  else if (name == "chunk")
+    s.chunk = value;
   else
-    throw std::invalid_argument("unknown field '" + name + "' (known: vector, threads, rows, unroll, off)");
+    throw std::invalid_argument("unknown field '" + name +
+                                "' (known: vector, threads, rows, unroll, off; on ascend buffers, chunk)");
+}
+
+/// Ascend: the compiler's rules (0: its choice), then what the row and the chip rule out. The UB check is
+/// a floor: the streamed element alone, in every copy, must fit; moe-plan-ascend caps a chunk that fits
+/// only without the other buffers.
+std::string ascendPrunedBecause(const Schedule &s, const ShapeFacts &facts) {
+  if (std::string why = scheduleProblem(s, TargetKind::Ascend, /*requested=*/true); !why.empty())
+    return why;
+  // The chunk is a cap: every cap that holds the whole row gives one plan, kept once, as the space's least.
+  if (facts.inner > 0 && s.chunk > facts.inner) {
+    const std::vector<int64_t> &caps = kAscendKnobs.back().values;
+    auto holds = std::lower_bound(caps.begin(), caps.end(), facts.inner);
+    int64_t least = holds == caps.end() ? caps.back() : *holds;
+    if (s.chunk > least)
+      return "'chunk': " + std::to_string(s.chunk) + " holds the whole row (" + std::to_string(facts.inner) +
+             "), as chunk=" + std::to_string(least) + " does";
+  }
+  int64_t chunkBytes = s.chunk * facts.elemBytes;
+  if (facts.maxCopyBytes > 0 && chunkBytes > facts.maxCopyBytes)
+    return "'chunk': " + std::to_string(s.chunk) + " elements of " + std::to_string(facts.elemBytes) +
+           " bytes exceed one DataCopy's " + std::to_string(facts.maxCopyBytes) + " bytes";
+  if (facts.ubBytes > 0 && chunkBytes * std::max<int64_t>(s.buffers, 1) > facts.ubBytes)
+    return "'chunk': " + std::to_string(s.buffers) + " buffers of " + std::to_string(s.chunk) + " elements exceed the " +
+           std::to_string(facts.ubBytes) + "-byte UB";
+  if (s.rowsPerBlock > 1 && facts.inner > 0 && s.chunk > 0 && s.chunk < facts.inner)
+    return "'rows': rows share a UB pass only when a row is one chunk, and " + std::to_string(facts.inner) +
+           " elements take " + std::to_string((facts.inner + s.chunk - 1) / s.chunk);
+  return "";
 }
 
 } // namespace
@@ -82,8 +122,14 @@ void setKnob(Schedule &s, const std::string &name, int64_t value) {
 std::string configText(const Schedule &s) {
   if (s == Schedule{})
     return "heuristic";
-  std::string text = "vector=" + std::to_string(s.vector) + ",threads=" + std::to_string(s.threads) +
-                     ",rows=" + std::to_string(s.rowsPerBlock) + ",unroll=" + std::to_string(s.unroll);
+  std::string text;
+  if (isAscendConfig(s))
+    text = "buffers=" + std::to_string(s.buffers) + ",chunk=" + std::to_string(s.chunk) +
+           ",rows=" + std::to_string(s.rowsPerBlock);
+  else
+    text = "vector=" + std::to_string(s.vector) + ",threads=" + std::to_string(s.threads) +
+           ",rows=" + std::to_string(s.rowsPerBlock) + ",unroll=" + std::to_string(s.unroll) +
+           (s.buffers || s.chunk ? ",buffers=" + std::to_string(s.buffers) + ",chunk=" + std::to_string(s.chunk) : "");
   if (s.disabled)
     text += ",off=" + offText(s.disabled);
   return text;
@@ -118,11 +164,11 @@ Schedule parseConfig(const std::string &text) {
   return s;
 }
 
-const std::vector<Knob> &knobsOf(TargetKind target) { return target == TargetKind::GPU ? kGpuKnobs : kCpuKnobs; }
+const std::vector<Knob> &knobsOf(TargetKind target) {
+  return target == TargetKind::GPU ? kGpuKnobs : target == TargetKind::Ascend ? kAscendKnobs : kCpuKnobs;
+}
 
 std::vector<Schedule> configSpace(TargetKind target) {
-  if (target == TargetKind::Ascend)
-    throw std::invalid_argument("the ascend target has no schedule space: its plans are chosen by moe-plan-ascend");
   const std::vector<Knob> &knobs = knobsOf(target);
   std::vector<Schedule> configs{Schedule{}};
   for (const Knob &knob : knobs) {
@@ -142,6 +188,8 @@ std::vector<Schedule> configSpace(TargetKind target) {
 }
 
 std::string prunedBecause(const Schedule &s, TargetKind target, const ShapeFacts &facts) {
+  if (target == TargetKind::Ascend)
+    return ascendPrunedBecause(s, facts);
   if (std::string why = scheduleProblem(s, target); !why.empty())
     return why;
   if (facts.inner > 0 && s.vector > 1 && s.vector > facts.inner)
@@ -164,8 +212,12 @@ std::string prunedBecause(const Schedule &s, TargetKind target, const ShapeFacts
 }
 
 std::string familyOf(const Schedule &s) {
+  if (isAscendConfig(s)) // a line per buffering and rows per pass, over the chunk
+    return "buffers=" + std::to_string(s.buffers) + ",rows=" + std::to_string(s.rowsPerBlock);
   std::string text = configText(s);
   return text.substr(text.find(',') + 1); // configText starts with vector=
 }
+
+int64_t plotAxisOf(const Schedule &s) { return isAscendConfig(s) ? s.chunk : s.vector; }
 
 } // namespace moec::tune

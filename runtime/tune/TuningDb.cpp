@@ -102,11 +102,11 @@ bool isBucket(int64_t bucket) { return bucket >= 1 && std::has_single_bit(uint64
 
 bool isTime(double us) { return std::isfinite(us) && us > 0; }
 
-/// The fastest config of `timings` (ties: the smaller text), or "" when there are none.
+/// The fastest config of `timings` (ranksBefore), or "" when there are none.
 std::string fastest(const std::map<std::string, double> &timings) {
   const std::pair<const std::string, double> *best = nullptr;
-  for (const auto &timing : timings) // in text order, so `<` keeps the smaller text on a tie
-    if (!best || timing.second < best->second)
+  for (const auto &timing : timings)
+    if (!best || ranksBefore(timing.first, timing.second, best->first, best->second))
       best = &timing;
   return best ? best->first : "";
 }
@@ -405,6 +405,14 @@ int64_t tokenBucket(int64_t tokens) {
   if (tokens > kMaxBucket)
     throw std::out_of_range("moec: " + std::to_string(tokens) + " tokens: no token bucket holds more than 2^62");
   return int64_t(std::bit_ceil(uint64_t(tokens)));
+}
+
+bool ranksBefore(const std::string &a, double aUs, const std::string &b, double bUs) {
+  if (aUs != bUs)
+    return aUs < bUs;
+  if ((a == "heuristic") != (b == "heuristic"))
+    return a == "heuristic";
+  return a < b;
 }
 
 void TuningFile::record(int64_t bucket, const std::string &config, double us) {

@@ -1,7 +1,7 @@
 //===- ModeRun.h - One op mode's case, run with a schedule on the CPU or the emulated GPU -*- C++ -*-===//
 //
 // For tests that compare runs of one case bit for bit (OptimizationsTest: each optimization off; TunerTest:
-// configs of a target's space).
+// configs of a target's space), on the CPU, the emulated GPU or the Ascend UB simulator.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 
 namespace moec::gpucheck {
 
@@ -32,7 +33,10 @@ struct ModeRun {
       inputs[name] = t.view();
   }
 
+  std::optional<ascend::Chip> chip; // set: the tiled Ascend kernels, on the UB simulator of this chip
   CpuRunResult operator()(const Schedule &s) const {
+    if (chip)
+      return runOnAscendSimulator(op, dtype, c.attrs, inputs, *chip, s);
     return emulated ? runOnDevice(op, dtype, c.attrs, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
                     : runOnCpu(op, dtype, c.attrs, inputs, s);
   }

@@ -4,12 +4,16 @@
 // compiles OP for the chip (moe-plan-ascend gives each kernel's tiling), adds the core split for the
 // call's dims, prints the plan as a table, and writes it as JSON (--json) and as a C header of TilingData
 // structs (--header). Every dim the kernels use is needed, runtime ones included: a plan, like CANN's
-// tiling, depends on the call's shapes.
+// tiling, depends on the call's shapes. The UB plan's knobs come from --config, else from the tuning file
+// `moec tune --target ascend` left for the call's token bucket, else from the compiler.
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
 #include "Common.h"
 
+#include "moec/Autotuning.h"
 #include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/DiskCache.h"
+#include "moec/tune/ConfigSpace.h"
 
 #include <fmt/core.h>
 
@@ -24,7 +28,7 @@ struct PlanOptions {
   ChipOptions chip;
   std::string dtype = "f32";
   std::vector<std::string> dims, attrs, with, liveRows;
-  std::string json, header;
+  std::string json, header, config;
 };
 
 void runPlan(const PlanOptions &o) {
@@ -54,6 +58,26 @@ void runPlan(const PlanOptions &o) {
     if (attr->isStatic)
       spec.statics[name] = value;
   }
+  std::string tunedFrom;
+  if (!o.config.empty()) {
+    try {
+      spec.schedule = tune::parseConfig(o.config);
+    } catch (const std::invalid_argument &e) {
+      throw CLI::ValidationError("--config", e.what());
+    }
+  } else if (autotuneFromEnv()) { // a tuned config for the call's tokens, as AscendPlanner::plan uses
+    auto warn = [](const std::string &line) { fmt::print(stderr, "moec: warning: {}\n", line); };
+    tune::TuningDb db(defaultCacheDir() / "tuning", warn);
+    tune::TuningKey key = tuningKey(*op, spec);
+    std::string path = (db.dir() / key.fileName()).string();
+    std::optional<tune::TuningFile> file = db.load(key);
+    std::optional<int64_t> tokens = tokensIn(*op, request.dims);
+    if (file && tokens)
+      if (std::optional<Schedule> config = tunedConfigOf(*file, *tokens, TargetKind::Ascend, path, warn)) {
+        spec.schedule = *config;
+        tunedFrom = path;
+      }
+  }
   CompiledOp compiled = compile(*op, spec);
   std::vector<std::vector<const dsl::Expr *>> domains;
   for (const KernelInfo &k : compiled.kernels)
@@ -66,6 +90,8 @@ void runPlan(const PlanOptions &o) {
     request.liveRows[name] = value;
   }
   ascend::Plan plan = ascend::planOp(request, chip, compiled.ascend, domains, compiled.workspace);
+  plan.config = tune::configText(spec.schedule);
+  plan.tunedFrom = tunedFrom;
   fmt::print("{}", ascend::planTable(plan));
   if (!o.json.empty())
     writeFile(o.json, ascend::planToJson(plan).dump(2) + "\n");
@@ -90,6 +116,9 @@ void registerPlanCommand(CLI::App &app) {
   cmd->add_option("--live-rows", o->liveRows,
                   "KERNEL=N: of a kernel whose rows are guarded, how many do their work (the routing's; "
                   "default: all) (repeatable)");
+  cmd->add_option("--config", o->config,
+                  "the UB plan's knobs, as moec tune writes them: buffers=2,chunk=4096,rows=64 (default: the tuned "
+                  "config of the call's tokens when `moec tune --target ascend` left one, else the compiler's)");
   cmd->add_option("--json", o->json, "write the plan as JSON here");
   cmd->add_option("--header", o->header, "write the plan's TilingData structs as a C header here");
   cmd->callback([o] { runPlan(*o); });

@@ -65,7 +65,7 @@ void runRun(const RunOptions &o) {
     ascend::Chip chip = o.target.chip.load();
     CpuRunResult result = runOnAscendSimulator(*op, dtype, attrs, views, chip, o.target.schedule);
     writeOutputs(result.outputs, o.outDir);
-    fmt::print("{}", ascend::reportTable(result.simulated, chip));
+    fmt::print("{}", ascend::reportTable(result.simulated, chip, result.tilings));
     return;
   }
   // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.

@@ -1,13 +1,14 @@
 //===- TuneCommand.cpp - moec tune -----------------------------------------===//
 //
-//   moec tune OP --target cpu|ptx --dtype D --dim H=.. --attr k=.. [--with T] [--tokens 256,4096]
-//             [--budget S] [--configs FILE] [--reps N] [--shard i/n] [--out FILE]
+//   moec tune OP --target cpu|ptx|ascend [--chip C] --dtype D --dim H=.. --attr k=.. [--with T]
+//             [--tokens 256,4096] [--budget S] [--configs FILE] [--reps N] [--shard i/n] [--out FILE]
 //   moec tune --list                 the tuning files in the cache
 //   moec tune --merge A.json B.json [--out FILE]   shards merged (into the cache without --out)
 //
 // A sweep runs the configs of the target's space (or a file's) on the inputs `moec bench` uses (bench/gpu/
 // Cases.h), through the Tuner (moec/Tuner.h), then prints a ranked table, writes the tuning file the
-// Runtime reads, and a CSV and a gnuplot plot of the sweep.
+// Runtime reads, and a CSV and a gnuplot plot of the sweep. On Ascend the tiled kernels of every config
+// run on the UB simulator (the bit-for-bit check) and the plans' cost on the chip ranks them.
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
 #include "Common.h"
@@ -37,6 +38,7 @@ namespace {
 struct TuneOptionsCli {
   std::string op;
   std::string dtype = "f32", target = "cpu", arch = "sm_90";
+  ChipOptions chip;
   std::vector<std::string> dims, attrs, with;
   std::vector<int64_t> tokens;
   double budget = 0;
@@ -122,8 +124,9 @@ void mergeFiles(const TuneOptionsCli &o, tune::TuningDb &db) {
 }
 
 void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
-  if (o.target != "cpu" && o.target != "ptx")
-    throw CLI::ValidationError("--target", "moec tune times on cpu or ptx (a GPU); got '" + o.target + "'");
+  if (o.target != "cpu" && o.target != "ptx" && o.target != "ascend")
+    throw CLI::ValidationError("--target", "moec tune times on cpu, ptx (a GPU) or ascend (the chip's cost model); got '" +
+                                               o.target + "'");
   std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
   KernelRequest request;
   request.dtype = parseDType(o.dtype);
@@ -141,6 +144,8 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
       throw std::runtime_error("moec tune --target ptx needs a GPU, and there is none here: " +
                                driver.unavailableReason());
     options.target = Target::ptx(driver.archName(0));
+  } else if (o.target == "ascend") {
+    options.target = Target::ascendSimulator(o.chip.load());
   } else {
     options.target = Target::cpu();
   }
@@ -175,11 +180,23 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
 
   std::unique_ptr<gpucheck::CpuTuneCall> cpuCall;
   std::unique_ptr<gpucheck::GpuTuneCall> gpuCall;
+  std::unique_ptr<gpucheck::AscendTuneCall> ascendCall;
+  std::unique_ptr<AscendPlanner> planner;
+  if (o.target == "ascend") {
+    AscendPlanner::Options plannerOptions;
+    plannerOptions.autotune = false; // Schedule{} is the compiler's plan, not an earlier sweep's
+    planner = std::make_unique<AscendPlanner>(*rt.target().chip, plannerOptions);
+  }
   std::mt19937 rng(12345);
   auto callFor = [&](int64_t t) -> TuneCall & {
     cpuCall.reset();
     gpuCall.reset();
+    ascendCall.reset();
     gpucheck::Case c = gpucheck::caseFor(o.op, request.dtype, statics, request.with, t, false, rng, false);
+    if (o.target == "ascend") {
+      ascendCall = std::make_unique<gpucheck::AscendTuneCall>(std::move(c), *planner, o.op, request.dtype, request.with);
+      return ascendCall->call;
+    }
     if (o.target == "ptx") {
       gpuCall = std::make_unique<gpucheck::GpuTuneCall>(driver, std::move(c));
       return gpuCall->call;
@@ -188,9 +205,12 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
     return cpuCall->call;
   };
   bool terminal = isatty(STDERR_FILENO);
-  fmt::print("{} {} {} on {}: {} configs x {} token counts, {} timed runs each{}\n", o.op, o.dtype,
+  fmt::print("{} {} {} on {}: {} configs x {} token counts, {}{}\n", o.op, o.dtype,
              gpucheck::modeName(statics, request.with, false), tuningTargetName(rt.target()), configs.size() + 1,
-             tokens.size(), o.reps, o.shard.empty() ? "" : " (shard " + o.shard + ")");
+             tokens.size(),
+             o.target == "ascend" ? "ranked by the plans' cost on the chip (tiled kernels checked on the UB simulator)"
+                                  : fmt::format("{} timed runs each", o.reps),
+             o.shard.empty() ? "" : " (shard " + o.shard + ")");
   std::fflush(stdout);
   auto progress = [&](const TuneProgress &p) {
     std::string best = p.best ? fmt::format("best {} {:.1f} us", p.best->text, p.best->medianUs) : "no result yet";
@@ -208,7 +228,7 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
   };
   TuneResult result = tuneOp(rt, o.op, request, tuneOptions, callFor, progress);
 
-  std::string baseline = o.target == "ptx" ? "copy" : "memcpy";
+  std::string baseline = o.target == "ptx" ? "copy" : o.target == "ascend" ? "GM bound" : "memcpy";
   fmt::print("{}", rankedTable(result, baseline, o.top));
   fmt::print("compiled {} configs (pruned ones never are)\n", result.compiled);
   std::string where;
@@ -246,7 +266,11 @@ void registerTuneCommand(CLI::App &app) {
                                              "and plot the landscape");
   cmd->add_option("op", o->op, "built-in op name");
   cmd->add_option("--dtype", o->dtype, "element type: f16, bf16, f32")->capture_default_str();
-  cmd->add_option("--target", o->target, "cpu, or ptx (a GPU; timed with CUDA events)")->capture_default_str();
+  cmd->add_option("--target", o->target,
+                  "cpu, ptx (a GPU; timed with CUDA events), or ascend (the plans' cost on --chip; the tiled kernels "
+                  "checked on the UB simulator)")
+      ->capture_default_str();
+  o->chip.add(*cmd);
   cmd->add_option("--dim", o->dims, "NAME=VALUE for a static dim (repeatable)");
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
   cmd->add_option("--with", o->with, "an optional input the calls pass (repeatable)");

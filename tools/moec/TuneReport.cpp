@@ -33,7 +33,7 @@ std::map<int64_t, std::vector<const TunePoint *>> byTokens(const TuneResult &res
 const TunePoint *fastest(const std::vector<const TunePoint *> &points) {
   const TunePoint *best = nullptr;
   for (const TunePoint *p : points)
-    if (ranks(*p) && (!best || p->medianUs < best->medianUs || (p->medianUs == best->medianUs && p->text < best->text)))
+    if (ranks(*p) && (!best || tune::ranksBefore(p->text, p->medianUs, best->text, best->medianUs)))
       best = p;
   return best;
 }
@@ -85,7 +85,7 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
         timed.push_back(p);
     }
     std::sort(timed.begin(), timed.end(), [](const TunePoint *a, const TunePoint *b) {
-      return a->medianUs != b->medianUs ? a->medianUs < b->medianUs : a->text < b->text;
+      return tune::ranksBefore(a->text, a->medianUs, b->text, b->medianUs);
     });
     const TunePoint *heuristic = heuristicOf(points);
     out += fmt::format("\ntokens {} (bucket {}): {} configs timed or reused\n", tokens, tune::tokenBucket(tokens),
@@ -110,17 +110,17 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
 }
 
 std::string sweepCsv(const TuneResult &result) {
-  std::string csv = "tokens,bucket,config,vector,threads,rows,unroll,off,family,status,median_us,min_us,baseline_us,"
-                    "fraction_of_baseline,is_heuristic,is_best,why\n";
+  std::string csv = "tokens,bucket,config,vector,threads,rows,unroll,off,buffers,chunk,family,status,median_us,min_us,"
+                    "baseline_us,fraction_of_baseline,is_heuristic,is_best,why\n";
   for (const auto &[tokens, points] : byTokens(result)) {
     const TunePoint *best = fastest(points);
     for (const TunePoint *p : points) {
       const Schedule &s = p->config;
       std::string off = p->text.find(",off=") == std::string::npos ? "" : p->text.substr(p->text.find(",off=") + 5);
       double fraction = p->baselineUs > 0 && p->medianUs > 0 ? p->baselineUs / p->medianUs : 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{},{},{}\n", tokens,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{},{},{}\n", tokens,
                          tune::tokenBucket(tokens), csvField(p->text), s.vector, s.threads, s.rowsPerBlock, s.unroll,
-                         csvField(off), csvField(s == Schedule{} ? "heuristic" : tune::familyOf(s)),
+                         csvField(off), s.buffers, s.chunk, csvField(s == Schedule{} ? "heuristic" : tune::familyOf(s)),
                          statusName(p->status), p->medianUs, p->minUs, p->baselineUs, fraction,
                          s == Schedule{} ? 1 : 0, p == best ? 1 : 0, csvField(p->why));
     }
@@ -151,21 +151,25 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
   std::string dat;
   for (auto &[family, members] : families) {
     std::sort(members.begin(), members.end(),
-              [](const TunePoint *a, const TunePoint *b) { return a->config.vector < b->config.vector; });
+              [](const TunePoint *a, const TunePoint *b) { return tune::plotAxisOf(a->config) < tune::plotAxisOf(b->config); });
     dat += dsl::quote(family) + "\n";
     for (const TunePoint *p : members)
-      dat += fmt::format("{} {:.4f}\n", p->config.vector, gbps(*p));
+      dat += fmt::format("{} {:.4f}\n", tune::plotAxisOf(p->config), gbps(*p));
     dat += "\n\n";
   }
   const TunePoint *heuristic = heuristicOf(points), *best = fastest(points);
   writeFile(stem + ".dat", dat);
   written.push_back(stem + ".dat");
+  // Ascend configs lie along their chunk, the others along their vector width.
+  bool byChunk = !families.empty() && families.begin()->second.front()->config.buffers != 0;
   std::string gp = fmt::format("set terminal svg size 1200,650 dynamic noenhanced font 'sans,11'\nset output {}\n"
-                               "set title {}\nset xlabel 'vector width (elements)'\n"
+                               "set title {}\nset xlabel {}\n"
                                "set ylabel 'GB/s (minimum bytes of the op / median time)'\nset logscale x 2\n"
-                               "set xtics (1, 2, 4, 8, 16)\nset key outside right top font ',8'\nset grid\n"
+                               "{}\nset key outside right top font ',8'\nset grid\n"
                                "set yrange [0:*]\nset offsets graph 0.05, graph 0.05, graph 0.08, 0\n",
-                               dsl::quote(stem + ".svg"), dsl::quote(fmt::format("{} ({} tokens)", title, tokens)));
+                               dsl::quote(stem + ".svg"), dsl::quote(fmt::format("{} ({} tokens)", title, tokens)),
+                               byChunk ? "'chunk (elements of a row per UB pass)'" : "'vector width (elements)'",
+                               byChunk ? "set xtics (256, 1024, 4096, 16384)" : "set xtics (1, 2, 4, 8, 16)");
   auto hline = [&](double y, const std::string &label, const char *style) {
     gp += fmt::format("set arrow from graph 0, first {0:.4f} to graph 1, first {0:.4f} nohead {1}\n"
                       "set label {2} at graph 0.01, first {0:.4f} offset 0,0.6\n",
@@ -180,7 +184,7 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
     hline(gbps(*heuristic), fmt::format("heuristic {:.1f} GB/s", gbps(*heuristic)), "dt 2 lw 2 lc rgb 'black'");
   if (best && !(best->config == Schedule{}))
     gp += fmt::format("set label {} at first {}, first {:.4f} point pt 7 ps 2 lc rgb 'red' right offset -1,-1\n",
-                      dsl::quote("best: " + best->text), best->config.vector, gbps(*best));
+                      dsl::quote("best: " + best->text), tune::plotAxisOf(best->config), gbps(*best));
   if (families.empty())
     gp += "plot 1/0 notitle\n";
   else

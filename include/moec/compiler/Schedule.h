@@ -51,15 +51,20 @@ struct Schedule {
   int64_t vector = 0;       // contiguous elements handled together (1 = scalar)
   int64_t unroll = 0;       // moe.sum unroll factor
   uint32_t disabled = 0;    // Optimization bits turned off (0: all on)
+  // Ascend only (0: the compiler's choice), with rowsPerBlock the most rows that share a UB pass:
+  int64_t buffers = 0; // copies of each streamed UB buffer: 1 (single, in place) or 2 (double-buffered queues)
+  int64_t chunk = 0;   // the most elements of a row per UB pass
 
   bool operator==(const Schedule &o) const {
     return rowsPerBlock == o.rowsPerBlock && threads == o.threads && vector == o.vector && unroll == o.unroll &&
-           disabled == o.disabled;
+           disabled == o.disabled && buffers == o.buffers && chunk == o.chunk;
   }
-  /// "r1.t256.v8.u8" (".d3" appended when optimizations are off): stable text for cache keys.
+  /// "r1.t256.v8.u8" (".d3" appended when optimizations are off, ".b2.c4096" for Ascend's knobs): stable
+  /// text for cache keys.
   std::string str() const {
     return "r" + std::to_string(rowsPerBlock) + ".t" + std::to_string(threads) + ".v" + std::to_string(vector) +
-           ".u" + std::to_string(unroll) + (disabled ? ".d" + std::to_string(disabled) : "");
+           ".u" + std::to_string(unroll) + (disabled ? ".d" + std::to_string(disabled) : "") +
+           (buffers || chunk ? ".b" + std::to_string(buffers) + ".c" + std::to_string(chunk) : "");
   }
 };
 
@@ -67,14 +72,16 @@ enum class TargetKind { CPU, GPU, Ascend };
 
 /// What is wrong with `s` as a schedule for `target`, naming the field ("'threads': 2048 is not in [1,
 /// 1024]"), or "" when nothing is: threads in [1, 1024] (whole warps on a GPU), threads * rowsPerBlock <=
-/// 1024, vector 1, 2, 4, 8 or 16, unroll in [0, 64]. With `requested`, 0 also means "the compiler's
-/// choice" in every field. Header-only: the compiler checks requests with it, and the LLVM-free runtime
+/// 1024, vector 1, 2, 4, 8 or 16, unroll in [0, 64]; buffers (0, 1 or 2) and chunk (0 to 2^24) on Ascend
+/// only. With `requested`, 0 also means "the compiler's choice" in every field. Header-only: the compiler checks requests with it, and the LLVM-free runtime
 /// checks what it loads from bundles and the disk cache by the same rules.
 inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool requested = false) {
   auto range = [](const char *field, int64_t v, int64_t lo, int64_t hi) {
     return std::string("'") + field + "': " + std::to_string(v) + " is not in [" + std::to_string(lo) + ", " +
            std::to_string(hi) + "]";
   };
+  if ((s.buffers || s.chunk) && target != TargetKind::Ascend)
+    return std::string("'") + (s.buffers ? "buffers" : "chunk") + "' is an Ascend knob (UB buffering and chunking)";
   constexpr int64_t kMaxBlockThreads = 1024; // CUDA's limit on threads per block
   int64_t least = requested ? 0 : 1;
   if (s.threads < least || s.threads > kMaxBlockThreads)
@@ -92,6 +99,11 @@ inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool re
     return range("unroll", s.unroll, 0, 64);
   if (s.disabled & ~uint32_t(kAllOptimizations))
     return "'disabled': " + std::to_string(s.disabled) + " names an unknown optimization";
+  if (s.buffers < 0 || s.buffers > 2)
+    return range("buffers", s.buffers, 0, 2);
+  constexpr int64_t kMaxChunk = int64_t(1) << 24; // elements: beyond any UB
+  if (s.chunk < 0 || s.chunk > kMaxChunk)
+    return range("chunk", s.chunk, 0, kMaxChunk);
   return "";
 }
 

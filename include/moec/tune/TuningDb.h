@@ -73,6 +73,11 @@ struct BucketResult {
   bool operator==(const BucketResult &) const = default;
 };
 
+/// Whether config `a` (`aUs` us) ranks before `b` (`bUs`): less time; a tie goes to the heuristic (a
+/// config must beat the compiler's choice to replace it, and cost models tie often), then to the smaller
+/// text. Tuning files, merges and `moec tune`'s tables rank by it.
+bool ranksBefore(const std::string &a, double aUs, const std::string &b, double bUs);
+
 struct TuningFile {
   TuningKey key;
   std::map<int64_t, BucketResult> buckets; // bucket (power of two) -> result

@@ -9,6 +9,14 @@
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=32768" | FileCheck %s --check-prefix=UB32
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=4096" | FileCheck %s --check-prefix=UB4
 // RUN: not moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=64" 2>&1 | FileCheck %s --check-prefix=TINY
+// Autotuning's knobs override the choices: single buffers where double ones fit, double ones where they
+// need more chunks, a chunk cap in whole granules (1000 and 1001 alike: 3 chunks of 1000, a granule of
+// 8 f32), a cap on rows per pass.
+// RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=65536 buffer-count=1" | FileCheck %s --check-prefix=FORCE1
+// RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=32768 buffer-count=2" | FileCheck %s --check-prefix=FORCE2
+// RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=65536 max-chunk=1000" | FileCheck %s --check-prefix=CAP
+// RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=65536 max-chunk=1001" | FileCheck %s --check-prefix=CAP
+// RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=32768 max-rows-per-pass=16" | FileCheck %s --check-prefix=ROWS
 
 // UB64: ascend_plan = #moe.ascend_plan<chip = "ut", rowLength = 3000, chunk = 3000, chunks = 1, bufferCount = 2,
 // UB64-SAME: rowCopiesPerChunk = 6, passCopiesPerChunk = 1, passCopies = 1, rowScalars = 6, rowBytes = 84024
@@ -22,6 +30,12 @@
 // UB32-SAME: schedule
 
 // UB4: chunk = 504, chunks = 6, bufferCount = 1, maxRowsPerPass = 1
+
+// FORCE1: chunk = 3000, chunks = 1, bufferCount = 1, maxRowsPerPass =
+// FORCE1-NOT: out.grad_x
+// FORCE2: chunk = 1504, chunks = 2, bufferCount = 2, maxRowsPerPass = 1,
+// CAP: chunk = 1000, chunks = 3, bufferCount = 2, maxRowsPerPass = 1,
+// ROWS: chunk = 3000, chunks = 1, bufferCount = 1, maxRowsPerPass = 16,
 
 // TINY: error: 'moe.compute' op moe-plan-ascend: a chunk of 8 elements with 24 B of row-invariant values does not fit the 64 B UB of chip 'ut'
 

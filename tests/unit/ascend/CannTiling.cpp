@@ -330,8 +330,10 @@ std::vector<CoreWork> unpermuteWithRoutingMapGradWork(const UnpermuteWithRouting
   for (int64_t core = 0; core < t.blockDim; ++core) {
     CoreWork &w = work[static_cast<size_t>(core)];
     const bool former = core < t.formerCoreNum;
+    w.bufferCount = 2; // its input and output queues are double-buffered (ascend-tiling.md)
     if (hasProbs && !padded) {
       w.rows = former ? t.tokenNumEachCore : t.tokenNumTailCore;
+      w.passes = w.rows * loops;
       w.scalarGmReads = w.rows * 2 * k;
       w.dataCopies = w.rows * (2 + loops * (1 + 2 * k));
       w.gmBytes = w.rows * (e + rowBytes * (1 + 2 * k) + e * pts);
@@ -342,6 +344,7 @@ std::vector<CoreWork> unpermuteWithRoutingMapGradWork(const UnpermuteWithRouting
       continue;
     }
     w.rows = former ? t.rowIdMapEachCore : t.rowIdMapTailCore;
+    w.passes = w.rows * loops;
     if (!hasProbs) {
       w.scalarGmReads = w.rows * (padded ? 2 : 1);
       w.dataCopies = w.rows * 2 * loops;

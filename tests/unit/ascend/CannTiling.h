@@ -44,6 +44,8 @@ struct CoreWork {
   int64_t gmBytes = 0;       ///< bytes those calls move
   int64_t scalarGmReads = 0; ///< scalar GM loads (GlobalTensor::GetValue / raw __gm__ reads of indices and probs);
                              ///< added beyond the brief because both kernels read their indices this way
+  int64_t passes = 0;        ///< UB passes (rows times H loops)
+  int64_t bufferCount = 1;   ///< 2: the kernel's queues are double-buffered
 };
 
 struct InitRoutingV2GradTiling {

@@ -298,6 +298,8 @@ CoreWork cannWork(const cann::CoreWork &w) {
   ours.dataCopies = w.dataCopies;
   ours.scalarReads = w.scalarGmReads;
   ours.gmBytes = w.gmBytes + 4 * w.scalarGmReads;
+  ours.passes = w.passes;
+  ours.bufferCount = w.bufferCount;
   return ours;
 }
 

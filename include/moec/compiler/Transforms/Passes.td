@@ -218,12 +218,18 @@ def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
         chunks = 1, bufferCount = 2, maxRowsPerPass = ..., ...>, schedule = #moe.schedule<...>} ...
     ```
     A row whose smallest chunk does not fit the UB is an error naming the op and the bytes it needs.
+    Autotuning's Ascend knobs override the choices: `buffer-count`, `max-chunk` (rounded down to the
+    granule, never below one) and `max-rows-per-pass`.
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"chip\"", "the chip's name, recorded in the plan">,
     Option<"ubBytes", "ub-bytes", "int64_t", "196352", "usable UB bytes per vector core">,
     Option<"ubAlignment", "ub-alignment", "int64_t", "32", "UB buffer alignment in bytes (a power of two)">,
-    Option<"maxCopyBytes", "max-copy-bytes", "int64_t", "65536", "the most bytes one buffer of a chunk holds">
+    Option<"maxCopyBytes", "max-copy-bytes", "int64_t", "65536", "the most bytes one buffer of a chunk holds">,
+    Option<"bufferCount", "buffer-count", "int64_t", "0",
+           "1: single buffers, a narrow input cast in place; 2: double-buffered queues; 0: the fewer chunks">,
+    Option<"maxChunk", "max-chunk", "int64_t", "0", "the most elements of a row per UB pass (0: what fits)">,
+    Option<"maxRowsPerPass", "max-rows-per-pass", "int64_t", "0", "the most rows that share a UB pass (0: what fits)">
   ];
 }
 

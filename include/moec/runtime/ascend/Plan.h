@@ -9,8 +9,9 @@
 //   * a tiling key naming the kernel variant, and the workspace.
 // The compiler derives a KernelTiling from the scheduled IR for one chip (moe-plan-ascend): everything
 // that depends only on static dims. planOp() adds what depends on the call's runtime dims, cheaply, at
-// launch. Cost model: a core takes coreLaunchNs + dataCopies * dataCopyNs + gmBytes / gmGBpsPerCore; a
-// kernel takes its busiest core; an op, its kernels in order.
+// launch. Cost model (coreCostNs): a core takes coreLaunchNs + scalar reads + its DataCopy set-ups and
+// its GM bytes at its share of the bandwidth, the last two added when single-buffered and overlapped when
+// double-buffered; a kernel takes its busiest core; an op, its kernels in order.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -73,10 +74,16 @@ struct CoreWork {
   int64_t dataCopies = 0; // GM <-> UB DataCopy calls
   int64_t scalarReads = 0; // scalar GM loads (row-invariant values read one at a time)
   int64_t gmBytes = 0;
+  int64_t bufferCount = 1; // the tiling's: 2 when its queues are double-buffered
   double costNs = 0;
 };
 
-/// coreLaunchNs + dataCopies * dataCopyNs + scalarReads * scalarReadNs + gmBytes / gmGBpsPerCore, in ns.
+/// A core's time in ns: coreLaunchNs + scalarReads * scalarReadNs + its streaming, where copyNs =
+/// dataCopies * dataCopyNs (each DataCopy's fixed set-up) and moveNs = gmBytes / gmGBpsPerCore.
+/// Single-buffered, a pass copies in, computes, then copies out: copyNs + moveNs. Double-buffered, one
+/// queue's set-ups overlap the other queue's data: max(copyNs, moveNs), plus min(copyNs, moveNs) / passes
+/// for the first pass's copy-in and the last's copy-out, which have nothing to hide behind. (The vector
+/// work of these ops is a few instructions per element and is taken to hide behind the moves.)
 double coreCostNs(const Chip &chip, const CoreWork &work);
 
 struct KernelPlan {
@@ -91,6 +98,11 @@ struct KernelPlan {
   std::vector<CoreWork> cores; // blockDim entries
   double costNs = 0;           // the busiest core's
 };
+
+/// The chip's bandwidth bound on moving `bytes`: coreLaunchNs plus the bytes spread over every vector
+/// core at gmGBpsPerCore, no DataCopy set-up counted. What autotuning sets a plan's cost against, as a
+/// same-run copy on the CPU or a GPU.
+double copyBoundNs(const Chip &chip, double bytes);
 
 /// The GM bytes of a row whose guard fails: its row-invariant values (and a point's output) only.
 int64_t deadRowBytes(const KernelTiling &t);
@@ -110,6 +122,8 @@ struct Plan {
   int64_t workspaceBytes = 0; // the system workspace plus the kernels' own (one byte per row per output)
   std::vector<KernelPlan> kernels;
   double costNs = 0; // the kernels one after another
+  std::string config = "heuristic"; // the UB plan's knobs (a tuned config's text), or the compiler's choice
+  std::string tunedFrom;            // the tuning file the config came from ("" when not tuned)
 };
 
 /// The tiling key: the op's mode switches as decimal digits above a dtype digit (0 f32, 1 f16, 2 bf16).

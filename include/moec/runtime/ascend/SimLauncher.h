@@ -12,6 +12,7 @@
 #include "moec/runtime/CpuLauncher.h"
 #include "moec/runtime/Kernel.h"
 #include "moec/runtime/Tensor.h"
+#include "moec/runtime/ascend/Plan.h"
 #include "moec/runtime/ascend/UbSimulator.h"
 
 #include <map>
@@ -36,9 +37,9 @@ SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, Packe
                                 const std::vector<void *> &pointers, const std::vector<int64_t> &scalars,
                                 int64_t rows, const std::map<std::string, TensorView> &tensors);
 
-/// What a simulated launch costs under the chip's cost model (Plan.h's), from its counts: a core takes
-/// coreLaunchNs + dataCopies * dataCopyNs + scalarReads * scalarReadNs + GM bytes / gmGBpsPerCore, the
-/// launch its busiest core.
+/// What a simulated launch costs under the chip's cost model (Plan.h's coreCostNs), from its counts, the
+/// launch its busiest core. With the kernel's `tiling`, its buffering: a double-buffered kernel's passes
+/// (each row's chunks: the tiled kernels stage a row at a time) overlap; without, every core is serial.
 struct LaunchReport {
   std::string kernel;
   int64_t cores = 0, rows = 0;
@@ -49,10 +50,11 @@ struct LaunchReport {
   /// mean / busiest core time: 1 when every core has the same work.
   double balance() const { return busiestCoreNs > 0 ? meanCoreNs / busiestCoreNs : 1; }
 };
-LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip);
+LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip, const KernelTiling *tiling = nullptr);
 
-/// A readable table of `launches`, a line per kernel, and their total cost.
-std::string reportTable(const std::vector<SimulatedLaunch> &launches, const Chip &chip);
+/// A readable table of `launches`, a line per kernel, and their total cost; `tilings`: the kernels' (by name).
+std::string reportTable(const std::vector<SimulatedLaunch> &launches, const Chip &chip,
+                        const std::vector<KernelTiling> &tilings = {});
 
 /// The simulated launches of a run, in order (several threads may launch).
 class SimulationLog {
