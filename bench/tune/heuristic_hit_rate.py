@@ -8,6 +8,10 @@ noisy samples is low); the second run times only the two, so the ratio is fair.
 
   bench/tune/heuristic_hit_rate.py [--moec build/bin/moec] [--out bench/tune/out] [--reps 5] [--verify-reps 15]
                                    [--quick]   (small token counts only)
+                                   [--target ascend [--chip 910b]]
+
+With --target ascend the sweep ranks the UB plan's configs by the plans' cost on the chip, which is
+deterministic: the sweep's own figures decide, with no second run.
 """
 import argparse
 import csv
@@ -60,6 +64,8 @@ def main():
     p.add_argument("--verify-reps", type=int, default=15)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--dtype", default="bf16")
+    p.add_argument("--target", default="cpu", choices=["cpu", "ascend"])
+    p.add_argument("--chip", default="910b")
     a = p.parse_args()
     out = pathlib.Path(a.out)
     env = dict(os.environ, MOEC_CACHE_DIR=str(out / "cache"))
@@ -67,13 +73,23 @@ def main():
     for name, h, k, e, prod in SHAPES:
         for op in OPS:
             tokens = SMALL_TOKENS + ([] if a.quick else [prod])
-            base = [a.moec, "tune", op, "--target", "cpu", "--dtype", a.dtype] + op_args(op, h, k, e)
+            target = ["--target", a.target] + (["--chip", a.chip] if a.target == "ascend" else [])
+            base = [a.moec, "tune", op, "--dtype", a.dtype] + target + op_args(op, h, k, e)
             sweep = run(base + ["--tokens", ",".join(map(str, tokens)), "--reps", str(a.reps),
                                 "--report-dir", str(out / "reports")], env)
             tuning = [l for l in sweep.splitlines() if l.startswith("tuning file: ")][0][len("tuning file: "):]
             buckets = json.load(open(tuning))["buckets"]
             for t in tokens:
-                winner = buckets[str(1 << (t - 1).bit_length())]["best"]
+                bucket = buckets[str(1 << (t - 1).bit_length())]
+                winner = bucket["best"]
+                if a.target == "ascend":  # the cost model is deterministic: the sweep's figures decide
+                    heuristic, best = bucket["timings"]["heuristic"], bucket["us"]
+                    hit = heuristic <= 1.10 * best
+                    hits += hit
+                    rows.append((SHORT[op], name, t, winner, best, heuristic, heuristic / best, hit))
+                    print(f"{SHORT[op]} {name} T={t}: winner {winner} {best:.1f} us, heuristic {heuristic:.1f} us, "
+                          f"heuristic / best {heuristic / best:.3f} {'hit' if hit else 'MISS'}", flush=True)
+                    continue
                 configs = out / "verify" / f"{SHORT[op]}-{name}-{t}.txt"
                 configs.parent.mkdir(parents=True, exist_ok=True)
                 configs.write_text(winner + "\n")
