@@ -191,7 +191,7 @@ MUTATIONS = [
      [("compiler/Transforms/PlanAscend.cpp",
        "    bool useInPlace = bufferCount.getValue() ? bufferCount.getValue() == 1\n",
        "    bool useInPlace = false ? bufferCount.getValue() == 1\n")],
-     r"EveryAscendConfig|AscendTuner", "Transforms/plan-ascend"),
+     r"EveryConfig.*_ascend|AscendTuner", "Transforms/plan-ascend"),
     ("ascend-planner-ignores-tuning",
      "AscendPlanner plans every call with the compiler's choices, never the tuned config",
      [("runtime/jit/AscendPlanner.cpp",

@@ -1,5 +1,6 @@
 //===- AscendPlannerTest.cpp - Ascend plans through the C++ API: caches and keys ---===//
 #include "moec/AscendPlanner.h"
+#include "TempDir.h"
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
 
@@ -16,12 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path freshPlanDir(const std::string &tag) {
-  fs::path dir = fs::temp_directory_path() /
-                 ("moec-plan-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
-  fs::remove_all(dir);
-  return dir;
-}
+fs::path freshPlanDir(const std::string &tag) { return moec::tests::freshTempDir("plan-" + tag); }
 
 /// A planner on 910B with its own cache directory, collecting warnings.
 struct TestPlanner {

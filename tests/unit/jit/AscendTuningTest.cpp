@@ -1,12 +1,12 @@
 //===- AscendTuningTest.cpp - Autotuning on Ascend: UB plan knobs, model-ranked sweeps, tuned plans -===//
 //
-// The Ascend space's configs print and parse, and the row and the chip prune what they rule out; sampled
-// configs give every op and mode the heuristic's bytes on the UB simulator; a sweep ranks configs by the
-// plans' cost on the chip and checks their tiled kernels; a tuning file is used by AscendPlanner, `moec
-// plan`'s lookup and the Runtime's simulated kernels per token bucket; the cost model overlaps
+// The Ascend space's configs print and parse, and the row and the chip prune what they rule out (that its
+// sampled configs give every op the heuristic's bytes is TunerTest's EveryConfig); a sweep ranks configs
+// by the plans' cost on the chip and checks their tiled kernels; a tuning file is used by AscendPlanner,
+// `moec plan`'s lookup and the Runtime's simulated kernels per token bucket; the cost model overlaps
 // double-buffered passes, and a plan keeps several passes per core when that overlap pays.
 //===----------------------------------------------------------------------===//
-#include "ModeRun.h"
+#include "TempDir.h"
 #include "TuneCalls.h"
 
 #include "moec/AscendPlanner.h"
@@ -32,12 +32,7 @@ using namespace moec::gpucheck;
 
 namespace {
 
-fs::path freshDir(const std::string &tag) {
-  fs::path dir = fs::temp_directory_path() / ("moec-ascend-tune-" + tag + "-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(std::random_device{}()));
-  fs::remove_all(dir);
-  return dir;
-}
+fs::path freshDir(const std::string &tag) { return moec::tests::freshTempDir("ascend-tune-" + tag); }
 
 const ascend::Chip &chip910b() {
   static const ascend::Chip chip = ascend::builtinChip("910b");
@@ -83,47 +78,6 @@ TEST(AscendConfigs, TheRowAndTheChipPruneWhatTheyRuleOut) {
             std::string::npos);
   EXPECT_NE(pruned("buffers=3,chunk=256,rows=1", f32Row100).find("'buffers': 3"), std::string::npos);
 }
-
-// Sampled configs of the space give every op and mode the heuristic's bytes on the UB simulator, at odd
-// sizes whose rows take several chunks at the smaller caps.
-class EveryAscendConfig : public ::testing::TestWithParam<OpMode> {};
-
-TEST_P(EveryAscendConfig, GivesBitIdenticalResultsOnTheSimulator) {
-  const OpMode &mode = GetParam();
-  auto op = loadOp(mode.op);
-  std::mt19937 rng(std::random_device{}());
-  constexpr int64_t kTokens = 37, kH = 1100;
-  DType dtype = std::array{DType::BF16, DType::F16, DType::F32}[rng() % 3];
-  SCOPED_TRACE(dsl::dtypeName(dtype));
-  ModeRun run(mode, *op, dtype, kTokens, kH, rng, false);
-  run.chip = chip910b();
-  CpuRunResult heuristic = run(Schedule{});
-  std::vector<Schedule> space = tune::configSpace(TargetKind::Ascend);
-  std::shuffle(space.begin(), space.end(), rng);
-  tune::ShapeFacts facts{kH, dsl::dtypeBytes(dtype), chip910b().ubBytes, chip910b().maxCopyBytes};
-  int tried = 0;
-  std::set<int64_t> chunks;
-  for (const Schedule &s : space) {
-    if (tried == 6)
-      break;
-    if (!tune::prunedBecause(s, TargetKind::Ascend, facts).empty())
-      continue;
-    ++tried;
-    SCOPED_TRACE(tune::configText(s));
-    CpuRunResult got = run(s);
-    expectSameBytes(got, heuristic);
-    for (const ascend::KernelTiling &t : got.tilings) {
-      EXPECT_LE(t.chunk, std::max<int64_t>(s.chunk, 64)) << t.kernel << ": the cap holds (up to one granule)";
-      EXPECT_EQ(t.bufferCount, s.buffers) << t.kernel;
-      chunks.insert(t.chunk);
-    }
-  }
-  EXPECT_EQ(tried, 6);
-  EXPECT_GT(chunks.size(), 1u) << "the sampled configs all planned one chunk size";
-}
-
-INSTANTIATE_TEST_SUITE_P(AllModes, EveryAscendConfig, ::testing::ValuesIn(allOpModes()),
-                         [](const auto &info) { return info.param.name; });
 
 AscendPlanner::Options plannerOptions(const fs::path &cache, bool autotune, std::vector<std::string> *warnings = nullptr) {
   AscendPlanner::Options o;

@@ -1,4 +1,5 @@
 //===- BundleTest.cpp - AOT bundles: written, loaded, launched on a fake driver ===//
+#include "TempDir.h"
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/Runtime.h"
@@ -84,10 +85,7 @@ TensorView device(DType dtype, std::vector<int64_t> shape, uintptr_t address) {
   return {reinterpret_cast<void *>(address), dtype, std::move(shape), {}, Device::Cuda};
 }
 
-fs::path bundleDir() {
-  return fs::temp_directory_path() / ("moec-bundle-" + std::to_string(::getpid()) + "-" +
-                                      std::to_string(std::random_device{}()));
-}
+fs::path bundleDir() { return moec::tests::freshTempDir("bundle"); }
 
 /// A bundle of B2 (bf16 or f16, `b2Statics`) and A3 with probs (`a3Dtype`, `a3Statics`), written and opened
 /// on the fake driver; removed with the object.

@@ -6,6 +6,7 @@
 // and in the dumps' #moe.schedule, and a damaged one is ignored with a warning.
 //===----------------------------------------------------------------------===//
 #include "ModeRun.h"
+#include "TempDir.h"
 #include "TuneCalls.h"
 
 #include "moec/Autotuning.h"
@@ -31,12 +32,7 @@ using namespace moec::gpucheck;
 
 namespace {
 
-fs::path freshDir(const std::string &tag) {
-  fs::path dir = fs::temp_directory_path() / ("moec-tune-" + tag + "-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(std::random_device{}()));
-  fs::remove_all(dir);
-  return dir;
-}
+fs::path freshDir(const std::string &tag) { return moec::tests::freshTempDir("tune-" + tag); }
 
 std::string contents(const fs::path &p) {
   std::ifstream in(p);
@@ -219,37 +215,57 @@ TEST_F(Tuner, ABudgetLeavesTheRestUntimed) {
 }
 
 // Sampled configs of each target's space give every op and mode the heuristic's bytes exactly (the CPU,
-// and the GPU on the PTX emulator), at odd sizes.
-class EveryConfig : public ::testing::TestWithParam<std::tuple<OpMode, bool>> {};
+// the GPU on the PTX emulator, the tiled Ascend kernels on the UB simulator), at odd sizes; on Ascend rows
+// long enough that the smaller chunk caps split them.
+class EveryConfig : public ::testing::TestWithParam<std::tuple<OpMode, TargetKind>> {};
 
 TEST_P(EveryConfig, GivesBitIdenticalResults) {
-  const auto &[mode, emulated] = GetParam();
+  const auto &[mode, kind] = GetParam();
   auto op = loadOp(mode.op);
   std::mt19937 rng(std::random_device{}());
-  constexpr int64_t kTokens = 37, kH = 100;
+  bool ascend = kind == TargetKind::Ascend;
+  const int64_t kTokens = 37, kH = ascend ? 1100 : 100, kSampled = kind == TargetKind::CPU ? 12 : ascend ? 6 : 8;
   DType dtype = std::array{DType::BF16, DType::F16, DType::F32}[rng() % 3];
   SCOPED_TRACE(dsl::dtypeName(dtype));
-  ModeRun run(mode, *op, dtype, kTokens, kH, rng, emulated);
-  TargetKind kind = emulated ? TargetKind::GPU : TargetKind::CPU;
+  ModeRun run(mode, *op, dtype, kTokens, kH, rng, kind == TargetKind::GPU);
+  tune::ShapeFacts facts{kH, dsl::dtypeBytes(dtype)};
+  if (ascend) {
+    run.chip = ascend::builtinChip("910b");
+    facts.ubBytes = run.chip->ubBytes;
+    facts.maxCopyBytes = run.chip->maxCopyBytes;
+  }
   CpuRunResult heuristic = run(Schedule{});
   std::vector<Schedule> space = tune::configSpace(kind);
   std::shuffle(space.begin(), space.end(), rng);
   int tried = 0;
+  std::set<int64_t> chunks;
   for (const Schedule &s : space) {
-    if (tried == (emulated ? 8 : 12))
+    if (tried == kSampled)
       break;
-    if (!tune::prunedBecause(s, kind, {kH, dsl::dtypeBytes(dtype)}).empty())
+    if (!tune::prunedBecause(s, kind, facts).empty())
       continue;
     ++tried;
     SCOPED_TRACE(tune::configText(s));
-    expectSameBytes(run(s), heuristic);
+    CpuRunResult got = run(s);
+    expectSameBytes(got, heuristic);
+    for (const ascend::KernelTiling &t : got.tilings) { // Ascend: the knobs shape the plan
+      EXPECT_LE(t.chunk, std::max<int64_t>(s.chunk, 64)) << t.kernel << ": the cap holds (up to one granule)";
+      EXPECT_EQ(t.bufferCount, s.buffers) << t.kernel;
+      chunks.insert(t.chunk);
+    }
   }
-  EXPECT_EQ(tried, emulated ? 8 : 12);
+  EXPECT_EQ(tried, kSampled);
+  if (ascend)
+    EXPECT_GT(chunks.size(), 1u) << "the sampled configs all planned one chunk size";
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModes, EveryConfig, ::testing::Combine(::testing::ValuesIn(allOpModes()), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(AllModes, EveryConfig,
+                         ::testing::Combine(::testing::ValuesIn(allOpModes()),
+                                            ::testing::Values(TargetKind::CPU, TargetKind::GPU, TargetKind::Ascend)),
                          [](const auto &info) {
-                           return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_ptx_emu" : "_cpu");
+                           TargetKind kind = std::get<1>(info.param);
+                           return std::get<0>(info.param).name +
+                                  (kind == TargetKind::CPU ? "_cpu" : kind == TargetKind::GPU ? "_ptx_emu" : "_ascend");
                          });
 
 TEST(TunedVariants, BucketsAreChosenAtTheirEdges) {

@@ -7,6 +7,7 @@
 // second call's rows of zeros. Outputs start as 0xFF bytes (NaN), so a row nothing writes shows.
 //===----------------------------------------------------------------------===//
 #include "Cases.h"
+#include "TempDir.h"
 
 #include "moec/Runtime.h"
 #include "moec/runtime/CudaDriver.h"
@@ -42,10 +43,7 @@ Case unpermuteCase(std::mt19937 &rng, int dropEvery) {
 
 KernelRequest request() { return {DType::F32, {{"H", kH}, {"E", kExperts}}, {}, {}, {}}; }
 
-std::filesystem::path freshCacheDir(const std::string &tag) {
-  return std::filesystem::temp_directory_path() /
-         ("moec-workspace-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
-}
+std::filesystem::path freshCacheDir(const std::string &tag) { return moec::tests::freshTempDir("workspace-" + tag); }
 
 struct CacheDir {
   std::filesystem::path path;
