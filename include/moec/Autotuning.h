@@ -19,7 +19,8 @@
 
 namespace moec {
 
-/// The machine kind a tuning result holds for: "cpu-<model name>" on the CPU (from /proc/cpuinfo),
+/// The machine kind a tuning result holds for: "cpu-<model name>-<N>threads" on the CPU (the model from
+/// /proc/cpuinfo, N the worker pool's size: $MOEC_THREADS, else the hardware threads),
 /// "ptx-sm_90" on a GPU, "ascend-<chip name>" on Ascend (its plans and simulated kernels alike).
 std::string tuningTargetName(const Target &target);
 

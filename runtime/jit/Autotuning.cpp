@@ -4,6 +4,7 @@
 #include "moec/tune/ConfigSpace.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Bundle.h"
+#include "moec/runtime/ThreadPool.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -41,8 +42,9 @@ std::string tuningTargetName(const Target &target) {
     return "ascend-" + target.arch;
   if (target.kind != TargetKind::CPU)
     return target.str();
+  // The pool's size is part of the machine: how rows are best split depends on the workers there are.
   static const std::string model = cpuModelName();
-  return "cpu-" + model;
+  return "cpu-" + model + "-" + std::to_string(ThreadPool::shared().size()) + "threads";
 }
 
 tune::TuningKey tuningKey(const dsl::OpDef &op, const Specialization &spec) {

@@ -16,6 +16,7 @@
 #include "moec/runtime/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/Files.h"
+#include "moec/runtime/ThreadPool.h"
 #include "moec/tune/ConfigSpace.h"
 
 #include <gtest/gtest.h>
@@ -367,6 +368,18 @@ TEST(Autotuning, TheRuntimeUsesTheTunedConfigForTheCallsBucket) {
     EXPECT_EQ(std::memcmp(out.raw(), c.expected.at("grad_x").raw(), out.bytes()), 0);
   }
   fs::remove_all(dir);
+}
+
+TEST(Autotuning, TheCpuMachineIsItsModelAndItsWorkerCount) {
+  std::string name = tuningTargetName(Target::cpu());
+  EXPECT_EQ(name.rfind("cpu-", 0), 0u) << name;
+  std::string threads = "-" + std::to_string(ThreadPool::shared().size()) + "threads";
+  ASSERT_GT(name.size(), threads.size());
+  EXPECT_EQ(name.substr(name.size() - threads.size()), threads) << name;
+  EXPECT_EQ(name.find_first_of(" /.()@"), std::string::npos) << name << ": one word, fit for a file name";
+  EXPECT_EQ(tuningTargetName(Target::ascendSimulator(ascend::builtinChip("910b"))), "ascend-910b");
+  EXPECT_EQ(tuningTargetName(Target::ascend(ascend::builtinChip("910b"))), "ascend-910b");
+  EXPECT_EQ(tuningTargetName(Target::ptx("sm_90")), "ptx-sm_90");
 }
 
 TEST(Autotuning, AutotuneOffOrARequestedScheduleUsesNoTuning) {
