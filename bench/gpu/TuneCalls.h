@@ -13,6 +13,8 @@
 #include "moec/AscendPlanner.h"
 #include "moec/Tuner.h"
 #include "moec/runtime/Binding.h"
+#include "moec/runtime/CpuRun.h"
+#include "moec/runtime/ascend/SimLauncher.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/ThreadPool.h"
@@ -122,8 +124,8 @@ private:
 };
 
 /// An Ascend call: the case's tensors on the host, where the tiled kernels run on the UB simulator for
-/// the bit-for-bit check, and the cost of the plan each config gives this call on the chip in place of a
-/// clock (TuneCall::modeledSeconds). `planner` should not use tuning files (Options::autotune = false),
+/// the bit-for-bit check, and the cost of the plan each config gives this call on the chip (its routing's
+/// live rows included) in place of a clock (TuneCall::modeledSeconds). `planner` should not use tuning files (Options::autotune = false),
 /// so that Schedule{} plans with the compiler's choices.
 class AscendTuneCall {
   CpuTuneCall host; // first: `call` refers into it
@@ -137,7 +139,15 @@ public:
       if (const dsl::TensorDecl *t = def->findTensor(name); t && !t->isOutput)
         inputs[name] = view;
     BoundCall bound = bindCall(*def, dtype, host.call.attrs, inputs);
-    PlanCall base{dtype, bound.dims, bound.attrs, with, {}};
+    // A guarded kernel's live rows (A3's routed (token, expert) pairs, of Tk x E) are the routing's: read
+    // off the heuristic's tiled kernels on the simulator. Every config runs the same rows.
+    std::map<std::string, int64_t> live;
+    CpuRunResult simulated = runOnAscendSimulator(*def, dtype, host.call.attrs, inputs, planner.chip(), Schedule{});
+    for (const ascend::SimulatedLaunch &launch : simulated.simulated)
+      for (const ascend::KernelTiling &t : simulated.tilings)
+        if (t.kernel == launch.kernel)
+          live[launch.kernel] = ascend::liveRows(launch, t.pointRows);
+    PlanCall base{dtype, bound.dims, bound.attrs, with, live, {}};
     host.call.modeledSeconds = [&planner, op, base](const Schedule &config) {
       PlanCall call = base;
       call.schedule = config;

@@ -41,6 +41,8 @@ struct PlanCall {
   std::map<std::string, int64_t> dims;
   std::map<std::string, int64_t> attrs;
   std::set<std::string> with;
+  /// Per kernel name, how many of its guarded rows do their work, when the caller knows (PlanRequest).
+  std::map<std::string, int64_t> liveRows;
   /// The UB plan's knobs (Schedule::buffers, chunk, rowsPerBlock: the most rows per pass). Schedule{}:
   /// the tuned config of the call's token bucket when `moec tune --target ascend` left one, else the
   /// compiler's choice.

@@ -119,6 +119,13 @@ SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, Packe
   return launch;
 }
 
+int64_t liveRows(const SimulatedLaunch &launch, bool pointRows) {
+  int64_t live = 0;
+  for (const UbSimulator::CoreStats &c : launch.cores)
+    live += c.rowsCopyingIn + (pointRows ? 0 : c.rowsCopyingOutOnly);
+  return live;
+}
+
 LaunchReport reportLaunch(const SimulatedLaunch &launch, const Chip &chip, const KernelTiling *tiling) {
   LaunchReport r;
   r.kernel = launch.kernel;

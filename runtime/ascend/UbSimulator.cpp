@@ -125,9 +125,10 @@ void UbSimulator::copy(int64_t index, const uint8_t *ub, const void *gm, int64_t
     std::memcpy(const_cast<uint8_t *>(ub), gm, size_t(bytes));
   else
     std::memcpy(const_cast<void *>(gm), ub, size_t(bytes));
-  CoreStats &s = core(index).stats;
-  ++s.dataCopies;
-  (toUb ? s.bytesIn : s.bytesOut) += bytes;
+  Core &c = core(index);
+  ++c.stats.dataCopies;
+  (toUb ? c.stats.bytesIn : c.stats.bytesOut) += bytes;
+  ++(toUb ? c.rowCopiesIn : c.rowCopiesOut);
 }
 
 void UbSimulator::scalarRead(int64_t index, int64_t bytes) {
@@ -146,6 +147,11 @@ void UbSimulator::finishRow(int64_t index, int64_t row) {
     throw UbError(coreName(index) + ": row " + std::to_string(row) + " finished a second time");
   }
   ++c.stats.rows;
+  if (c.rowCopiesIn > 0)
+    ++c.stats.rowsCopyingIn;
+  else if (c.rowCopiesOut > 0)
+    ++c.stats.rowsCopyingOutOnly;
+  c.rowCopiesIn = c.rowCopiesOut = 0;
 }
 
 void UbSimulator::finish() const {

@@ -88,7 +88,8 @@ const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
 
 std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name, const PlanCall &call) {
   std::lock_guard<std::mutex> lock(mutex);
-  std::string byCall = requestText(name, call.dtype, call.dims, call.attrs, call.with) + " " + call.schedule.str();
+  std::string byCall = requestText(name, call.dtype, call.dims, call.attrs, call.with) + " " + call.schedule.str() +
+                       " " + nlohmann::json(call.liveRows).dump();
   if (auto hit = plansByCall.find(byCall); hit != plansByCall.end()) {
     recent.splice(recent.begin(), recent, hit->second); // most recent first
     ++planHits;
@@ -110,7 +111,7 @@ std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name,
     t = tilings(src, call, cacheKey(*src.op, src.source, call.dtype, statics, call.with, schedule), statics, schedule);
     tilingsByStatics.emplace(byStatics, t);
   }
-  ascend::PlanRequest request{t->op.get(), call.dtype, call.dims, call.attrs, call.with};
+  ascend::PlanRequest request{t->op.get(), call.dtype, call.dims, call.attrs, call.with, call.liveRows};
   ascend::Plan plan = ascend::planOp(request, chip_, t->kernels, t->domains, t->workspace);
   plan.config = tune::configText(schedule);
   plan.tunedFrom = tunedFrom;

@@ -93,7 +93,7 @@ AscendPlanner::Options plannerOptions(const fs::path &cache, bool autotune, std:
 const KernelRequest kB2{DType::BF16, {{"H", 1100}}, {{"top_k", 2}}};
 
 PlanCall b2Call(int64_t tokens, const Schedule &schedule = {}) {
-  return {DType::BF16, {{"N", tokens}, {"R", 2 * tokens}, {"H", 1100}}, {{"top_k", 2}}, {}, schedule};
+  return {DType::BF16, {{"N", tokens}, {"R", 2 * tokens}, {"H", 1100}}, {{"top_k", 2}}, {}, {}, schedule};
 }
 
 // A sweep ranks the configs by the plans' cost on the chip, once each (the model is deterministic), and
@@ -229,6 +229,35 @@ TEST(AscendTuner, TheRuntimesSimulatedKernelsUseTheTunedConfig) {
     EXPECT_EQ(std::memcmp(out.raw(), c.expected.at("grad_x").raw(), out.bytes()), 0) << tokens;
   }
   fs::remove_all(dir);
+}
+
+// A guarded kernel's live rows are read off its tiled kernel on the simulator: of A3's Tk x E (token,
+// expert) points and rows, the routed ones (Tk x K); the fill of uncovered rows has none after a full
+// permutation. A sweep plans with them, so its costs are the routing's, not every point's.
+TEST(AscendTuner, LiveRowsAreTheRoutedOnes) {
+  std::mt19937 rng(std::random_device{}());
+  const int64_t T = 19, E = 16, K = 4, H = 300;
+  Case c = unpermuteGradNonPad(DType::BF16, T, E, K, H, true, rng, false);
+  std::map<std::string, TensorView> inputs;
+  for (auto &[name, t] : c.inputs)
+    inputs[name] = t.view();
+  std::unique_ptr<dsl::OpDef> op = loadOp("moe_token_unpermute_with_routing_map_grad");
+  CpuRunResult run = runOnAscendSimulator(*op, DType::BF16, c.attrs, inputs, chip910b(), Schedule{});
+  ASSERT_EQ(run.simulated.size(), run.tilings.size());
+  int checked = 0;
+  for (size_t i = 0; i < run.simulated.size(); ++i) {
+    const ascend::KernelTiling &t = run.tilings[i];
+    ASSERT_EQ(run.simulated[i].kernel, t.kernel);
+    int64_t live = ascend::liveRows(run.simulated[i], t.pointRows);
+    if (t.kernel.find("__0_") != std::string::npos) {
+      EXPECT_EQ(live, 0) << t.kernel;
+    } else {
+      EXPECT_EQ(run.simulated[i].rows, T * E) << t.kernel;
+      EXPECT_EQ(live, T * K) << t.kernel;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2) << "the probs dot and the scatter";
 }
 
 // Double-buffered, one queue's DataCopy set-ups hide behind the other's data, except for the first pass's

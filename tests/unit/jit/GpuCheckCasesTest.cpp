@@ -49,3 +49,26 @@ TEST(GpuCheckCases, AgreeWithTheCpuKernels) {
       expectAgreement("moe_unpermute", dtype, paddleUnpermute(dtype, 37, 8, 4, 72, weighted, rng));
   }
 }
+
+// The minimum bytes of A3: dY written once, G read once per routed token (not once per slot), and with
+// probs each slot's permuted row. Non-pad routes every token to K experts: R = T * K slots.
+TEST(GpuCheckCases, A3MovesEachTokensGradientOnce) {
+  std::mt19937 rng(std::random_device{}());
+  const int64_t T = 37, E = 16, K = 8, H = 72, row = H * 2;
+  for (bool probs : {false, true}) {
+    Case c = unpermuteGradNonPad(DType::BF16, T, E, K, H, probs, rng, false);
+    EXPECT_EQ(c.bytesMoved, double(T * K * row + T * row + (probs ? T * K * row : 0))) << probs;
+  }
+  // Padded: every capacity row of dY is written, the tokens that kept a slot are read.
+  Case pad = unpermuteGradPad(DType::BF16, T, E, 4, H, true, rng, false);
+  const HostTensor &ids = pad.inputs.at("permute_token_id");
+  std::set<int32_t> tokens;
+  int64_t slots = 0;
+  for (int64_t i = 0; i < ids.elements(); ++i)
+    if (int32_t t = static_cast<const int32_t *>(ids.raw())[i]; t >= 0) {
+      tokens.insert(t);
+      ++slots;
+    }
+  ASSERT_GT(slots, 0);
+  EXPECT_EQ(pad.bytesMoved, double(E * 4 * row + int64_t(tokens.size()) * row + slots * row));
+}

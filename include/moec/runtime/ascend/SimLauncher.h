@@ -37,6 +37,11 @@ SimulatedLaunch launchSimulated(const Chip &chip, const std::string &name, Packe
                                 const std::vector<void *> &pointers, const std::vector<int64_t> &scalars,
                                 int64_t rows, const std::map<std::string, TensorView> &tensors);
 
+/// The rows of `launch` that did their work, as a plan's live rows (PlanRequest::liveRows): a row that
+/// failed its guard moves nothing, and a point (`pointRows`: a reduction along each) only its output. So:
+/// the rows that made any DataCopy, or for points those that copied data in.
+int64_t liveRows(const SimulatedLaunch &launch, bool pointRows);
+
 /// What a simulated launch costs under the chip's cost model (Plan.h's coreCostNs), from its counts, the
 /// launch its busiest core. With the kernel's `tiling`, its buffering: a double-buffered kernel's passes
 /// (each row's chunks: the tiled kernels stage a row at a time) overlap; without, every core is serial.

@@ -36,6 +36,9 @@ public:
     int64_t bytesIn = 0, bytesOut = 0;
     int64_t peakUbBytes = 0; // the highest end of a live buffer
     int64_t rows = 0;        // rows it finished
+    // Of those, the rows that copied GM data in, and those that only copied out (DataCopy calls between
+    // the row before's finishRow and its own): what tells the rows that passed their guard.
+    int64_t rowsCopyingIn = 0, rowsCopyingOutOnly = 0;
     int64_t scalarReads = 0, scalarBytes = 0; // scalar loads of GM (indices, probs, gathered elements)
   };
 
@@ -75,6 +78,7 @@ private:
     std::unique_ptr<uint8_t[]> ub;
     std::vector<Buffer> live;
     CoreStats stats;
+    int64_t rowCopiesIn = 0, rowCopiesOut = 0; // since the last finished row
   };
   struct Global {
     std::string name;
