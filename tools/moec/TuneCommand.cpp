@@ -245,7 +245,9 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
   if (!o.shard.empty())
     stem += ".shard" + std::to_string(std::atoi(o.shard.c_str()));
   std::string note;
-  std::vector<std::string> files = writeSweepReport(result, stem, fmt::format("{} {} {}", o.op, o.dtype, key.target), note);
+  std::vector<std::string> files =
+      writeSweepReport(result, stem, fmt::format("{} {} {}", o.op, o.dtype, key.target),
+                       o.target == "ascend" ? "the chip's GM bound" : "same-run copy", note);
   fmt::print("report: {}\n", fmt::join(files, ", "));
   if (!note.empty())
     fmt::print("note: {}\n", note);

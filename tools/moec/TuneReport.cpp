@@ -129,7 +129,7 @@ std::string sweepCsv(const TuneResult &result) {
 }
 
 std::vector<std::string> writeSweepReport(const TuneResult &result, const std::string &stem, const std::string &title,
-                                          std::string &note) {
+                                          const std::string &baselineName, std::string &note) {
   std::vector<std::string> written;
   writeFile(stem + ".csv", sweepCsv(result));
   written.push_back(stem + ".csv");
@@ -166,7 +166,7 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
                                "set title {}\nset xlabel {}\n"
                                "set ylabel 'GB/s (minimum bytes of the op / median time)'\nset logscale x 2\n"
                                "{}\nset key outside right top font ',8'\nset grid\n"
-                               "set yrange [0:*]\nset offsets graph 0.05, graph 0.05, graph 0.08, 0\n",
+                               "set offsets graph 0.05, graph 0.05, graph 0.08, 0\n",
                                dsl::quote(stem + ".svg"), dsl::quote(fmt::format("{} ({} tokens)", title, tokens)),
                                byChunk ? "'chunk (elements of a row per UB pass)'" : "'vector width (elements)'",
                                byChunk ? "set xtics (256, 1024, 4096, 16384)" : "set xtics (1, 2, 4, 8, 16)");
@@ -175,11 +175,20 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
                       "set label {2} at graph 0.01, first {0:.4f} offset 0,0.6\n",
                       y, style, dsl::quote(label));
   };
+  // The y range holds the lines too (gnuplot's autoscale sees only the data).
+  double top = 0;
+  for (const auto &[family, members] : families)
+    for (const TunePoint *p : members)
+      top = std::max(top, gbps(*p));
   if (!copies.empty()) {
     std::sort(copies.begin(), copies.end());
     double copy = points.front()->bytesMoved / copies[copies.size() / 2] / 1e3;
-    hline(copy, fmt::format("same-run copy {:.1f} GB/s", copy), "dt 3 lw 2 lc rgb 'gray40'");
+    hline(copy, fmt::format("{} {:.1f} GB/s", baselineName, copy), "dt 3 lw 2 lc rgb 'gray40'");
+    top = std::max(top, copy);
   }
+  if (heuristic && ranks(*heuristic))
+    top = std::max(top, gbps(*heuristic));
+  gp += top > 0 ? fmt::format("set yrange [0:{:.4f}]\n", 1.12 * top) : "set yrange [0:*]\n";
   if (heuristic && ranks(*heuristic))
     hline(gbps(*heuristic), fmt::format("heuristic {:.1f} GB/s", gbps(*heuristic)), "dt 2 lw 2 lc rgb 'black'");
   if (best && !(best->config == Schedule{}))

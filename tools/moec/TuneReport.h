@@ -15,10 +15,11 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
 std::string sweepCsv(const TuneResult &result);
 
 /// Writes `<stem>.csv`, `<stem>.dat` and `<stem>.gp`, and runs gnuplot on the script to make `<stem>.svg`:
-/// each config's throughput (minimum bytes / median time) against its vector width, one line per config
-/// family, the same-run copy, the heuristic and the best marked, for the largest token count swept. Returns the files
+/// each config's throughput (minimum bytes / median time) against its vector width (an Ascend config's
+/// chunk), one line per config family, the baseline (`baselineName`: the same-run copy, or the chip's
+/// bound), the heuristic and the best marked, for the largest token count swept. Returns the files
 /// written; a missing gnuplot is a note, not an error (the script is still there to run).
 std::vector<std::string> writeSweepReport(const TuneResult &result, const std::string &stem, const std::string &title,
-                                          std::string &note);
+                                          const std::string &baselineName, std::string &note);
 
 } // namespace moec::cli
