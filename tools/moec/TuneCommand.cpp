@@ -178,15 +178,15 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
   tuneOptions.compileThreads = o.compileThreads;
   tuneOptions.previous = previous ? &*previous : nullptr;
 
-  std::unique_ptr<gpucheck::CpuTuneCall> cpuCall;
-  std::unique_ptr<gpucheck::GpuTuneCall> gpuCall;
-  std::unique_ptr<gpucheck::AscendTuneCall> ascendCall;
-  std::unique_ptr<AscendPlanner> planner;
+  std::unique_ptr<AscendPlanner> planner; // before the calls that refer to it, so it outlives them
   if (o.target == "ascend") {
     AscendPlanner::Options plannerOptions;
     plannerOptions.autotune = false; // Schedule{} is the compiler's plan, not an earlier sweep's
     planner = std::make_unique<AscendPlanner>(*rt.target().chip, plannerOptions);
   }
+  std::unique_ptr<gpucheck::CpuTuneCall> cpuCall;
+  std::unique_ptr<gpucheck::GpuTuneCall> gpuCall;
+  std::unique_ptr<gpucheck::AscendTuneCall> ascendCall;
   std::mt19937 rng(12345);
   auto callFor = [&](int64_t t) -> TuneCall & {
     cpuCall.reset();
