@@ -231,9 +231,11 @@ std::shared_ptr<const TunedVariants> Runtime::tunedVariants(const OpSource &src,
     variants->byBucket.emplace_back(bucket, loadOnce(src, tuned));
     say(range + result.best + " (tuned: " + path.string() + ", " + fmt::format("{:.1f}", result.us) + " us)");
   }
+  // Said whatever the buckets hold (a sweep may find the heuristic best everywhere): the output's shape
+  // does not depend on timings.
+  say("other token counts: the heuristic's schedule");
   if (variants->byBucket.empty())
     return nullptr;
-  say("other token counts: the heuristic's schedule");
   return variants;
 }
 

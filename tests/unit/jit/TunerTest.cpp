@@ -401,6 +401,27 @@ TEST(Autotuning, AutotuneOffOrARequestedScheduleUsesNoTuning) {
   fs::remove_all(dir);
 }
 
+// A sweep may find the heuristic best in every bucket: the runtime then keeps no variants, and says so in
+// the same lines as always (what `moec tune`'s users and the CLI test read does not hang on timings).
+TEST(Autotuning, AFileWhoseBucketsTheHeuristicWonSaysSoInTheUsualLines) {
+  fs::path dir = freshDir("all-heuristic");
+  tune::TuningFile f;
+  f.key = tuningKeyOf("moe_init_routing_v2_grad", kB2Request, Target::cpu());
+  f.record(64, "heuristic", 10.0);
+  f.record(64, "vector=2,threads=1,rows=1,unroll=3", 12.0);
+  f.record(1024, "heuristic", 50.0);
+  tune::TuningDb(dir / "tuning", {}).store(f);
+  Captured captured;
+  Runtime rt(tunedOptions(dir, captured));
+  EXPECT_EQ(rt.get("moe_init_routing_v2_grad", kB2Request).tunedVariants(), nullptr);
+  std::string said = joined(captured.informs);
+  EXPECT_NE(said.find("grad_x[0] in (32, 64]: the heuristic's schedule (tuned: "), std::string::npos) << said;
+  EXPECT_NE(said.find("grad_x[0] in (512, 1024]: the heuristic's schedule (tuned: "), std::string::npos) << said;
+  EXPECT_NE(said.find("other token counts: the heuristic's schedule"), std::string::npos) << said;
+  EXPECT_TRUE(captured.warnings.empty()) << joined(captured.warnings);
+  fs::remove_all(dir);
+}
+
 TEST(Autotuning, AnotherShapeFindsNoTuning) {
   fs::path dir = freshDir("shape");
   tune::TuningDb(dir / "tuning", {}).store(b2Tuned("vector=2,threads=1,rows=1,unroll=3"));
