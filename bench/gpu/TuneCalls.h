@@ -125,8 +125,8 @@ private:
 
 /// An Ascend call: the case's tensors on the host, where the tiled kernels run on the UB simulator for
 /// the bit-for-bit check, and the cost of the plan each config gives this call on the chip (its routing's
-/// live rows included) in place of a clock (TuneCall::modeledSeconds). `planner` should not use tuning files (Options::autotune = false),
-/// so that Schedule{} plans with the compiler's choices.
+/// live rows included) in place of a clock (TuneCall::modeledSeconds). `planner` should not use tuning
+/// files (Options::autotune = false), so that Schedule{} plans with the compiler's choices.
 class AscendTuneCall {
   CpuTuneCall host; // first: `call` refers into it
 

@@ -88,8 +88,12 @@ const AscendPlanner::OpSource &AscendPlanner::source(const std::string &name) {
 
 std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name, const PlanCall &call) {
   std::lock_guard<std::mutex> lock(mutex);
-  std::string byCall = requestText(name, call.dtype, call.dims, call.attrs, call.with) + " " + call.schedule.str() +
-                       " " + nlohmann::json(call.liveRows).dump();
+  // A call's plan is cached; only a requested schedule or known live rows lengthen its key.
+  std::string byCall = requestText(name, call.dtype, call.dims, call.attrs, call.with);
+  if (call.schedule != Schedule{})
+    byCall += " schedule " + call.schedule.str();
+  if (!call.liveRows.empty())
+    byCall += " live " + nlohmann::json(call.liveRows).dump();
   if (auto hit = plansByCall.find(byCall); hit != plansByCall.end()) {
     recent.splice(recent.begin(), recent, hit->second); // most recent first
     ++planHits;

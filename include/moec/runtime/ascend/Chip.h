@@ -21,8 +21,8 @@ struct Chip {
   int64_t burstBytes = 512;         // GM <-> UB moves are fastest in bursts of this
   int64_t maxCopyBytes = 65536;     // the most one buffer of a row chunk holds (one DataCopy)
   int64_t systemWorkspaceBytes = 0; // the system workspace every CANN op reserves (16 MiB)
-  // Cost model (see Plan.h): a core's time is coreLaunchNs + dataCopies * dataCopyNs + scalarReads *
-  // scalarReadNs + gmBytes / gmGBpsPerCore.
+  // Cost model (Plan.h's coreCostNs): a core's time is coreLaunchNs, its scalar reads, and its DataCopy
+  // set-ups and GM bytes at gmGBpsPerCore, added when single-buffered, overlapped when double-buffered.
   double gmGBpsPerCore = 0; // GM bandwidth one core gets when all run (HBM bandwidth / cores)
   double dataCopyNs = 0;    // fixed cost of one DataCopy
   double scalarReadNs = 0;  // one scalar load from GM (through the scalar unit's cache)
