@@ -315,8 +315,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     }
     moe::ScheduleAttr a = domains.front().schedule();
     auto ascendPlan = domains.front().op()->getAttrOfType<moe::AscendPlanAttr>("ascend_plan");
-    bool pointPerWarp = isGpu ? moe::gpuMapping(domains.front()) == moe::GpuMapping::WarpPerPoint
-                              : ascendPlan && ascendPlan.getPointRows();
+    // The launch covers points: a GPU warp each, an Ascend point row each, or a CPU point kernel's.
+    bool pointPerWarp = isAscend ? ascendPlan && ascendPlan.getPointRows() : moe::runsPerPoint(domains.front());
     result.kernels.push_back({plan.name, plan.assign->target,
                               {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,
                               pointPerWarp, checks});
@@ -348,7 +348,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     loopPasses.addPass(moe::createMoeLowerToGPU());
   else
     loopPasses.addPass(moe::createMoeLowerToLoops(
-        {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows)}));
+        {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows),
+         !(spec.schedule.disabled & kInterleaveReductions)}));
   // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());
   loopPasses.addPass(createCanonicalizerPass());

@@ -64,8 +64,6 @@ KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const 
   if (!j.contains("pointPerWarp") || !j.at("pointPerWarp").is_boolean())
     throw std::runtime_error(where + ": 'pointPerWarp' must be true or false");
   k.pointPerWarp = j.at("pointPerWarp").get<bool>();
-  if (k.pointPerWarp && target == TargetKind::CPU)
-    throw std::runtime_error(where + ": 'pointPerWarp' is true, but CPU kernels run rows");
   // The bounds checks only name what the kernel reports; the runtime still checks the tensor index
   // against the op before it uses one.
   if (!j.contains("checks") || !j.at("checks").is_array())

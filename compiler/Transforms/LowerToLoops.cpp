@@ -5,7 +5,9 @@
 // 2. Each moe.compute / moe.scatter becomes `scf.for %row = row_begin to min(row_end, rows)` around the
 //    row body of
 //    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
-// 3. A moe.sum that reads along its own index (a dot product over H) keeps 32 f32 partial sums.
+// 3. A moe.sum that reads along its own index (a dot product over H) keeps 32 f32 partial sums. A domain
+//    whose points each run one and that does not vectorize along its last dim runs by point (the range
+//    is of points), up to four points' dot products interleaved (interleave-reductions).
 // 4. With streaming-stores (the default), vector stores of a large output are non-temporal: the output is
 //    written once, and a cached store would first read each line it writes (as memcpy avoids too).
 // Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
@@ -90,6 +92,12 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
     for (DomainOp domain : domains) {
       Location loc = domain.op()->getLoc();
       b.setInsertionPoint(domain.op());
+      if (runsPerPoint(domain)) {
+        Value end = arith::MinSIOp::create(b, loc, rowEnd, emitPointCount(b, domain));
+        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions);
+        domain.op()->erase();
+        continue;
+      }
       Value end = arith::MinSIOp::create(b, loc, rowEnd, emitRowCount(b, domain));
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());

@@ -14,7 +14,8 @@ const std::vector<std::pair<const char *, Optimization>> &optimizationNames() {
   static const std::vector<std::pair<const char *, Optimization>> names = {
       {"hoist-row-invariants", kHoistRowInvariants},   {"compact-predicated-folds", kCompactPredicatedFolds},
       {"streaming-stores", kStreamingStores},          {"accumulate-rows", kAccumulateRows},
-      {"fill-uncovered-rows", kFillUncoveredRows},     {"carry-prefix-folds", kCarryPrefixFolds}};
+      {"fill-uncovered-rows", kFillUncoveredRows},     {"carry-prefix-folds", kCarryPrefixFolds},
+      {"interleave-reductions", kInterleaveReductions}};
   return names;
 }
 

@@ -64,7 +64,8 @@ struct KernelInfo {
   std::vector<const dsl::Expr *> domain;
   /// GPU launch: grid.x = ceil_div(rows, rowsPerBlock), block = (threads, rowsPerBlock, 1); with
   /// pointPerWarp the grid covers every domain point (rows times the last extent) instead of rows. Ascend
-  /// (simulated): set for point rows, whose cores split the domain's points.
+  /// (simulated): set for point rows, whose cores split the domain's points. CPU: set for point kernels
+  /// (moe::runsPerPoint), whose row range is of points.
   bool pointPerWarp = false;
   /// The bounds checks the kernel reports in its status buffer (see genMoe).
   std::vector<dsl::IndexCheck> checks;

@@ -20,13 +20,14 @@ enum Optimization : uint32_t {
   kAccumulateRows = 1u << 3,         // moe-lower-to-loops{accumulate-rows} (CPU)
   kFillUncoveredRows = 1u << 4,      // moe-fill-uncovered-rows
   kCarryPrefixFolds = 1u << 5,       // moe-carry-prefix-folds (CPU)
-  kAllOptimizations = (1u << 6) - 1,
+  kInterleaveReductions = 1u << 6,   // moe-lower-to-loops{interleave-reductions} (CPU)
+  kAllOptimizations = (1u << 7) - 1,
 };
 
 /// The names optimizationByName() knows, for messages and help.
 inline constexpr const char *kOptimizationNames =
     "hoist-row-invariants, compact-predicated-folds, streaming-stores, accumulate-rows, fill-uncovered-rows, "
-    "carry-prefix-folds";
+    "carry-prefix-folds, interleave-reductions";
 
 /// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.
 inline uint32_t optimizationByName(const std::string &name) {
@@ -42,6 +43,8 @@ inline uint32_t optimizationByName(const std::string &name) {
     return kFillUncoveredRows;
   if (name == "carry-prefix-folds")
     return kCarryPrefixFolds;
+  if (name == "interleave-reductions")
+    return kInterleaveReductions;
   return 0;
 }
 

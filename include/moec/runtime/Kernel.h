@@ -50,7 +50,8 @@ struct KernelMeta {
   std::string name;
   std::string output;
   Schedule schedule;
-  bool pointPerWarp = false; // the launch covers domain points, not rows (GPU: a warp per point; Ascend point rows)
+  bool pointPerWarp = false; // the launch covers domain points, not rows (GPU: a warp per point; Ascend point
+                            // rows; CPU: point kernels, moe::runsPerPoint)
   std::vector<dsl::IndexCheck> checks; // what the kernel's status buffer reports (dsl/KernelPlan.h)
 };
 

@@ -8,11 +8,11 @@
 
 // UNSCHEDULED: error: 'moe.scatter' op has no schedule; run moe-schedule first
 
-// On the host, rows of (t, e); the fold becomes a loop over j < e; the dot product keeps 32 f32 partial sums
+// On the host, a range of (t, e) points (a point kernel); the fold becomes a loop over j < e; the dot product keeps 32 f32 partial sums
 // (four independent chains of AVX2 additions), here 16 as H = 16 is shorter, adds them horizontally, then
 // runs the scalar remainder; the write is a plain store.
 // CPU-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
-// CPU: scf.for {{.*}} to %arg{{[0-9]+}} step
+// CPU: scf.for {{.*}} to %{{[0-9a-z_]+}} step
 // CPU: vector.load {{.*}} : memref<?x16xf32>, vector<16xf32>
 // CPU: vector.load {{.*}} : memref<?x16xf32>, vector<16xf32>
 // CPU: vector.reduction <add>, {{.*}} : vector<16xf32> into f32

@@ -69,6 +69,18 @@ std::string viewedTensorName(mlir::Value memref);
 /// chains of additions). The Ascend lowering keeps the same partial sums, so its results match bit for bit.
 constexpr int64_t kCpuReductionWidth = 32;
 
+/// Whether the domain's points are its units of work rather than its rows: it does not vectorize along its
+/// last dim, but a moe.sum in it reads along its own index (a dot product over H per point). The GPU runs
+/// a point per warp (GpuMapping::WarpPerPoint); the CPU splits the points, not the rows, over threads.
+bool runsPerPoint(DomainOp op);
+
+/// CPU point kernels: emits the points [begin, end) of the domain (all dims flattened), in order, their
+/// dot products as `reductionWidth`-wide partial sums. With `interleave`, the dot products of up to four
+/// live points run together in one loop along the row (see interleavedSplitSums in BodyLowering.cpp);
+/// each point's result is the same either way.
+void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth,
+                    bool interleave);
+
 /// How a GPU kernel maps a domain to threads.
 ///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
 ///   WarpPerPoint: a domain point per warp (block, thread.y); the 32 lanes split the point's reduction

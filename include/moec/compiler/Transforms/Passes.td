@@ -288,12 +288,30 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     unroll fully (C2's combine over its list of live experts) runs the reduction's steps over the whole row
     into f32 accumulators on the stack, several steps per pass, each element still adding its terms in
     order (bit-identical results).
+
+    A domain whose points each run a dot product along a contiguous dim and that does not vectorize along
+    its last dim (A3's probs_grad[t, e] = sum(j < H) ...) runs by point instead: the range is of points
+    (all dims flattened), and the runtime splits points, not rows, over threads. With
+    `interleave-reductions` (the default) a point whose dot product runs (the condition around it holds)
+    waits in one of four slots; four waiting points run their dot products together in one loop along j,
+    so four gathered rows stream at once, each point's partial sums adding the same terms in the same order.
+
+    ```mlir
+    %n = scf.for %p = %begin to %end iter_args(%pending = %c0) {
+      ... the point's ops before the sum; scf.if %live { save them in slot %pending; when 4 are saved:
+          scf.for %j = 0 to H step 32 { 4 x vector<32 x f32> partial sums } and each point's write }
+      else { the point's write now }
+    }
+    scf.for %q = 0 to %n { the points left waiting, one at a time }
+    ```
   }];
   let options = [
     Option<"streamingStores", "streaming-stores", "bool", "true",
            "non-temporal vector stores of the output (no read for ownership)">,
     Option<"accumulateRows", "accumulate-rows", "bool", "true",
-           "reductions along the row run step by step over the whole row, into f32 accumulators">
+           "reductions along the row run step by step over the whole row, into f32 accumulators">,
+    Option<"interleaveReductions", "interleave-reductions", "bool", "true",
+           "point kernels: the dot products of four live points run together along the row">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
