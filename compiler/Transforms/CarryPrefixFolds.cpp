@@ -118,29 +118,31 @@ void carry(OpBuilder &b, func::FuncOp func, DomainOp domain, FoldOp fold, unsign
     continues = mark(arith::AndIOp::create(b, loc, continues, same));
   }
   Value keptValue = mark(memref::LoadOp::create(b, loc, value, ValueRange{cst(0)}));
-  Value start = mark(arith::SelectOp::create(b, loc, continues, previous, cst(0)));
-  Value steps = mark(arith::SubIOp::create(b, loc, e, start));
-  Value init = mark(arith::SelectOp::create(b, loc, continues, keptValue, fold.getInit()));
-
-  auto carried = FoldOp::create(b, loc, type, steps, init);
+  // The row before ran last: its one step, j = e - 1, inline (no loop to enter); otherwise every step.
+  auto carried = scf::IfOp::create(b, loc, TypeRange{type}, continues, /*withElseRegion=*/true);
   added.push_back(carried);
   Block &from = fold.getBody().front();
   {
     OpBuilder::InsertionGuard guard(b);
-    Block *to = b.createBlock(&carried.getBody(), {}, {b.getIndexType(), type}, {loc, loc});
-    IRMapping map;
-    map.map(from.getArgument(0), arith::AddIOp::create(b, loc, start, to->getArgument(0)).getResult());
-    map.map(from.getArgument(1), to->getArgument(1));
-    for (Operation &op : from)
-      b.clone(op, map);
+    b.setInsertionPointToStart(carried.thenBlock());
+    IRMapping step;
+    step.map(from.getArgument(0), previous);
+    step.map(from.getArgument(1), keptValue);
+    for (Operation &op : from.without_terminator())
+      b.clone(op, step);
+    scf::YieldOp::create(b, loc, step.lookupOrDefault(from.getTerminator()->getOperand(0)));
+    b.setInsertionPointToStart(carried.elseBlock());
+    Operation *whole = b.clone(*fold);
+    whole->removeAttr(kRowInvariantAttr);
+    scf::YieldOp::create(b, loc, whole->getResult(0));
   }
   for (unsigned d = 0; d < keptDims; ++d)
     added.push_back(memref::StoreOp::create(b, loc, body.getArgument(d), rows, ValueRange{cst(d)}));
-  added.push_back(memref::StoreOp::create(b, loc, carried.getResult(), value, ValueRange{cst(0)}));
+  added.push_back(memref::StoreOp::create(b, loc, carried.getResult(0), value, ValueRange{cst(0)}));
   if (fold->hasAttr(kRowInvariantAttr))
     for (Operation *op : added)
       op->setAttr(kRowInvariantAttr, b.getUnitAttr());
-  fold.getResult().replaceAllUsesWith(carried.getResult());
+  fold.getResult().replaceAllUsesWith(carried.getResult(0));
   fold.erase();
 }
 

@@ -1,8 +1,8 @@
 // moe-carry-prefix-folds (CPU): A3's slot number, a count of the routing map's experts before e.
 // @rows: rows (t, e) with the fold marked row-invariant and bounded by the last row index e;
 // @elements: rows t that run one element e at a time (vector 1), the fold bounded by the contiguous index.
-// Each gets a stack cell (the last point's indices, the fold's value) and folds from `start`: e - 1 with
-// the kept value when the point before was (t, e - 1), else 0 with the init. @uses_e's steps read e
+// Each gets a stack cell (the last point's indices, the fold's value) and an scf.if: step e - 1 inline on
+// the kept value when the point before was (t, e - 1), else the whole fold from the init. @uses_e's steps read e
 // itself, so they cannot continue, and @vector's row runs 8 elements at a time: both stay.
 // RUN: moec-opt %s --moe-carry-prefix-folds | FileCheck %s
 // RUN: moec-opt %s --moe-carry-prefix-folds --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
@@ -20,13 +20,14 @@
 // CHECK: arith.cmpi eq, %[[KEPT_E]], %[[PREV]]
 // CHECK: %[[CONT:.*]] = arith.andi
 // CHECK: %[[KEPT:.*]] = memref.load %[[VALUE]]
-// CHECK: %[[START:.*]] = arith.select %[[CONT]], %[[PREV]], %{{.*}} {moe.row_invariant} : index
-// CHECK: %[[STEPS:.*]] = arith.subi %[[E]], %[[START]] {moe.row_invariant} : index
-// CHECK: %[[FROM:.*]] = arith.select %[[CONT]], %[[KEPT]], %{{.*}} {moe.row_invariant} : index
-// CHECK: %[[K:.*]] = moe.fold %[[STEPS]], %[[FROM]] {moe.row_invariant} : index {
-// CHECK-NEXT: ^bb0(%[[I:.*]]: index, %[[N:.*]]: index):
-// CHECK-NEXT: %[[J:.*]] = arith.addi %[[START]], %[[I]] : index
-// CHECK-NEXT: memref.load %{{.*}}[%[[T]], %[[J]]] : memref<?x4xi8>
+// CHECK: %[[K:.*]] = scf.if %[[CONT]] -> (index) {
+// CHECK-NEXT: %[[BIT:.*]] = memref.load %{{.*}}[%[[T]], %[[PREV]]] : memref<?x4xi8>
+// CHECK: arith.addi %[[KEPT]], %{{.*}} : index
+// CHECK: scf.yield
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[ALL:.*]] = moe.fold %[[E]], %{{.*}} : index {
+// CHECK: scf.yield %[[ALL]] : index
+// CHECK-NEXT: } {moe.row_invariant}
 // CHECK: memref.store %[[T]], %[[CELL]]
 // CHECK: memref.store %[[E]], %[[CELL]]
 // CHECK: memref.store %[[K]], %[[VALUE]]
@@ -35,10 +36,9 @@
 // CHECK: memref.alloca() : memref<2xindex>
 // CHECK: moe.compute
 // CHECK-NEXT: ^bb0(%[[T2:.*]]: index, %[[E2:.*]]: index):
-// CHECK: %[[START2:.*]] = arith.select
-// CHECK: moe.fold %{{.*}}, %{{.*}} : index {
-// CHECK-NEXT: ^bb0(%[[I2:.*]]: index, %{{.*}}: index):
-// CHECK-NEXT: arith.addi %[[START2]], %[[I2]] : index
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK: } else {
+// CHECK-NEXT: moe.fold %[[E2]], %{{.*}} : index {
 
 // CHECK-LABEL: func.func @uses_e(
 // CHECK-NOT: memref.alloca
@@ -47,12 +47,14 @@
 // CHECK-NOT: memref.alloca
 // CHECK: return
 
-// Lowered, @rows folds from start to e (8 steps a loop iteration, then the rest): one step when the row
-// before ran last.
+// Lowered, @rows runs one step inline when the row before ran last, else the whole fold (8 steps a loop
+// iteration, then the rest).
 // LOOPS-LABEL: func.func @rows(
 // LOOPS: memref.alloca() : memref<2xindex>
 // LOOPS: scf.for %[[ROW:.*]] = %arg
-// LOOPS: %[[START:.*]] = arith.select
+// LOOPS: scf.if %{{.*}} -> (index) {
+// LOOPS-NOT: scf.for
+// LOOPS: } else {
 // LOOPS: scf.for %{{.*}} = %c0 to %{{.*}} step %c8 iter_args
 
 module {

@@ -184,14 +184,17 @@ def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
     %k = moe.fold %e, %c0 {moe.row_invariant} : index { ^bb0(%j: index, %n: index): ... }
     // becomes (the cell %rows / %value is a memref.alloca at the kernel's entry)
     %continues = (e > 0) and %rows == [t, e - 1]
-    %start = arith.select %continues, %e_minus_1, %c0 : index
-    %count = arith.subi %e, %start : index
-    %from = arith.select %continues, %kept, %c0 : index
-    %k = moe.fold %count, %from { ^bb0(%i: index, %n: index): %j = arith.addi %start, %i ... }
+    %k = scf.if %continues -> (index) {
+      ... the step's ops with %j = %e_minus_1, %n = %kept ...   // inline: no loop to set up
+      scf.yield %next : index
+    } else {
+      %all = moe.fold %e, %c0 : index { ^bb0(%j: index, %n: index): ... }
+      scf.yield %all : index
+    }
     memref.store %t, %rows[%c0] ... memref.store %k, %value[%c0]
     ```
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
 def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
