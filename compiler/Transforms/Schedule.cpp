@@ -53,9 +53,9 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
         int64_t rows = rowsPerBlock;
         // CPU: a worker takes at least 1 MiB of a row's streamed bytes at once. Waking a worker costs tens
         // of microseconds here: sweeps at 64 tokens found smaller tasks up to 2x slower than one thread.
-        // Rows that reduce along the row (a dot product per point) keep the default: their bytes are not
-        // along the output's row.
-        if (kind == TargetKind::CPU && !rows && inner > 0 && gpuMapping(domain) != GpuMapping::WarpPerPoint) {
+        // Point kernels (a dot product per point, runsPerPoint) keep the default: their units are points,
+        // most of which may not be live (A3: 3 % of (token, expert) pairs), so bytes per unit say little.
+        if (kind == TargetKind::CPU && !rows && inner > 0 && !runsPerPoint(domain)) {
           int64_t rowBytes = streamedBytesPerRow(domain, inner);
           rows = std::clamp<int64_t>(((int64_t(1) << 20) + rowBytes - 1) / rowBytes, 1, 1024);
         }
