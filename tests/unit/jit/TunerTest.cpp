@@ -236,15 +236,24 @@ TEST_P(EveryConfig, GivesBitIdenticalResults) {
     facts.maxCopyBytes = run.chip->maxCopyBytes;
   }
   CpuRunResult heuristic = run(Schedule{});
-  std::vector<Schedule> space = tune::configSpace(kind);
+  std::vector<Schedule> space;
+  for (const Schedule &s : tune::configSpace(kind))
+    if (tune::prunedBecause(s, kind, facts).empty())
+      space.push_back(s);
   std::shuffle(space.begin(), space.end(), rng);
+  // Ascend: the second config caps the chunk differently from the first. (Of the 14 configs left at this
+  // row, 8 cap it at the whole row: 6 drawn at random were all those once in 107 runs, and CI once failed
+  // on it.)
+  if (ascend)
+    if (auto other = std::find_if(space.begin(), space.end(),
+                                  [&](const Schedule &s) { return s.chunk != space.front().chunk; });
+        other != space.end())
+      std::iter_swap(space.begin() + 1, other);
   int tried = 0;
   std::set<int64_t> chunks;
   for (const Schedule &s : space) {
     if (tried == kSampled)
       break;
-    if (!tune::prunedBecause(s, kind, facts).empty())
-      continue;
     ++tried;
     SCOPED_TRACE(tune::configText(s));
     CpuRunResult got = run(s);
