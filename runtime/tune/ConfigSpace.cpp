@@ -9,19 +9,9 @@ namespace moec::tune {
 
 namespace {
 
-/// The optimizations a config may turn off, by the names Schedule.h gives them.
-const std::vector<std::pair<const char *, Optimization>> &optimizationNames() {
-  static const std::vector<std::pair<const char *, Optimization>> names = {
-      {"hoist-row-invariants", kHoistRowInvariants},   {"compact-predicated-folds", kCompactPredicatedFolds},
-      {"streaming-stores", kStreamingStores},          {"accumulate-rows", kAccumulateRows},
-      {"fill-uncovered-rows", kFillUncoveredRows},     {"carry-prefix-folds", kCarryPrefixFolds},
-      {"interleave-reductions", kInterleaveReductions}};
-  return names;
-}
-
 std::string offText(uint32_t disabled) {
   std::string text;
-  for (const auto &[name, bit] : optimizationNames())
+  for (const auto &[name, bit] : kOptimizationsByName)
     if (disabled & bit)
       text += (text.empty() ? "" : "+") + std::string(name);
   return text;
@@ -45,7 +35,7 @@ uint32_t parseOff(const std::string &value) {
     std::string name = value.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
     uint32_t bit = optimizationByName(name);
     if (!bit)
-      throw std::invalid_argument("'off': unknown optimization '" + name + "' (known: " + kOptimizationNames + ")");
+      throw std::invalid_argument("'off': unknown optimization '" + name + "' (known: " + optimizationNames() + ")");
     bits |= bit;
     if (plus == std::string::npos)
       break;

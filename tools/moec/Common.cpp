@@ -89,11 +89,11 @@ void TargetOptions::add(CLI::App &cmd, bool ascend) {
              uint32_t bit = optimizationByName(name);
              if (!bit)
                throw CLI::ValidationError("--disable", "'" + name + "' is not an optimization (" +
-                                                           kOptimizationNames + ")");
+                                                           optimizationNames() + ")");
              schedule.disabled |= bit;
            }
          },
-         std::string("turn an optimization off: ") + kOptimizationNames +
+         "turn an optimization off: " + optimizationNames() +
              " (repeatable; results are the same, only speed changes)");
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace moec {
 
@@ -24,27 +25,34 @@ enum Optimization : uint32_t {
   kAllOptimizations = (1u << 7) - 1,
 };
 
-/// The names optimizationByName() knows, for messages and help.
-inline constexpr const char *kOptimizationNames =
-    "hoist-row-invariants, compact-predicated-folds, streaming-stores, accumulate-rows, fill-uncovered-rows, "
-    "carry-prefix-folds, interleave-reductions";
+/// Each optimization by the name `--disable NAME` and a config's `off=NAME` give it, in bit order.
+inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = {
+    {"hoist-row-invariants", kHoistRowInvariants}, {"compact-predicated-folds", kCompactPredicatedFolds},
+    {"streaming-stores", kStreamingStores},        {"accumulate-rows", kAccumulateRows},
+    {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
+    {"interleave-reductions", kInterleaveReductions}};
+static_assert(
+    [] {
+      uint32_t all = 0;
+      for (const auto &entry : kOptimizationsByName)
+        all |= entry.second;
+      return all;
+    }() == kAllOptimizations,
+    "every optimization has a name");
+
+/// "hoist-row-invariants, compact-predicated-folds, ...": the names, for messages and help.
+inline std::string optimizationNames() {
+  std::string text;
+  for (const auto &[name, bit] : kOptimizationsByName)
+    text += (text.empty() ? "" : ", ") + std::string(name);
+  return text;
+}
 
 /// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.
 inline uint32_t optimizationByName(const std::string &name) {
-  if (name == "hoist-row-invariants")
-    return kHoistRowInvariants;
-  if (name == "compact-predicated-folds")
-    return kCompactPredicatedFolds;
-  if (name == "streaming-stores")
-    return kStreamingStores;
-  if (name == "accumulate-rows")
-    return kAccumulateRows;
-  if (name == "fill-uncovered-rows")
-    return kFillUncoveredRows;
-  if (name == "carry-prefix-folds")
-    return kCarryPrefixFolds;
-  if (name == "interleave-reductions")
-    return kInterleaveReductions;
+  for (const auto &[known, bit] : kOptimizationsByName)
+    if (name == known)
+      return bit;
   return 0;
 }
 
