@@ -347,52 +347,45 @@ public:
   /// Emits the ops of `block` (not its terminator), leaving out the skipped ones.
   void emitOpsOf(Block &block) { emitOps(block); }
 
-  /// Point kernels (CPU): the split sums (emitSplitSum) of `sum` for several points at once, their terms
-  /// interleaved in one loop along j, so that the points' gathered rows stream together (memory-level
-  /// parallelism: one thread streaming one gathered row at a time reads at about half the machine's read
-  /// bandwidth). Each point's partial sums add the same terms in the same order as emitSplitSum, so the
-  /// results are the same. The bound must not depend on the point.
-  static SmallVector<Value> interleavedSplitSums(SumOp sum, ArrayRef<BodyEmitter *> points) {
+  /// sum(j < n) body, reading along j, for each of `points` (emitters of the same domain and split): lanes
+  /// take vectors of `split.width` elements round robin, each keeps a vector of f32 partial sums; then one
+  /// horizontal add, the scalar remainder, and a shuffle tree across lanes, after which every lane holds
+  /// the total. Several points (CPU point kernels, emitPointRange) run in one loop along j, their terms
+  /// interleaved, so that their gathered rows stream together (one thread streaming one gathered row at a
+  /// time reads at about half the machine's read bandwidth); each point's partial sums add the same terms in
+  /// the same order either way. The bound must not depend on the point.
+  static SmallVector<Value> splitSums(SumOp sum, ArrayRef<BodyEmitter *> points) {
     BodyEmitter &first = *points.front();
     OpBuilder &b = first.b;
     Location loc = sum.getLoc();
     std::optional<VaryingAnalysis> along = contiguousReduction(sum);
-    assert(along && first.split.width > 0 && first.split.lanes == 1 && "a split sum on one thread");
-    Block &body = sum.getBody().front();
+    assert(along && first.split.width > 0 && "a sum that splits");
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    int64_t w = first.split.width;
+    int64_t lanes = first.split.lanes;
+    Value laneStart = lanes > 1 ? first.split.lane : cst(0);
     Value bound = first.get(sum.getBound(), false);
-    APInt boundValue;
-    if (matchPattern(bound, m_ConstantInt(&boundValue)))
-      while (w > 1 && boundValue.getSExtValue() < w)
-        w /= 2;
+    int64_t w = first.splitWidth(bound);
     Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
-    // One loop from `begin` to `end`, each point's terms of width `termWidth` added to its accumulator.
-    auto partials = [&](Value begin, Value end, int64_t termWidth, ValueRange inits) {
-      auto loop = scf::ForOp::create(b, loc, begin, end, cst(termWidth), inits);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      SmallVector<Value> next;
-      for (auto [point, acc] : llvm::zip(points, loop.getRegionIterArgs())) {
-        BodyEmitter term(b, first.domain, *along, termWidth, first.unroll, first.maxAlignment);
-        term.scalars = point->scalars;
-        term.scalars.map(body.getArgument(0), loop.getInductionVar());
-        next.push_back(arith::AddFOp::create(b, loc, acc, term.emitBlock(body, termWidth > 1)));
-        term.flushUnrolls();
-      }
-      scf::YieldOp::create(b, loc, next);
-      return SmallVector<Value>(loop.getResults());
-    };
     SmallVector<Value> accs(points.size(), arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)));
-    Value tailBegin = cst(0);
+    Value tailBegin = laneStart;
     if (w > 1) {
       Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
-      SmallVector<Value> vectorParts = partials(cst(0), mainEnd, w, SmallVector<Value>(points.size(), zeros));
+      SmallVector<Value> vectorParts =
+          splitPartials(sum, *along, points, arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd, lanes * w, w,
+                        SmallVector<Value>(points.size(), zeros));
       for (auto [acc, part] : llvm::zip(accs, vectorParts))
         acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
-      tailBegin = mainEnd;
+      tailBegin = arith::AddIOp::create(b, loc, mainEnd, laneStart);
     }
-    return partials(tailBegin, bound, 1, accs);
+    accs = splitPartials(sum, *along, points, tailBegin, bound, lanes, 1, accs);
+    for (Value &acc : accs)
+      for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
+        auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+        Value other =
+            gpu::ShuffleOp::create(b, loc, acc, i32(offset), i32(lanes), gpu::ShuffleMode::XOR).getShuffleResult();
+        acc = arith::AddFOp::create(b, loc, acc, other);
+      }
+    return accs;
   }
 
   /// Unrolling replaces loops and their results, so it waits until nothing refers to them by mapping.
@@ -525,53 +518,53 @@ private:
     pendingUnrolls.push_back(loop);
   }
 
-  /// sum(j < n) body, reading along j: lanes take vectors of `split.width` elements round robin, each
-  /// keeps a vector of f32 partial sums; then one horizontal add, the scalar remainder, and a shuffle
-  /// tree across lanes, after which every lane holds the total.
-  void emitSplitSum(SumOp sum, const VaryingAnalysis &along) {
-    Location loc = sum.getLoc();
-    Block &body = sum.getBody().front();
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    int64_t w = split.width, lanes = split.lanes;
-    Value laneStart = lanes > 1 ? split.lane : cst(0);
-    Value bound = get(sum.getBound(), false);
-    // One thread and a short constant bound: partial sums no wider than the bound (a power of two), so the
-    // vector loop is not skipped altogether.
+  /// The partial sums' width for a sum up to `bound`: one thread and a short constant bound get partial
+  /// sums no wider than the bound (a power of two), so the vector loop is not skipped altogether.
+  int64_t splitWidth(Value bound) const {
+    int64_t w = split.width;
     APInt boundValue;
-    if (lanes == 1 && matchPattern(bound, m_ConstantInt(&boundValue)))
+    if (split.lanes == 1 && matchPattern(bound, m_ConstantInt(&boundValue)))
       while (w > 1 && boundValue.getSExtValue() < w)
         w /= 2;
+    return w;
+  }
+
+  /// One loop over [begin, end) step `step` along `sum`'s index: each of `points` adds its terms of width
+  /// `termWidth` to its accumulator (from `inits`); returns the accumulators.
+  static SmallVector<Value> splitPartials(SumOp sum, const VaryingAnalysis &along, ArrayRef<BodyEmitter *> points,
+                                          Value begin, Value end, int64_t step, int64_t termWidth, ValueRange inits) {
+    BodyEmitter &first = *points.front();
+    OpBuilder &b = first.b;
+    Location loc = sum.getLoc();
+    Block &body = sum.getBody().front();
+    auto loop = scf::ForOp::create(b, loc, begin, end, arith::ConstantIndexOp::create(b, loc, step), inits);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> next;
+    for (auto [point, acc] : llvm::zip(points, loop.getRegionIterArgs())) {
+      BodyEmitter term(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
+      term.scalars = point->scalars;
+      term.staged = point->staged;
+      term.scalars.map(body.getArgument(0), loop.getInductionVar());
+      next.push_back(arith::AddFOp::create(b, loc, acc, term.emitBlock(body, termWidth > 1)));
+      term.flushUnrolls();
+    }
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(loop.getResults());
+  }
+
+  void emitSplitSum(SumOp sum, const VaryingAnalysis &along) {
+    if (!staged)
+      return map(sum.getResult(), splitSums(sum, {this}).front());
+    Location loc = sum.getLoc();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value bound = get(sum.getBound(), false);
+    int64_t w = splitWidth(bound);
     Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
     auto partials = [&](Value begin, Value end, int64_t step, int64_t termWidth, Value init) {
-      auto loop = scf::ForOp::create(b, loc, begin, end, cst(step), ValueRange{init});
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      BodyEmitter term(b, domain, along, termWidth, unroll, maxAlignment);
-      term.scalars = scalars;
-      term.staged = staged;
-      term.scalars.map(body.getArgument(0), loop.getInductionVar());
-      Value t = term.emitBlock(body, termWidth > 1);
-      scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], t)});
-      term.flushUnrolls();
-      return loop.getResult(0);
+      return splitPartials(sum, along, {this}, begin, end, step, termWidth, init).front();
     };
-    if (staged)
-      return emitStagedSplitSum(sum, w, bound, mainEnd, partials);
-    Value acc = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    Value tailBegin = laneStart;
-    if (w > 1) {
-      Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
-      Value vectorPart = partials(arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd, lanes * w, w, zeros);
-      acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vectorPart);
-      tailBegin = arith::AddIOp::create(b, loc, mainEnd, laneStart);
-    }
-    acc = partials(tailBegin, bound, lanes, 1, acc);
-    for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
-      auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
-      Value other = gpu::ShuffleOp::create(b, loc, acc, i32(offset), i32(lanes), gpu::ShuffleMode::XOR).getShuffleResult();
-      acc = arith::AddFOp::create(b, loc, acc, other);
-    }
-    map(sum.getResult(), acc);
+    emitStagedSplitSum(sum, w, bound, mainEnd, partials);
   }
 
   /// The split sum of a staged point (Ascend point rows): the row along j a chunk at a time, each chunk's
@@ -1458,7 +1451,7 @@ void emitStagedPoint(OpBuilder &b, DomainOp op, Value point, int64_t reductionWi
 bool runsPerPoint(DomainOp op) { return !isVectorizable(op) && contiguousReductionOf(op); }
 
 namespace {
-/// Points of a point kernel whose reductions wait to run together (interleavedSplitSums): as many gathered
+/// Points of a point kernel whose reductions wait to run together (splitSums): as many gathered
 /// rows stream at once per thread (4 read a gathered row set at ~2x the bandwidth of 1 on a 2-core EPYC).
 constexpr int64_t kInterleavedPoints = 4;
 /// Only rows of at least a page stream: shorter dot products gain nothing from waiting in slots, which
@@ -1569,7 +1562,7 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
         emitters.back()->mapScalar(v, memref::LoadOp::create(b, loc, array, ValueRange{slot}));
       points.push_back(emitters.back().get());
     }
-    SmallVector<Value> sums = BodyEmitter::interleavedSplitSums(plan->sum, points);
+    SmallVector<Value> sums = BodyEmitter::splitSums(plan->sum, points);
     for (auto [emitter, sum] : llvm::zip(emitters, sums)) {
       emitter->mapScalar(plan->sum.getResult(), sum);
       if (plan->carrierIf) {

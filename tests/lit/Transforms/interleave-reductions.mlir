@@ -18,7 +18,7 @@
 // CHECK: %[[NEXT:.*]] = arith.addi %[[PENDING]], %c1{{[_0-9]*}}
 // CHECK: %[[FULL:.*]] = arith.cmpi eq, %[[NEXT]], %c4{{[_0-9]*}}
 // CHECK: scf.if %[[FULL]] {
-// CHECK: scf.for %{{.*}} = %c0{{[_0-9]*}} to %{{[0-9a-z_]+}} step %c32{{[_0-9]*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+// CHECK: scf.for %{{.*}} = %{{[0-9a-z_]+}} to %{{[0-9a-z_]+}} step %c32{{[_0-9]*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
 // CHECK-COUNT-4: vector.reduction <add>, %{{.*}} : vector<32xf32> into f32
 // CHECK-COUNT-4: memref.store %{{.*}} : memref<?x4xf32>
 // CHECK: arith.select %[[FULL]], %c0{{.*}}, %[[NEXT]]
@@ -27,7 +27,7 @@
 // CHECK: scf.yield %[[PENDING]]
 // The points left waiting, one at a time.
 // CHECK: scf.for %{{.*}} = %c0{{[_0-9]*}} to %[[WAITING]] step %c1{{[_0-9]*}}
-// CHECK: scf.for %{{.*}} = %c0{{[_0-9]*}} to %{{[0-9a-z_]+}} step %c32{{[_0-9]*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<32xf32>)
+// CHECK: scf.for %{{.*}} = %{{[0-9a-z_]+}} to %{{[0-9a-z_]+}} step %c32{{[_0-9]*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<32xf32>)
 
 // OFF-NOT: memref<4xindex>
 // OFF: scf.for %{{.*}} = %{{[0-9a-z_]+}} to %{{[0-9a-z_]+}} step %c32{{[_0-9]*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<32xf32>)

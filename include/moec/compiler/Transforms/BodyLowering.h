@@ -76,7 +76,7 @@ bool runsPerPoint(DomainOp op);
 
 /// CPU point kernels: emits the points [begin, end) of the domain (all dims flattened), in order, their
 /// dot products as `reductionWidth`-wide partial sums. With `interleave`, the dot products of up to four
-/// live points run together in one loop along the row (see interleavedSplitSums in BodyLowering.cpp);
+/// live points run together in one loop along the row (see splitSums in BodyLowering.cpp);
 /// each point's result is the same either way.
 void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth,
                     bool interleave);
