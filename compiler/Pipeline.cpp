@@ -2,6 +2,7 @@
 //
 //   OpDef (checked AST)
 //     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
+//     │                             (cpu: a row assignment fused into a dot product, dsl::FusedRows)
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
 //     │ moe-hoist-row-invariants ── moe-carry-prefix-folds (cpu)
@@ -255,7 +256,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   DiagnosticCollector diagnostics(context);
   MoeModule generated;
   try {
-    generated = genMoe(context, op, spec.dtype, present, statics);
+    // Statement fusion: the CPU's point kernels store rows inside their dot products (moe.row_store).
+    bool fuseRowStores = spec.target.kind == TargetKind::CPU && !(spec.schedule.disabled & kFuseRowStores);
+    generated = genMoe(context, op, spec.dtype, present, statics, fuseRowStores);
   } catch (const GenError &e) {
     throw CompileError(e.what());
   }

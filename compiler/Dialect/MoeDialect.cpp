@@ -170,6 +170,21 @@ LogicalResult ScatterOp::verify() {
   return success();
 }
 
+LogicalResult RowStoreOp::verify() {
+  auto type = cast<MemRefType>(getOutput().getType());
+  if (type.getRank() != int64_t(getIndices().size()))
+    return emitOpError("needs ") << type.getRank() << " indices for " << type << ", got " << getIndices().size();
+  if (getValue().getType() != type.getElementType())
+    return emitOpError("stores ") << getValue().getType() << " into " << type;
+  if (getIndices().empty() || getIndices().back() != getParentOp().getBody().front().getArgument(0))
+    return emitOpError("must store along its moe.sum's index (its last index)");
+  return success();
+}
+
+LogicalResult RowStoreOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &) {
+  return memref::foldMemRefCast(*this, getValue());
+}
+
 //===----------------------------------------------------------------------===//
 // Ascend ops
 //===----------------------------------------------------------------------===//

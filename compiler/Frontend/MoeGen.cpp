@@ -119,6 +119,16 @@ private:
     for (const ExprPtr &index : path.assign->indexExprs)
       if (index)
         collectNames(*index, names);
+    if (path.fusedRows) { // its value, row indices and conditions read the shared lets too
+      const FusedRows &f = *path.fusedRows;
+      collectNames(*f.assign->value, names);
+      for (const ExprPtr &index : f.assign->indexExprs)
+        if (index)
+          collectNames(*index, names);
+      for (size_t i = f.guardFrom; i < f.path.size(); ++i)
+        if (!staticCondition(*f.path[i].ifStmt->cond))
+          collectNames(*f.path[i].ifStmt->cond, names);
+    }
     for (auto step = path.path.rbegin(); step != path.path.rend(); ++step) {
       if (step->let && names.count(step->let->name))
         collectNames(*step->let->value, names);
@@ -383,6 +393,8 @@ private:
   Point emitPoint(const PlannedKernel &path, size_t pos, Type elem) {
     const Assign &assign = *path.assign;
     for (; pos < path.path.size(); ++pos) {
+      if (path.fusedRows && pos == path.fusedRows->guardFrom && !fused)
+        prepareFusedRows(*path.fusedRows);
       const PathStep &step = path.path[pos];
       if (step.let) {
         emitLet(*step.let);
@@ -392,6 +404,8 @@ private:
         continue;
       return emitGuarded(path, pos, elem);
     }
+    if (path.fusedRows && !fused)
+      prepareFusedRows(*path.fusedRows);
     Point p;
     p.value = toStorage(emitExpr(*assign.value), elem, loc(assign.loc));
     for (const ExprPtr &index : assign.indexExprs)
@@ -658,10 +672,71 @@ private:
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&sum.getBody());
     scopes.emplace_back();
-    varBounds[scopes.back()[e.name] = body->addArgument(b.getIndexType(), l)] = e.operands[0].get();
-    moe::YieldOp::create(b, l, emitExpr(*e.operands[1]));
+    Value j = body->addArgument(b.getIndexType(), l);
+    varBounds[scopes.back()[e.name] = j] = e.operands[0].get();
+    Value term = emitExpr(*e.operands[1]);
+    if (fused && fused->rows->sum == &e)
+      emitRowStore(j);
+    moe::YieldOp::create(b, l, term);
     scopes.pop_back();
     return sum.getResult();
+  }
+
+  //===--- Statement fusion (dsl::FusedRows) -------------------------------===//
+
+  /// What the fused row assignment stores with, computed before the sum at the point.
+  struct FusedStore {
+    const FusedRows *rows;
+    Value view, live;
+    SmallVector<Value> rowIndices; // all but the last
+  };
+  std::optional<FusedStore> fused;
+
+  /// At the point, before the value: the row assignment's conditions (its ifs after the shared
+  /// statements; they read no tensor), row indices and their bounds check, as emitScatter has them.
+  void prepareFusedRows(const FusedRows &rows) {
+    const Assign &assign = *rows.assign;
+    Location l = loc(assign.loc);
+    FusedStore store{&rows, view(assign.tensorIndex, assign.loc), Value(), {}};
+    for (size_t i = rows.guardFrom; i < rows.path.size(); ++i) {
+      const PathStep &step = rows.path[i];
+      if (staticCondition(*step.ifStmt->cond))
+        continue;
+      Value cond = emitCondition(*step.ifStmt->cond, step.thenBranch);
+      store.live = store.live ? Value(arith::AndIOp::create(b, l, store.live, cond)) : cond;
+    }
+    SmallVector<const Expr *> indexExprs;
+    SmallVector<Value> indices;
+    for (const ExprPtr &index : assign.indexExprs) {
+      indexExprs.push_back(index.get());
+      indices.push_back(index ? emitExpr(*index) : constIndex(0)); // the last: j, proven in bounds
+    }
+    SmallVector<size_t> checkedDims;
+    if (Value ok = boundsCheck(assign.tensorIndex, indexExprs, indices, store.view, checkedDims)) {
+      Value outside = arith::XOrIOp::create(b, l, ok, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+      Value report = store.live ? Value(arith::AndIOp::create(b, l, store.live, outside)) : outside;
+      OpBuilder::InsertionGuard reportGuard(b);
+      auto ifOp = scf::IfOp::create(b, l, report, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      recordFailure(assign.tensorIndex, indices, checkedDims, store.view, assign.loc);
+      b.setInsertionPointAfter(ifOp);
+      store.live = store.live ? Value(arith::AndIOp::create(b, l, store.live, ok)) : ok;
+    }
+    indices.pop_back();
+    store.rowIndices = indices;
+    fused = store;
+  }
+
+  /// Inside the sum, at its index j: the row assignment's value at h = j, stored under its guard.
+  void emitRowStore(Value j) {
+    const Assign &assign = *fused->rows->assign;
+    scopes.emplace_back();
+    varBounds[scopes.back()[assign.indices.back()] = j] = op.tensors[assign.tensorIndex].shape.back().size.get();
+    Value value = toStorage(emitExpr(*assign.value), elementType(assign), loc(assign.loc));
+    scopes.pop_back();
+    SmallVector<Value> indices(fused->rowIndices);
+    indices.push_back(j);
+    moe::RowStoreOp::create(b, loc(assign.loc), value, fused->view, indices, fused->live);
   }
 
   Value emitFold(const Expr &e) {
@@ -815,7 +890,7 @@ private:
 } // namespace
 
 MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std::set<std::string> &present,
-                 const std::map<std::string, int64_t> &statics) {
+                 const std::map<std::string, int64_t> &statics, bool fuseRowStores) {
   context.loadDialect<moe::MoeDialect, func::FuncDialect, arith::ArithDialect, memref::MemRefDialect,
                       scf::SCFDialect, math::MathDialect, LLVM::LLVMDialect>();
   OpBuilder b(&context);
@@ -825,7 +900,7 @@ MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std
   (*result.module)->setAttr("moe.dtype", b.getStringAttr(dtypeName(typeArg)));
 
   Bindings known = specializationBindings(op, present, statics);
-  result.kernels = planKernels(op, known);
+  result.kernels = planKernels(op, known, fuseRowStores);
   for (const PlannedKernel &kernel : result.kernels) {
     KernelEmitter emitter(b, op, typeArg, present, known);
     emitter.emit(*result.module, kernel);

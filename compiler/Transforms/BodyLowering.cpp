@@ -141,6 +141,11 @@ private:
       auto indices = write.getIndices();
       ok = !indices.empty() && indices.back() == inner && (!write.getGuard() || !isVarying(write.getGuard())) &&
            llvm::none_of(indices.drop_back(), [&](Value v) { return isVarying(v); });
+    } else if (auto store = dyn_cast<RowStoreOp>(op)) { // a fused row's element j, as a write's
+      auto indices = store.getIndices();
+      ok = !isVarying(store.getOutput()) && !indices.empty() && indices.back() == inner &&
+           (!store.getGuard() || !isVarying(store.getGuard())) &&
+           llvm::none_of(indices.drop_back(), [&](Value v) { return isVarying(v); });
     } else if (isa<scf::YieldOp, YieldOp>(op)) {
       ok = true;
     } else {
@@ -419,6 +424,36 @@ private:
     }
   }
 
+  /// A fused row assignment's element(s) j (moe.row_store), under its guard; every lane stores its own.
+  void emitRowStore(RowStoreOp store) {
+    assert(!staged && "Ascend kernels are not fused");
+    Location loc = store.getLoc();
+    SmallVector<Value> at;
+    for (Value i : store.getIndices())
+      at.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
+    Value value = get(store.getValue(), width > 1);
+    Value output = get(store.getOutput(), false);
+    OpBuilder::InsertionGuard insertion(b);
+    if (store.getGuard())
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, get(store.getGuard(), false), false).thenBlock());
+    if (width == 1) {
+      memref::StoreOp::create(b, loc, value, output, at);
+      return;
+    }
+    auto vectorStore = vector::StoreOp::create(b, loc, value, output, at);
+    vectorStore.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(output, width, rowStores.alignment)));
+    if (rowStores.streaming)
+      vectorStore.setNontemporal(true);
+  }
+
+public:
+  /// How moe.row_store writes its vectors (a point range versioned on its outputs, see emitPointRange).
+  struct RowStoreTarget {
+    bool streaming = false;
+    int64_t alignment = 1; // what the outputs' base pointers are known to be aligned to
+  } rowStores;
+
+private:
   VectorType vectorOf(Type t) const { return VectorType::get({width}, t); }
   static VectorType vectorOf(Type t, int64_t n) { return VectorType::get({n}, t); }
 
@@ -481,6 +516,8 @@ private:
       emitFold(fold);
     else if (auto ifOp = dyn_cast<scf::IfOp>(op))
       emitIf(ifOp);
+    else if (auto store = dyn_cast<RowStoreOp>(op))
+      emitRowStore(store);
     else if (llvm::any_of(op.getOperands(), [&](Value v) { return vectorized(v); }))
       emitVectorOp(op);
     else
@@ -537,14 +574,42 @@ private:
     OpBuilder &b = first.b;
     Location loc = sum.getLoc();
     Block &body = sum.getBody().front();
+    // What does not vary along j runs once, before the loop: a fused row's scale (A3's probs[t, e]).
+    // Only top-level ops without regions that read at most: a load there reads proven-in-bounds indices
+    // (a checked one sits in an scf.if), so it is safe even when the loop runs no step.
+    SmallVector<Operation *> invariant;
+    DenseSet<Operation *> hoistable;
+    auto available = [&](Value v) { // computed before the loop: outside the body, or hoisted
+      Operation *def = v.getDefiningOp();
+      return isa<BlockArgument>(v) ? v.getParentBlock() != &body : (!sum->isAncestor(def) || hoistable.contains(def));
+    };
+    if (!first.staged)
+      for (Operation &o : body.without_terminator())
+        if (o.getNumRegions() == 0 && o.getNumResults() > 0 && (isa<memref::LoadOp>(o) || isMemoryEffectFree(&o)) &&
+            llvm::none_of(o.getResults(), [&](Value r) { return along.isVarying(r); }) &&
+            llvm::all_of(o.getOperands(), available)) {
+          invariant.push_back(&o);
+          hoistable.insert(&o);
+        }
+    SmallVector<IRMapping> hoisted;
+    for (BodyEmitter *point : points) {
+      BodyEmitter pre(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
+      pre.scalars = point->scalars;
+      for (Operation *o : invariant)
+        pre.emitOp(*o);
+      hoisted.push_back(pre.scalars);
+    }
     auto loop = scf::ForOp::create(b, loc, begin, end, arith::ConstantIndexOp::create(b, loc, step), inits);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> next;
-    for (auto [point, acc] : llvm::zip(points, loop.getRegionIterArgs())) {
+    for (auto [point, acc, scalars] : llvm::zip(points, loop.getRegionIterArgs(), hoisted)) {
       BodyEmitter term(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
-      term.scalars = point->scalars;
+      term.scalars = scalars;
       term.staged = point->staged;
+      term.rowStores = point->rowStores;
+      for (Operation *o : invariant)
+        term.skip(o);
       term.scalars.map(body.getArgument(0), loop.getInductionVar());
       next.push_back(arith::AddFOp::create(b, loc, acc, term.emitBlock(body, termWidth > 1)));
       term.flushUnrolls();
@@ -1510,6 +1575,7 @@ std::optional<InterleavedPoints> interleavedPoints(DomainOp op) {
   }
   SetVector<Value> saved;
   bool readsWritten = false;
+  DenseSet<Value> writtenLate; // a later point's early ops run before this point's late ones
   for (Operation *o : late)
     o->walk([&](Operation *inner) {
       for (Value v : inner->getOperands())
@@ -1517,7 +1583,13 @@ std::optional<InterleavedPoints> interleavedPoints(DomainOp op) {
           saved.insert(v);
       if (auto load = dyn_cast<memref::LoadOp>(inner))
         readsWritten |= writtenBefore.contains(load.getMemRef());
+      if (auto store = dyn_cast<memref::StoreOp>(inner))
+        writtenLate.insert(store.getMemRef());
+      if (auto store = dyn_cast<RowStoreOp>(inner))
+        writtenLate.insert(store.getOutput());
     });
+  for (Operation *o = &body.front(); o != plan.carrier; o = o->getNextNode())
+    o->walk([&](memref::LoadOp load) { readsWritten |= writtenLate.contains(load.getMemRef()); });
   for (Value arg : body.getArguments())
     saved.insert(arg); // the point's indices: the write's, and where the late ops are
   if (readsWritten || llvm::any_of(saved, [](Value v) { return !v.getType().isIntOrIndexOrFloat(); }))
@@ -1527,14 +1599,62 @@ std::optional<InterleavedPoints> interleavedPoints(DomainOp op) {
 }
 } // namespace
 
-void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave) {
+Value emitStreamingCondition(OpBuilder &b, Location loc, Value output, int64_t alignment) {
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output);
+  Value misalignment = arith::RemUIOp::create(b, loc, base, cst(alignment));
+  Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment, cst(0));
+  auto type = cast<MemRefType>(output.getType());
+  Value elements = cst(1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    elements = arith::MulIOp::create(b, loc, elements, memref::DimOp::create(b, loc, output, d));
+  Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, elements,
+                                      cst(kStreamingStoreBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8)));
+  return arith::AndIOp::create(b, loc, aligned, large);
+}
+
+namespace {
+void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
+                        BodyEmitter::RowStoreTarget rowStores);
+} // namespace
+
+void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
+                    bool streamingStores) {
+  // Fused row stores (moe.row_store) write vectors of the partial sums' width: where their outputs are
+  // aligned to what those vectors can promise and large, the range runs with non-temporal stores.
+  Location loc = op.op()->getLoc();
+  SetVector<Value> outputs;
+  op.op()->walk([&](RowStoreOp store) { outputs.insert(store.getOutput()); });
+  int64_t alignment = kMaxNontemporalAlignment;
+  for (Value output : outputs)
+    alignment = std::min(alignment, vectorAccessAlignment(output, reductionWidth, kMaxNontemporalAlignment));
+  if (!streamingStores || outputs.empty() || reductionWidth <= 1 || alignment < 16)
+    return emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
+  Value streaming;
+  for (Value output : outputs) {
+    Value ok = emitStreamingCondition(b, loc, output, alignment);
+    streaming = streaming ? Value(arith::AndIOp::create(b, loc, streaming, ok)) : ok;
+  }
+  auto version = scf::IfOp::create(b, loc, streaming, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(version.thenBlock());
+  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment});
+  b.setInsertionPointToStart(version.elseBlock());
+  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
+}
+
+namespace {
+void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
+                        BodyEmitter::RowStoreTarget rowStores) {
   Location loc = op.op()->getLoc();
   VaryingAnalysis analysis(op);
   int64_t unroll = op.schedule().getUnroll();
   ReductionSplit split{reductionWidth, 1, Value()};
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto newEmitter = [&] {
-    return std::make_unique<BodyEmitter>(b, op, analysis, 1, unroll, /*maxAlignment=*/1, split);
+    auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, 1, unroll, /*maxAlignment=*/1, split);
+    emitter->rowStores = rowStores;
+    return emitter;
   };
   std::optional<InterleavedPoints> plan = interleave && reductionWidth > 0 ? interleavedPoints(op) : std::nullopt;
   if (!plan) {
@@ -1631,6 +1751,7 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
   b.setInsertionPointToStart(rest.getBody());
   finish({rest.getInductionVar()});
 }
+} // namespace
 
 void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment) {
   Location loc = op.op()->getLoc();

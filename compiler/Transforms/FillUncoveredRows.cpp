@@ -41,7 +41,7 @@ struct Candidate {
   ViewOp view;    // the fill's view of the output
   unsigned arg;   // the output's argument number
   std::string tensor;
-  SmallVector<ScatterOp> scatters;
+  SmallVector<Operation *> writers; // moe.scatters and moe.row_stores (fused rows) of whole rows
 };
 
 /// Whether `size` is a function argument or a constant: something every kernel of the module can rebuild.
@@ -131,18 +131,40 @@ ScatterOp wholeRowScatter(ViewOp view, Candidate &fill) {
   return scatter;
 }
 
-/// Finds the scatters that write `c`'s output after it; fails if a later kernel uses the output otherwise.
-bool collectScatters(ArrayRef<func::FuncOp> later, Candidate &c) {
+/// The fused row store (moe.row_store in a moe.sum) writing through `view` when it writes whole rows of
+/// the view: its last index is the sum's own, over the view's last extent, and nothing else of it depends
+/// on the sum's index (the frontend computes the row and the guard before the sum).
+RowStoreOp wholeRowStore(ViewOp view, Candidate &fill) {
+  if (!view->hasOneUse() || !sameExtents(view.getSizes(), fill.view.getSizes()))
+    return nullptr;
+  auto store = dyn_cast<RowStoreOp>(*view->getUsers().begin());
+  if (!store || store.getOutput() != view.getResult())
+    return nullptr;
+  auto sum = cast<SumOp>(store->getParentOp());
+  Value j = sum.getBody().front().getArgument(0);
+  auto outsideSum = [&](Value v) { return !sum->isAncestor(v.getParentBlock()->getParentOp()); };
+  if (store.getIndices().size() != view.getSizes().size() || store.getIndices().back() != j ||
+      !sameExtent(sum.getBound(), view.getSizes().back()) ||
+      !llvm::all_of(store.getIndices().drop_back(), outsideSum) || (store.getGuard() && !outsideSum(store.getGuard())))
+    return nullptr;
+  return store;
+}
+
+/// Finds the scatters and fused row stores that write `c`'s output after it; fails if a later kernel uses
+/// the output otherwise.
+bool collectWriters(ArrayRef<func::FuncOp> later, Candidate &c) {
   for (func::FuncOp func : later) {
     for (Operation *user : func.getArgument(c.arg).getUsers()) {
       auto view = dyn_cast<ViewOp>(user);
-      ScatterOp scatter = view ? wholeRowScatter(view, c) : nullptr;
-      if (!scatter)
+      Operation *writer = nullptr;
+      if (view && !(writer = wholeRowScatter(view, c)))
+        writer = wholeRowStore(view, c);
+      if (!writer)
         return false;
-      c.scatters.push_back(scatter);
+      c.writers.push_back(writer);
     }
   }
-  return !c.scatters.empty();
+  return !c.writers.empty();
 }
 
 /// `indices` (all but a domain's last) flattened over `sizes`.
@@ -179,15 +201,33 @@ Value coveredRows(OpBuilder &b, func::FuncOp func, MutableArrayRef<Candidate> ou
   return ViewOp::create(b, loc, type, base, ValueRange{rows});
 }
 
-/// Before the scatter's write: `covered[row] = 1` when the write happens and the row is inside the output.
-void markCoveredRows(OpBuilder &b, ScatterOp scatter, Value covered) {
-  auto write = cast<WriteOp>(scatter.getBody().front().getTerminator());
-  auto view = scatter.getOutput().getDefiningOp<ViewOp>();
-  Location loc = write.getLoc();
-  b.setInsertionPoint(write);
-  ValueRange rowIndices = write.getIndices().drop_back();
+/// `covered[row] = 1` when the writer writes the row and the row is inside the output: before a scatter's
+/// write, or before the op of the point's body that holds a fused row store's sum (its row and guard are
+/// known there, and where the guard holds the sum runs).
+void markCoveredRows(OpBuilder &b, Operation *writer, Value covered) {
+  ValueRange indices;
+  Value live, output;
+  if (auto scatter = dyn_cast<ScatterOp>(writer)) {
+    auto write = cast<WriteOp>(scatter.getBody().front().getTerminator());
+    b.setInsertionPoint(write);
+    indices = write.getIndices();
+    live = write.getGuard();
+    output = scatter.getOutput();
+  } else {
+    auto store = cast<RowStoreOp>(writer);
+    indices = store.getIndices();
+    live = store.getGuard();
+    output = store.getOutput();
+    Block *block = (live ? live : indices.front()).getParentBlock();
+    for (Value index : indices.drop_back()) // the innermost block where the row and the guard are all known
+      if (block->getParentOp()->isProperAncestor(index.getParentBlock()->getParentOp()))
+        block = index.getParentBlock();
+    b.setInsertionPoint(block->findAncestorOpInBlock(*store));
+  }
+  auto view = output.getDefiningOp<ViewOp>();
+  Location loc = writer->getLoc();
+  ValueRange rowIndices = indices.drop_back();
   ValueRange rowSizes = view.getSizes().drop_back();
-  Value live = write.getGuard();
   for (auto [index, size] : llvm::zip(rowIndices, rowSizes)) {
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index, size);
     live = live ? arith::AndIOp::create(b, loc, live, inside).getResult() : inside;
@@ -228,7 +268,7 @@ struct FillUncoveredRowsPass : impl::MoeFillUncoveredRowsBase<FillUncoveredRowsP
     SmallVector<Candidate> outputs;
     for (auto [i, func] : llvm::enumerate(funcs)) {
       std::optional<Candidate> c = asFill(func);
-      if (!c || !collectScatters(ArrayRef(funcs).drop_front(i + 1), *c))
+      if (!c || !collectWriters(ArrayRef(funcs).drop_front(i + 1), *c))
         continue;
       // Each output once; a second fill of it keeps its plain form.
       if (llvm::none_of(outputs, [&](const Candidate &o) { return o.arg == c->arg; }))
@@ -256,12 +296,12 @@ struct FillUncoveredRowsPass : impl::MoeFillUncoveredRowsBase<FillUncoveredRowsP
 
     SmallVector<Attribute> names;
     for (auto [k, c] : llvm::enumerate(outputs)) {
-      for (ScatterOp scatter : c.scatters) {
-        auto func = scatter->getParentOfType<func::FuncOp>();
-        markCoveredRows(b, scatter, coveredRows(b, func, outputs, k, func.getArgument(position)));
+      for (Operation *writer : c.writers) {
+        auto func = writer->getParentOfType<func::FuncOp>();
+        markCoveredRows(b, writer, coveredRows(b, func, outputs, k, func.getArgument(position)));
       }
       fillUncoveredRows(b, c, coveredRows(b, c.fill, outputs, k, c.fill.getArgument(position)));
-      c.fill->moveAfter(c.scatters.back()->getParentOfType<func::FuncOp>());
+      c.fill->moveAfter(c.writers.back()->getParentOfType<func::FuncOp>());
       names.push_back(b.getStringAttr(c.tensor));
     }
     module->setAttr("moe.workspace", b.getArrayAttr(names));

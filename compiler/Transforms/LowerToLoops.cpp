@@ -28,11 +28,6 @@ namespace moec::moe {
 #include "moec/compiler/Transforms/Passes.h.inc"
 
 namespace {
-/// The widest non-temporal vector store (AVX2: 32 bytes).
-constexpr int64_t kMaxNontemporalAlignment = 32;
-/// Outputs from this size on are written with streaming stores (a typical last-level cache slice).
-constexpr int64_t kStreamingStoreBytes = 4 << 20;
-
 struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   using MoeLowerToLoopsBase::MoeLowerToLoopsBase;
 
@@ -61,21 +56,8 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       return target;
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(rowLoop);
-    Location loc = domain.op()->getLoc();
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    Value output = domain.output();
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output);
-    Value misalignment = arith::RemUIOp::create(b, loc, base, cst(alignment));
-    Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment, cst(0));
-    // An output that fits in the caches is better written through them: its reader finds it there.
-    auto type = cast<MemRefType>(output.getType());
-    Value elements = cst(1);
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      elements = arith::MulIOp::create(b, loc, elements, memref::DimOp::create(b, loc, output, d));
-    Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, elements,
-                                        cst(kStreamingStoreBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8)));
     target.streamingStores = true;
-    target.outputAligned = arith::AndIOp::create(b, loc, aligned, large);
+    target.outputAligned = emitStreamingCondition(b, domain.op()->getLoc(), domain.output(), alignment);
     target.outputAlignment = alignment;
     return target;
   }
@@ -94,7 +76,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       b.setInsertionPoint(domain.op());
       if (runsPerPoint(domain)) {
         Value end = arith::MinSIOp::create(b, loc, rowEnd, emitPointCount(b, domain));
-        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions);
+        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions, streamingStores);
         domain.op()->erase();
         continue;
       }

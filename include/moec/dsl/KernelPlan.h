@@ -11,6 +11,7 @@
 #include "moec/dsl/Eval.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,21 @@ struct IndexCheck {
   int line = 0, col = 0;
 };
 
+/// Statement fusion: an assignment of whole rows along a dot product's index (`G[row, h] = ..` for h < H)
+/// that runs inside another kernel's `sum(j < H)`, at the same point of the same `for`, so that each row
+/// both read for the sum and written for the assignment is visited once (A3 with probs: the prob's dot
+/// product over the unpermuted grad's row and the scaled copy of that row). The assignment stores element
+/// j of its row as the sum adds term j; it stores when its own conditions hold, which imply the sum's.
+struct FusedRows {
+  const Assign *assign = nullptr; // the row assignment; its last index is the row's fresh one
+  std::vector<PathStep> path;     // the statements on its way: this kernel's first `common`, then ifs
+  size_t common = 0;
+  size_t guardFrom = 0;           // its ifs from here on (no lets; none reads a tensor) guard the store;
+                                  // <= common: the frontend computes the guard before the sum's ifs
+  const Expr *sum = nullptr;      // the sum of this kernel's value that it runs in
+  std::string name;               // the kernel it would have been
+};
+
 struct PlannedKernel {
   std::string name;             // "<op>" for a one-assignment op, else "<op>__<n>_<output>"
   const Assign *assign = nullptr;
@@ -42,6 +58,7 @@ struct PlannedKernel {
   /// (for a dense assignment: the target's shape). Rows = all but the last, multiplied.
   std::vector<const Expr *> domain;
   bool scatter = false; // inside a `for`: a moe.scatter, else a dense moe.compute
+  std::optional<FusedRows> fusedRows; // planKernels(.., fuseRowStores): a row assignment it also runs
 };
 
 /// Where a specialization's workspace puts each buffer: at offsets rounded up to this many bytes.
@@ -51,7 +68,10 @@ constexpr int64_t kWorkspaceAlignment = 64;
 /// at specialization time: presence of optional tensors (inputs given, outputs whose `when` holds) and
 /// static dims/attrs. Branches whose condition `known` decides are kept or dropped here; assignments to
 /// absent optional outputs are dropped. Names are stable across specializations.
-std::vector<PlannedKernel> planKernels(const OpDef &op, const Bindings &known);
+/// With `fuseRowStores`, a row assignment that can run inside another kernel's dot product (FusedRows: same
+/// `for` point, its conditions imply the sum's, neither reads what the other or a kernel between them
+/// writes) is not a kernel of its own but that kernel's `fusedRows`.
+std::vector<PlannedKernel> planKernels(const OpDef &op, const Bindings &known, bool fuseRowStores = false);
 
 /// What a specialization decides before any kernel runs: which optional tensors are present (`present`
 /// holds the given inputs and the outputs whose `when` holds) and the static dims/attrs (by public name;

@@ -32,6 +32,8 @@ func.func @kernel(%g: !llvm.ptr, %idx: !llvm.ptr, %out: !llvm.ptr, %N: index, %R
       %r = arith.index_cast %r32 : i32 to index
       %x = memref.load %gv[%r, %h] : memref<?x?xbf16>
       %xf = arith.extf %x : bf16 to f32
+      // CHECK: moe.row_store %{{.*}} to %[[GV]][%[[n]], %[[k]]] if %{{.*}} : bf16, memref<?x?xbf16>
+      moe.row_store %x to %gv[%n, %k] if %flag : bf16, memref<?x?xbf16>
       // CHECK: moe.yield %{{.*}} : f32
       moe.yield %xf : f32
     }

@@ -155,3 +155,37 @@ func.func @bad_schedule(%p: !llvm.ptr, %n: index) {
   }
   return
 }
+
+// -----
+
+func.func @row_store_not_along_the_sum(%out: memref<?x8xf32>, %row: index, %n: index) {
+  %s = moe.sum %n : f32 {
+  ^bb0(%j: index):
+    %x = arith.constant 1.0 : f32
+    // expected-error @+1 {{'moe.row_store' op must store along its moe.sum's index (its last index)}}
+    moe.row_store %x to %out[%j, %row] : f32, memref<?x8xf32>
+    moe.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @row_store_wrong_element(%out: memref<?x8xbf16>, %row: index, %n: index) {
+  %s = moe.sum %n : f32 {
+  ^bb0(%j: index):
+    %x = arith.constant 1.0 : f32
+    // expected-error @+1 {{'moe.row_store' op stores 'f32' into 'memref<?x8xbf16>'}}
+    moe.row_store %x to %out[%row, %j] : f32, memref<?x8xbf16>
+    moe.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @row_store_outside_a_sum(%out: memref<?x8xf32>, %row: index, %x: f32) {
+  // expected-error @+1 {{'moe.row_store' op expects parent op 'moe.sum'}}
+  moe.row_store %x to %out[%row, %row] : f32, memref<?x8xf32>
+  return
+}

@@ -200,6 +200,37 @@ def Moe_WriteOp : Moe_Op<"write", [Terminator, HasParent<"ScatterOp">, AttrSized
 }
 
 //===----------------------------------------------------------------------===//
+// moe.row_store
+//===----------------------------------------------------------------------===//
+
+def Moe_RowStoreOp : Moe_Op<"row_store", [HasParent<"SumOp">, AttrSizedOperandSegments]> {
+  let summary = "Inside a moe.sum along a row: store element j of another output's row, if the guard holds";
+  let description = [{
+    Statement fusion (dsl::FusedRows): a row assignment that runs inside a point kernel's dot product, so
+    that the rows the sum reads and the rows the assignment writes are visited in one pass. The last index
+    is the sum's own index j; the other indices and the guard do not depend on it (the frontend computes
+    them before the sum). The loop lowerings store a vector of the row per vector of terms.
+
+    ```mlir
+    %s = moe.sum %c7168 : f32 {
+    ^bb0(%j: index):
+      %u = memref.load %grad[%t, %j] : memref<?x7168xbf16>
+      %g = arith.mulf ...
+      moe.row_store %g to %out[%row, %j] if %live : bf16, memref<?x7168xbf16>
+      moe.yield %term : f32
+    }
+    ```
+  }];
+  let arguments = (ins AnyType:$value, Arg<AnyMemRef, "the output", [MemWrite]>:$output,
+                       Variadic<Index>:$indices, Optional<I1>:$guard);
+  let assemblyFormat = [{
+    $value `to` $output `[` $indices `]` (`if` $guard^)? attr-dict `:` type($value) `,` type($output)
+  }];
+  let hasFolder = 1; // a memref.cast of the output folds in, as into memref.store
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // moe.yield
 //===----------------------------------------------------------------------===//
 

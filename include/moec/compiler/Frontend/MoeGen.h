@@ -47,7 +47,10 @@ public:
 /// variable whose bound is that dim, or `i * B + j` over a dim `A * B`) is checked in the kernel: an
 /// access outside reads zero or stores nothing, and records itself in the status buffer (IndexCheck). Static dims and attrs are
 /// `moe.param` ops, bound later by moe-specialize. The module carries `moe.op` and `moe.dtype`.
+/// With `fuseRowStores`, a row assignment that planKernels fuses into a point kernel's dot product
+/// (dsl::FusedRows) is emitted inside that kernel's moe.sum, as a moe.row_store of element j of its row.
 MoeModule genMoe(mlir::MLIRContext &context, const dsl::OpDef &op, dsl::DType typeArg,
-                 const std::set<std::string> &present = {}, const std::map<std::string, int64_t> &statics = {});
+                 const std::set<std::string> &present = {}, const std::map<std::string, int64_t> &statics = {},
+                 bool fuseRowStores = false);
 
 } // namespace moec

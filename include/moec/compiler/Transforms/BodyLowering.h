@@ -77,9 +77,21 @@ bool runsPerPoint(DomainOp op);
 /// CPU point kernels: emits the points [begin, end) of the domain (all dims flattened), in order, their
 /// dot products as `reductionWidth`-wide partial sums. With `interleave`, the dot products of up to four
 /// live points run together in one loop along the row (see splitSums in BodyLowering.cpp);
-/// each point's result is the same either way.
+/// each point's result is the same either way. With `streamingStores`, the range is versioned on the
+/// outputs of its moe.row_stores (emitStreamingCondition): their vector stores are non-temporal where
+/// that holds.
 void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth,
-                    bool interleave);
+                    bool interleave, bool streamingStores);
+
+/// The widest non-temporal vector store (AVX2: 32 bytes).
+constexpr int64_t kMaxNontemporalAlignment = 32;
+/// Outputs from this size on are written with streaming stores (a typical last-level cache slice).
+constexpr int64_t kStreamingStoreBytes = 4 << 20;
+
+/// CPU: an i1, true when `output`'s base pointer is aligned to `alignment` bytes and the output is at least
+/// kStreamingStoreBytes (one that fits in the caches is better written through them: its reader finds
+/// it there). Stores versioned on it are non-temporal where it holds.
+mlir::Value emitStreamingCondition(mlir::OpBuilder &b, mlir::Location loc, mlir::Value output, int64_t alignment);
 
 /// How a GPU kernel maps a domain to threads.
 ///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
