@@ -441,7 +441,8 @@ private:
       return;
     }
     auto vectorStore = vector::StoreOp::create(b, loc, value, output, at);
-    vectorStore.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(output, width, rowStores.alignment)));
+    vectorStore.setAlignmentAttr(
+        b.getI64IntegerAttr(vectorAccessAlignment(output, width, std::max(maxAlignment, rowStores.alignment))));
     if (rowStores.streaming)
       vectorStore.setNontemporal(true);
   }
