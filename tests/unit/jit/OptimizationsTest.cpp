@@ -130,3 +130,57 @@ TEST(InterleavedReductions, LongRowsGiveTheBytesOfOnePointAtATime) {
       }
     }
 }
+
+// Statement fusion (fuse-row-stores) stores A3's scaled rows inside probs_grad's dot product, with
+// non-temporal vector stores where permuted_tokens_grad is 4 MiB or more and aligned (the point range is
+// versioned on it at each call), interleaved four points at a time (rows of 4 KiB). Both modes with probs,
+// bf16 H = 2048, fused and not, outputs aligned and one element off: every run gives the same bytes, and
+// permuted_tokens_grad is the reference's exactly (probs_grad within its bound).
+TEST(FusedRowStores, LargeOutputsAlignedOrNotGiveTheUnfusedBytes) {
+  std::mt19937 rng(std::random_device{}());
+  Runtime::Options options;
+  options.target = Target::cpu();
+  Runtime rt(options);
+  for (bool pad : {false, true}) {
+    Case c = pad ? unpermuteGradPad(DType::BF16, 1100, 8, 130, 2048, /*probs=*/true, rng)
+                 : unpermuteGradNonPad(DType::BF16, 600, 16, 2, 2048, /*probs=*/true, rng);
+    KernelRequest request{DType::BF16, {{"E", pad ? 8 : 16}, {"H", 2048}}, c.attrs, {"permuted_tokens", "probs"}};
+    if (!pad)
+      request.with.insert("routing_map");
+    std::map<std::string, std::vector<uint8_t>> first;
+    for (bool fused : {true, false}) {
+      request.schedule.disabled = fused ? 0 : kFuseRowStores;
+      Kernel kernel = rt.get("moe_token_unpermute_with_routing_map_grad", request);
+      for (int64_t offset : {0, 1}) { // elements: 0 keeps HostTensor's 64-byte alignment, 1 breaks it
+        SCOPED_TRACE(std::string(pad ? "drop_and_pad" : "non-pad") + (fused ? " fused" : " unfused") + " offset " +
+                     std::to_string(offset));
+        std::map<std::string, TensorView> views;
+        for (auto &[name, t] : c.inputs)
+          views[name] = t.view();
+        std::map<std::string, HostTensor> buffers;
+        for (auto &[name, t] : c.expected) {
+          HostTensor &b = buffers.emplace(name, HostTensor(t.type(), {t.elements() + 1})).first->second;
+          std::memset(b.raw(), 0x5a, b.bytes()); // stale bytes: the op must write every element
+          views[name] = TensorView{static_cast<char *>(b.raw()) + offset * dsl::dtypeBytes(t.type()), t.type(), t.dims()};
+        }
+        ASSERT_GE(c.expected.at("permuted_tokens_grad").bytes(), size_t(4) << 20) << "below the streaming threshold";
+        kernel.launch(views, nullptr, c.attrs);
+        for (auto &[name, t] : c.expected) {
+          const auto *got = static_cast<const uint8_t *>(views[name].data);
+          std::vector<uint8_t> bytes(got, got + t.bytes());
+          auto [it, isFirst] = first.emplace(name, bytes);
+          EXPECT_TRUE(isFirst || it->second == bytes) << name << " differs from the first run's";
+          if (!c.bounds.count(name)) {
+            EXPECT_EQ(std::memcmp(got, t.raw(), t.bytes()), 0) << name << " differs from the reference";
+            continue;
+          }
+          HostTensor copy(t.type(), t.dims());
+          std::memcpy(copy.raw(), got, t.bytes());
+          auto [error, allowed] = outputError(c, name, copy);
+          EXPECT_GE(error, 0) << name << ": NaN where the reference has none";
+          EXPECT_LE(error, allowed) << name;
+        }
+      }
+    }
+  }
+}
