@@ -130,9 +130,9 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(launches[0].block[1], 1u);
   EXPECT_EQ(launches[0].stream, reinterpret_cast<void *>(0x77));
 
-  // A3 with probs, T = 100 tokens, K = 8 (R = 800): probs grad (a warp per (t, e) point: 100 * 64 points,
-  // 8 per block), data grad scatter (rows of (t, e), a warp each, 8 per block), then the zero fill of the
-  // R rows the scatter left unwritten (moe-fill-uncovered-rows; a warp per row, 8 per block).
+  // A3 with probs, T = 100 tokens, K = 8 (R = 800): probs grad, which also writes the data grad's rows as
+  // it reads them (fuse-row-stores; a warp per (t, e) point: 100 * 64 points, 8 per block), then the zero
+  // fill of the R rows it left unwritten (moe-fill-uncovered-rows; a warp per row, 8 per block).
   Kernel g = bundle->get("moe_token_unpermute_with_routing_map_grad",
                          {DType::BF16, {{"H", 4096}, {"E", 64}}, {}, {"routing_map", "permuted_tokens", "probs"}, {}});
   launches.clear();
@@ -154,7 +154,7 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(memsets[0].value, 0);
   EXPECT_EQ(memsets[0].bytes, 800u);
   EXPECT_EQ(memsets[0].stream, reinterpret_cast<CUstream>(0x78));
-  ASSERT_EQ(launches.size(), 3u);
+  ASSERT_EQ(launches.size(), 2u);
   for (const Launch &l : launches) {
     ASSERT_EQ(l.values.size(), 12u);
     EXPECT_EQ(l.values[9], memsets[0].to);
@@ -164,14 +164,10 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(launches[0].grid[0], 100u * 64 / 8);
   EXPECT_EQ(launches[0].block[0], 32u);
   EXPECT_EQ(launches[0].block[1], 8u);
-  // The data grad's write guard depends on the row only: a warp per (t, e) row, 8 rows a block.
-  EXPECT_EQ(launches[1].grid[0], 100u * 64 / 8);
+  // The fill's write guard ("nothing wrote this row") depends on the row only: a warp per row.
+  EXPECT_EQ(launches[1].grid[0], 800u / 8);
   EXPECT_EQ(launches[1].block[0], 32u);
   EXPECT_EQ(launches[1].block[1], 8u);
-  // So does the fill's ("no scatter wrote this row").
-  EXPECT_EQ(launches[2].grid[0], 800u / 8);
-  EXPECT_EQ(launches[2].block[0], 32u);
-  EXPECT_EQ(launches[2].block[1], 8u);
 }
 
 // Row counts that are not a multiple of the rows per block: the grid is rounded up (ceil_div), or the
@@ -200,8 +196,8 @@ TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {
     expectCovers(launches[0], b2.kernels[0], n);
   }
 
-  // A3 with probs, T = 5 tokens, K = 2 of E = 3 (R = 10): probs_grad (a warp per (t, e): 15 points),
-  // permuted_tokens_grad (rows of (t, e)), the zero fill of unwritten rows (R rows).
+  // A3 with probs, T = 5 tokens, K = 2 of E = 3 (R = 10): probs_grad with permuted_tokens_grad's rows
+  // fused in (a warp per (t, e): 15 points), the zero fill of unwritten rows (R rows).
   Kernel g = bundle->get("moe_token_unpermute_with_routing_map_grad",
                          {DType::F32, {{"H", 7}, {"E", 3}}, {}, {"routing_map", "permuted_tokens", "probs"}, {}});
   std::map<std::string, TensorView> t = {
@@ -215,11 +211,11 @@ TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {
       {"probs_grad", device(DType::F32, {5, 3}, 0x600000)}};
   launches.clear();
   g.launch(t);
-  ASSERT_EQ(launches.size(), 3u);
-  ASSERT_EQ(a3.kernels.size(), 3u);
-  const int64_t units[3] = {5 * 3, 5 * 3, 10};
+  ASSERT_EQ(launches.size(), 2u);
+  ASSERT_EQ(a3.kernels.size(), 2u);
+  const int64_t units[2] = {5 * 3, 10};
   bool someRemainder = false;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 2; ++i) {
     expectCovers(launches[i], a3.kernels[i], units[i]);
     someRemainder |= units[i] % a3.kernels[i].schedule.rowsPerBlock != 0;
   }
