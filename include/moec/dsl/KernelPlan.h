@@ -73,6 +73,10 @@ constexpr int64_t kWorkspaceAlignment = 64;
 /// writes) is not a kernel of its own but that kernel's `fusedRows`.
 std::vector<PlannedKernel> planKernels(const OpDef &op, const Bindings &known, bool fuseRowStores = false);
 
+/// Statement fusion over planned kernels (see planKernels' `fuseRowStores`; RowFusion.cpp): each row
+/// assignment that can run inside another kernel's dot product becomes that kernel's fusedRows.
+void fuseRows(const OpDef &op, const Bindings &known, std::vector<PlannedKernel> &kernels);
+
 /// What a specialization decides before any kernel runs: which optional tensors are present (`present`
 /// holds the given inputs and the outputs whose `when` holds) and the static dims/attrs (by public name;
 /// attributes are also bound under their alias).
