@@ -23,6 +23,18 @@ public:
   RowFusion(const OpDef &op, const Bindings &known, std::vector<PlannedKernel> &kernels)
       : op(op), known(known), kernels(kernels) {}
 
+  void run() {
+    for (size_t a = 0; a < kernels.size(); ++a)
+      for (size_t b = 0; b < kernels.size(); ++b)
+        if (a != b)
+          if (std::optional<FusedRows> f = fusion(a, b)) {
+            kernels[a].fusedRows = std::move(*f);
+            kernels.erase(kernels.begin() + b);
+            return run(); // indices moved: start over (a kernel takes one row assignment)
+          }
+  }
+
+private:
   /// A condition of an if or a select, as the planner compares them: its text and the branch taken.
   using Condition = std::pair<std::string, bool>;
 
@@ -159,18 +171,6 @@ public:
     return FusedRows{&row, b.path, common, guardFrom, sum, b.name};
   }
 
-  void run() {
-    for (size_t a = 0; a < kernels.size(); ++a)
-      for (size_t b = 0; b < kernels.size(); ++b)
-        if (a != b)
-          if (std::optional<FusedRows> f = fusion(a, b)) {
-            kernels[a].fusedRows = std::move(*f);
-            kernels.erase(kernels.begin() + b);
-            return run(); // indices moved: start over (a kernel takes one row assignment)
-          }
-  }
-
-private:
   const OpDef &op;
   const Bindings &known;
   std::vector<PlannedKernel> &kernels;
