@@ -228,4 +228,11 @@ MUTATIONS = [
        "    if (store.getGuard())\n      b.setInsertionPointToStart(",
        "    if (false)\n      b.setInsertionPointToStart(")],
      r"UnpermuteGrad(Random|Errors|Edge)|FusedRowStores", None),
+    ("row-fusion-ignores-conditions",
+     "statement fusion fuses rows whose guard does not imply the dot product's condition (rows are then "
+     "stored only where the sum runs)",
+     [("dsl/RowFusion.cpp",
+       "      if (std::find(rowConds.begin(), rowConds.end(), c) == rowConds.end())\n        return std::nullopt;\n",
+       "      if (std::find(rowConds.begin(), rowConds.end(), c) == rowConds.end())\n        continue;\n")],
+     r"RowFusion", None),
 ]
