@@ -11,9 +11,11 @@
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
+#include "moec/dsl/Parser.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 using namespace moec;
@@ -183,4 +185,61 @@ TEST(FusedRowStores, LargeOutputsAlignedOrNotGiveTheUnfusedBytes) {
       }
     }
   }
+}
+
+// A fused row store whose guard is stricter than its dot product's condition: the sum runs at every point,
+// the row only where the point's weight is positive (and the zero fill, after it, only elsewhere:
+// moe-fill-uncovered-rows). CPU and emulated GPU, f32 and bf16: rows of points with a weight <= 0 are
+// zero, the others copy x, and every output is the same with fusion off.
+TEST(FusedRowStores, StoreOnlyWhereTheirGuardHolds) {
+  const char *source = R"(op guarded<T: bf16 | f32>
+  dim N: runtime tokens, H: static
+  in x: T[N, H]
+  in w: f32[N]
+  out d: f32[N]
+  out y: T[N, H]
+{
+  y[m, h] = T(0.0)
+  for n < N {
+    let s = w[n]
+    d[n] = sum(j < H) (f32(x[n, j]) * s)
+    if s > 0.0 {
+      y[n, h] = x[n, h]
+    }
+  }
+}
+)";
+  auto op = dsl::loadOpText("guarded.moe", source);
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal;
+  const int64_t N = 37, H = 100;
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool emulated : {false, true}) {
+      SCOPED_TRACE(std::string(dsl::dtypeName(dtype)) + (emulated ? " ptx-emu" : " cpu"));
+      HostTensor x(dtype, {N, H}), w(DType::F32, {N});
+      for (int64_t i = 0; i < N * H; ++i)
+        store(x, i, normal(rng));
+      for (int64_t n = 0; n < N; ++n)
+        store(w, n, n % 3 == 0 ? -1.0f - float(n) : n % 3 == 1 ? 0.0f : 0.5f + float(n));
+      std::map<std::string, TensorView> inputs = {{"x", x.view()}, {"w", w.view()}};
+      auto run = [&](uint32_t disabled) {
+        Schedule s;
+        s.disabled = disabled;
+        return emulated ? runOnDevice(*op, dtype, {}, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
+                        : runOnCpu(*op, dtype, {}, inputs, s);
+      };
+      CpuRunResult fused = run(0);
+      expectSameBytes(fused, run(kFuseRowStores));
+      const HostTensor &y = fused.outputs.at("y");
+      const size_t rowBytes = size_t(H) * dsl::dtypeBytes(dtype);
+      for (int64_t n = 0; n < N; ++n) {
+        const auto *got = static_cast<const uint8_t *>(y.raw()) + n * rowBytes;
+        const auto *want = static_cast<const uint8_t *>(x.raw()) + n * rowBytes;
+        if (n % 3 == 2)
+          EXPECT_EQ(std::memcmp(got, want, rowBytes), 0) << "row " << n << " (weight > 0) is not x's";
+        else
+          EXPECT_TRUE(std::all_of(got, got + rowBytes, [](uint8_t b) { return b == 0; }))
+              << "row " << n << " (weight <= 0) was written";
+      }
+    }
 }
