@@ -228,18 +228,22 @@ TEST(FusedRowStores, StoreOnlyWhereTheirGuardHolds) {
         return emulated ? runOnDevice(*op, dtype, {}, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
                         : runOnCpu(*op, dtype, {}, inputs, s);
       };
-      CpuRunResult fused = run(0);
-      expectSameBytes(fused, run(kFuseRowStores));
-      const HostTensor &y = fused.outputs.at("y");
-      const size_t rowBytes = size_t(H) * dsl::dtypeBytes(dtype);
-      for (int64_t n = 0; n < N; ++n) {
-        const auto *got = static_cast<const uint8_t *>(y.raw()) + n * rowBytes;
-        const auto *want = static_cast<const uint8_t *>(x.raw()) + n * rowBytes;
-        if (n % 3 == 2)
-          EXPECT_EQ(std::memcmp(got, want, rowBytes), 0) << "row " << n << " (weight > 0) is not x's";
-        else
-          EXPECT_TRUE(std::all_of(got, got + rowBytes, [](uint8_t b) { return b == 0; }))
-              << "row " << n << " (weight <= 0) was written";
+      // With the fill last (moe-fill-uncovered-rows) and first: a stray row store shows in the second.
+      for (uint32_t fill : {0u, uint32_t(kFillUncoveredRows)}) {
+        SCOPED_TRACE(fill ? "fill first" : "fill last");
+        CpuRunResult fused = run(fill);
+        expectSameBytes(fused, run(fill | kFuseRowStores));
+        const HostTensor &y = fused.outputs.at("y");
+        const size_t rowBytes = size_t(H) * dsl::dtypeBytes(dtype);
+        for (int64_t n = 0; n < N; ++n) {
+          const auto *got = static_cast<const uint8_t *>(y.raw()) + n * rowBytes;
+          const auto *want = static_cast<const uint8_t *>(x.raw()) + n * rowBytes;
+          if (n % 3 == 2)
+            EXPECT_EQ(std::memcmp(got, want, rowBytes), 0) << "row " << n << " (weight > 0) is not x's";
+          else
+            EXPECT_TRUE(std::all_of(got, got + rowBytes, [](uint8_t b) { return b == 0; }))
+                << "row " << n << " (weight <= 0) was written";
+        }
       }
     }
 }
