@@ -503,8 +503,17 @@ private:
     }
     Location l = loc(e.loc);
     Value v;
+    // In a fused sum's body, the row assignment's reads of an element the term already read (A3: the
+    // token's grad row) reuse that read, checks and all: the pass reads each element once.
+    FusedRead *read = nullptr;
+    if (fused && fused->sumBody == b.getInsertionBlock())
+      for (FusedRead &r : fused->reads)
+        if (r.tensor == e.refIndex && r.indices == indices)
+          read = &r;
     SmallVector<size_t> checkedDims;
-    if (Value ok = boundsCheck(e.refIndex, indexExprs, indices, memref, checkedDims)) {
+    if (read) {
+      v = read->value;
+    } else if (Value ok = boundsCheck(e.refIndex, indexExprs, indices, memref, checkedDims)) {
       // Read only in bounds; outside, record the access and read zero.
       Type elem = cast<MemRefType>(memref.getType()).getElementType();
       auto ifOp = scf::IfOp::create(b, l, TypeRange{elem}, ok, /*withElseRegion=*/true);
@@ -519,6 +528,8 @@ private:
     } else {
       v = memref::LoadOp::create(b, l, memref, indices);
     }
+    if (!read && fused && fused->sumBody == b.getInsertionBlock())
+      fused->reads.push_back({e.refIndex, indices, v});
     switch (op.tensors[e.refIndex].elem.resolve(typeArg)) {
     case DType::I32:
     case DType::I8: return arith::IndexCastOp::create(b, l, b.getIndexType(), v);
@@ -674,9 +685,14 @@ private:
     scopes.emplace_back();
     Value j = body->addArgument(b.getIndexType(), l);
     varBounds[scopes.back()[e.name] = j] = e.operands[0].get();
+    bool fusedHere = fused && fused->rows->sum == &e;
+    if (fusedHere)
+      fused->sumBody = body;
     Value term = emitExpr(*e.operands[1]);
-    if (fused && fused->rows->sum == &e)
+    if (fusedHere) {
       emitRowStore(j);
+      fused->sumBody = nullptr;
+    }
     moe::YieldOp::create(b, l, term);
     scopes.pop_back();
     return sum.getResult();
@@ -684,11 +700,19 @@ private:
 
   //===--- Statement fusion (dsl::FusedRows) -------------------------------===//
 
+  /// An element read at the top level of the fused sum's body.
+  struct FusedRead {
+    int tensor;
+    SmallVector<Value> indices;
+    Value value;
+  };
   /// What the fused row assignment stores with, computed before the sum at the point.
   struct FusedStore {
     const FusedRows *rows;
     Value view, live;
     SmallVector<Value> rowIndices; // all but the last
+    Block *sumBody = nullptr;      // while the sum's body is emitted
+    SmallVector<FusedRead> reads;
   };
   std::optional<FusedStore> fused;
 
