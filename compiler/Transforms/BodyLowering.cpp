@@ -431,12 +431,16 @@ private:
     SmallVector<Value> at;
     for (Value i : store.getIndices())
       at.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
-    Value value = get(store.getValue(), width > 1);
+    // Vectors run along j only in a split sum's terms; a sum that varies along the domain's vectorized
+    // index steps j one at a time, and its row store (which does not vary with that index, or the body
+    // would not vectorize) stores one element a step.
+    bool alongJ = width > 1 && store.getIndices().back() == analysis.innerIndex();
+    Value value = get(store.getValue(), alongJ);
     Value output = get(store.getOutput(), false);
     OpBuilder::InsertionGuard insertion(b);
     if (store.getGuard())
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, get(store.getGuard(), false), false).thenBlock());
-    if (width == 1) {
+    if (!alongJ) {
       memref::StoreOp::create(b, loc, value, output, at);
       return;
     }

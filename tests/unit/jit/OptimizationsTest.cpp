@@ -247,3 +247,47 @@ TEST(FusedRowStores, StoreOnlyWhereTheirGuardHolds) {
       }
     }
 }
+
+// A fused sum that varies along the domain's vectorized index (d[n, e] scales by w[n, e]) runs j one step
+// at a time inside the vector body; its row store (y[n, h] = x[n, h], the same for every e) must store one
+// element a step, not a vector from j (which ran past the row, and past the buffer at its last row).
+// CPU and emulated GPU (whose memory checks every access), f32 and bf16, H not a multiple of the vector.
+TEST(FusedRowStores, InAVectorizedBodyStoreOneElementPerStep) {
+  const char *source = R"(op vecsum<T: bf16 | f32>
+  dim N: runtime tokens, E: static, H: static
+  in x: T[N, H]
+  in w: T[N, E]
+  out d: f32[N, E]
+  out y: T[N, H]
+{
+  for n < N, e < E {
+    d[n, e] = sum(j < H) (f32(x[n, j]) * f32(w[n, e]))
+    y[n, h] = x[n, h]
+  }
+}
+)";
+  auto op = dsl::loadOpText("vecsum.moe", source);
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal;
+  const int64_t N = 23, E = 16, H = 41;
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool emulated : {false, true}) {
+      SCOPED_TRACE(std::string(dsl::dtypeName(dtype)) + (emulated ? " ptx-emu" : " cpu"));
+      HostTensor x(dtype, {N, H}), w(dtype, {N, E});
+      for (int64_t i = 0; i < N * H; ++i)
+        store(x, i, normal(rng));
+      for (int64_t i = 0; i < N * E; ++i)
+        store(w, i, normal(rng));
+      std::map<std::string, TensorView> inputs = {{"x", x.view()}, {"w", w.view()}};
+      auto run = [&](uint32_t disabled) {
+        Schedule s;
+        s.disabled = disabled;
+        return emulated ? runOnDevice(*op, dtype, {}, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
+                        : runOnCpu(*op, dtype, {}, inputs, s);
+      };
+      CpuRunResult fused = run(0);
+      expectSameBytes(fused, run(kFuseRowStores));
+      const HostTensor &y = fused.outputs.at("y");
+      EXPECT_EQ(std::memcmp(y.raw(), x.raw(), x.bytes()), 0) << "y is not a copy of x";
+    }
+}
