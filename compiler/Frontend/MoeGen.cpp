@@ -368,25 +368,29 @@ private:
       indices.push_back(assign.indexExprs[i] ? p.indices[exprIndex++] : scopes.back().at(assign.indices[i]));
       indexExprs.push_back(assign.indexExprs[i].get()); // null: a domain variable over this very dim
     }
-    Value live = p.live;
+    Value live = checkedStore(assign, indexExprs, indices, out, p.live);
+    moe::WriteOp::create(b, loc(assign.loc), p.value, indices, live);
+    scopes.pop_back();
+  }
+
+  /// A store's guard with its bounds check: reports the stores that would have happened outside (where
+  /// `live`, null: always, holds) and returns `live` and "inside" (null: always).
+  Value checkedStore(const Assign &assign, ArrayRef<const Expr *> indexExprs, ArrayRef<Value> indices, Value out,
+                     Value live) {
     SmallVector<size_t> checkedDims;
-    if (Value ok = boundsCheck(assign.tensorIndex, indexExprs, indices, out, checkedDims)) {
-      // Report only stores that would have happened; then store only in bounds.
-      Location l = loc(assign.loc);
-      Value outside = arith::XOrIOp::create(b, l, ok, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
-      Value report = live ? Value(arith::AndIOp::create(b, l, live, outside)) : outside;
+    Value ok = boundsCheck(assign.tensorIndex, indexExprs, indices, out, checkedDims);
+    if (!ok)
+      return live;
+    Location l = loc(assign.loc);
+    Value outside = arith::XOrIOp::create(b, l, ok, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+    Value report = live ? Value(arith::AndIOp::create(b, l, live, outside)) : outside;
+    {
       OpBuilder::InsertionGuard reportGuard(b);
       auto ifOp = scf::IfOp::create(b, l, report, /*withElseRegion=*/false);
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
       recordFailure(assign.tensorIndex, indices, checkedDims, out, assign.loc);
-      b.setInsertionPointAfter(ifOp);
-      live = live ? Value(arith::AndIOp::create(b, l, live, ok)) : ok;
-      moe::WriteOp::create(b, loc(assign.loc), p.value, indices, live);
-      scopes.pop_back();
-      return;
     }
-    moe::WriteOp::create(b, loc(assign.loc), p.value, indices, live);
-    scopes.pop_back();
+    return live ? Value(arith::AndIOp::create(b, l, live, ok)) : ok;
   }
 
   /// Lets and ifs inside the `for`s, then the value and the store's expression indices.
@@ -735,17 +739,7 @@ private:
       indexExprs.push_back(index.get());
       indices.push_back(index ? emitExpr(*index) : constIndex(0)); // the last: j, proven in bounds
     }
-    SmallVector<size_t> checkedDims;
-    if (Value ok = boundsCheck(assign.tensorIndex, indexExprs, indices, store.view, checkedDims)) {
-      Value outside = arith::XOrIOp::create(b, l, ok, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
-      Value report = store.live ? Value(arith::AndIOp::create(b, l, store.live, outside)) : outside;
-      OpBuilder::InsertionGuard reportGuard(b);
-      auto ifOp = scf::IfOp::create(b, l, report, /*withElseRegion=*/false);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      recordFailure(assign.tensorIndex, indices, checkedDims, store.view, assign.loc);
-      b.setInsertionPointAfter(ifOp);
-      store.live = store.live ? Value(arith::AndIOp::create(b, l, store.live, ok)) : ok;
-    }
+    store.live = checkedStore(assign, indexExprs, indices, store.view, store.live);
     indices.pop_back();
     store.rowIndices = indices;
     fused = store;
