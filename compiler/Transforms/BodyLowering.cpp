@@ -1602,53 +1602,7 @@ std::optional<InterleavedPoints> interleavedPoints(DomainOp op) {
   plan.saved = saved.takeVector();
   return plan;
 }
-} // namespace
 
-Value emitStreamingCondition(OpBuilder &b, Location loc, Value output, int64_t alignment) {
-  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output);
-  Value misalignment = arith::RemUIOp::create(b, loc, base, cst(alignment));
-  Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment, cst(0));
-  auto type = cast<MemRefType>(output.getType());
-  Value elements = cst(1);
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    elements = arith::MulIOp::create(b, loc, elements, memref::DimOp::create(b, loc, output, d));
-  Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, elements,
-                                      cst(kStreamingStoreBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8)));
-  return arith::AndIOp::create(b, loc, aligned, large);
-}
-
-namespace {
-void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
-                        BodyEmitter::RowStoreTarget rowStores);
-} // namespace
-
-void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
-                    bool streamingStores) {
-  // Fused row stores (moe.row_store) write vectors of the partial sums' width: where their outputs are
-  // aligned to what those vectors can promise and large, the range runs with non-temporal stores.
-  Location loc = op.op()->getLoc();
-  SetVector<Value> outputs;
-  op.op()->walk([&](RowStoreOp store) { outputs.insert(store.getOutput()); });
-  int64_t alignment = kMaxNontemporalAlignment;
-  for (Value output : outputs)
-    alignment = std::min(alignment, vectorAccessAlignment(output, reductionWidth, kMaxNontemporalAlignment));
-  if (!streamingStores || outputs.empty() || reductionWidth <= 1 || alignment < 16)
-    return emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
-  Value streaming;
-  for (Value output : outputs) {
-    Value ok = emitStreamingCondition(b, loc, output, alignment);
-    streaming = streaming ? Value(arith::AndIOp::create(b, loc, streaming, ok)) : ok;
-  }
-  auto version = scf::IfOp::create(b, loc, streaming, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(version.thenBlock());
-  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment});
-  b.setInsertionPointToStart(version.elseBlock());
-  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
-}
-
-namespace {
 void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
                         BodyEmitter::RowStoreTarget rowStores) {
   Location loc = op.op()->getLoc();
@@ -1757,6 +1711,45 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
   finish({rest.getInductionVar()});
 }
 } // namespace
+
+Value emitStreamingCondition(OpBuilder &b, Location loc, Value output, int64_t alignment) {
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output);
+  Value misalignment = arith::RemUIOp::create(b, loc, base, cst(alignment));
+  Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment, cst(0));
+  auto type = cast<MemRefType>(output.getType());
+  Value elements = cst(1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    elements = arith::MulIOp::create(b, loc, elements, memref::DimOp::create(b, loc, output, d));
+  Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, elements,
+                                      cst(kStreamingStoreBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8)));
+  return arith::AndIOp::create(b, loc, aligned, large);
+}
+
+void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
+                    bool streamingStores) {
+  // Fused row stores (moe.row_store) write vectors of the partial sums' width: where their outputs are
+  // aligned to what those vectors can promise and large, the range runs with non-temporal stores.
+  Location loc = op.op()->getLoc();
+  SetVector<Value> outputs;
+  op.op()->walk([&](RowStoreOp store) { outputs.insert(store.getOutput()); });
+  int64_t alignment = kMaxNontemporalAlignment;
+  for (Value output : outputs)
+    alignment = std::min(alignment, vectorAccessAlignment(output, reductionWidth, kMaxNontemporalAlignment));
+  if (!streamingStores || outputs.empty() || reductionWidth <= 1 || alignment < 16)
+    return emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
+  Value streaming;
+  for (Value output : outputs) {
+    Value ok = emitStreamingCondition(b, loc, output, alignment);
+    streaming = streaming ? Value(arith::AndIOp::create(b, loc, streaming, ok)) : ok;
+  }
+  auto version = scf::IfOp::create(b, loc, streaming, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(version.thenBlock());
+  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment});
+  b.setInsertionPointToStart(version.elseBlock());
+  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
+}
 
 void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment) {
   Location loc = op.op()->getLoc();
