@@ -6,8 +6,8 @@
 //   - the row assignment's conditions (its ifs from the first undecided one after the `for`; none reads a
 //     tensor) include every condition the sum runs under (the point's own ifs, and the selects on the way
 //     to the sum), compared as text in the same scope;
-//   - neither reads what the other writes, and no kernel between them reads or writes the rows' tensor or
-//     writes what the row assignment reads (its stores move to the point kernel's place).
+//   - no kernel between them writes the rows' tensor (the row stores move to the point kernel's place;
+//     outputs are write-only, so nothing reads them).
 //===----------------------------------------------------------------------===//
 #include "moec/dsl/KernelPlan.h"
 #include "moec/dsl/Printer.h"
@@ -47,34 +47,6 @@ private:
       return true;
     return std::any_of(e.operands.begin(), e.operands.end(), [](const ExprPtr &o) { return readsTensor(*o); }) ||
            std::any_of(e.lets.begin(), e.lets.end(), [](const Let &l) { return readsTensor(*l.value); });
-  }
-
-  void collectReads(const Expr &e, std::set<int> &tensors) const {
-    if (e.kind == ExprKind::Element)
-      tensors.insert(e.refIndex);
-    for (const ExprPtr &o : e.operands)
-      collectReads(*o, tensors);
-    for (const Let &l : e.lets)
-      collectReads(*l.value, tensors);
-  }
-
-  /// The tensors an assignment reads on its way and in its value and indices.
-  std::set<int> reads(const Assign &assign, const std::vector<PathStep> &path) const {
-    std::set<int> tensors;
-    collectReads(*assign.value, tensors);
-    for (const ExprPtr &index : assign.indexExprs)
-      if (index)
-        collectReads(*index, tensors);
-    for (const PathStep &step : path) {
-      if (step.let)
-        collectReads(*step.let->value, tensors);
-      if (step.ifStmt)
-        collectReads(*step.ifStmt->cond, tensors);
-      if (step.forStmt)
-        for (const ExprPtr &bound : step.forStmt->bounds)
-          collectReads(*bound, tensors);
-    }
-    return tensors;
   }
 
   /// The first sum of `e` on the way through casts and selects (a select's condition joins `conds`; one
@@ -158,16 +130,14 @@ private:
         return std::nullopt;
     if (printExpr(*sum->operands[0]) != printExpr(*op.tensors[row.tensorIndex].shape.back().size))
       return std::nullopt;
-    // The row stores move to the point kernel's place: nothing there or between reads or writes across.
-    int outA = a.assign->tensorIndex, outB = row.tensorIndex;
-    std::set<int> readsA = reads(*a.assign, a.path), readsB = reads(row, b.path);
-    if (outA == outB || readsA.count(outB) || readsB.count(outA))
+    // The row stores move to the point kernel's place. Outputs are write-only (Sema), so no statement reads
+    // what another writes; only another write of the rows' tensor there or between would be reordered.
+    int outB = row.tensorIndex;
+    if (a.assign->tensorIndex == outB)
       return std::nullopt;
-    for (size_t k = std::min(point, rows) + 1; k < std::max(point, rows); ++k) {
-      int out = kernels[k].assign->tensorIndex;
-      if (out == outB || readsB.count(out) || reads(*kernels[k].assign, kernels[k].path).count(outB))
+    for (size_t k = std::min(point, rows) + 1; k < std::max(point, rows); ++k)
+      if (kernels[k].assign->tensorIndex == outB)
         return std::nullopt;
-    }
     return FusedRows{&row, b.path, common, guardFrom, sum, b.name};
   }
 

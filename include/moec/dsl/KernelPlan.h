@@ -69,8 +69,8 @@ constexpr int64_t kWorkspaceAlignment = 64;
 /// static dims/attrs. Branches whose condition `known` decides are kept or dropped here; assignments to
 /// absent optional outputs are dropped. Names are stable across specializations.
 /// With `fuseRowStores`, a row assignment that can run inside another kernel's dot product (FusedRows: same
-/// `for` point, its conditions imply the sum's, neither reads what the other or a kernel between them
-/// writes) is not a kernel of its own but that kernel's `fusedRows`.
+/// `for` point, its conditions imply the sum's, no kernel between them writes its tensor) is not a kernel
+/// of its own but that kernel's `fusedRows`.
 std::vector<PlannedKernel> planKernels(const OpDef &op, const Bindings &known, bool fuseRowStores = false);
 
 /// Statement fusion over planned kernels (see planKernels' `fuseRowStores`; RowFusion.cpp): each row
