@@ -2,7 +2,7 @@
 //
 //   OpDef (checked AST)
 //     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
-//     │                             (cpu: a row assignment fused into a dot product, dsl::FusedRows)
+//     │                             (cpu, ptx: a row assignment fused into a dot product, dsl::FusedRows)
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
 //     │ moe-hoist-row-invariants ── moe-carry-prefix-folds (cpu)
