@@ -187,6 +187,15 @@ TEST(FusedRowStores, LargeOutputsAlignedOrNotGiveTheUnfusedBytes) {
   }
 }
 
+/// `op` (no attributes) on the CPU or the emulated GPU, with the optimizations in `disabled` off.
+static CpuRunResult runWithout(const dsl::OpDef &op, DType dtype, const std::map<std::string, TensorView> &inputs,
+                               bool emulated, uint32_t disabled) {
+  Schedule s;
+  s.disabled = disabled;
+  return emulated ? runOnDevice(op, dtype, {}, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
+                  : runOnCpu(op, dtype, {}, inputs, s);
+}
+
 // A fused row store whose guard is stricter than its dot product's condition: the sum runs at every point,
 // the row only where the point's weight is positive (and the zero fill, after it, only elsewhere:
 // moe-fill-uncovered-rows). CPU and emulated GPU, f32 and bf16: rows of points with a weight <= 0 are
@@ -222,12 +231,7 @@ TEST(FusedRowStores, StoreOnlyWhereTheirGuardHolds) {
       for (int64_t n = 0; n < N; ++n)
         store(w, n, n % 3 == 0 ? -1.0f - float(n) : n % 3 == 1 ? 0.0f : 0.5f + float(n));
       std::map<std::string, TensorView> inputs = {{"x", x.view()}, {"w", w.view()}};
-      auto run = [&](uint32_t disabled) {
-        Schedule s;
-        s.disabled = disabled;
-        return emulated ? runOnDevice(*op, dtype, {}, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
-                        : runOnCpu(*op, dtype, {}, inputs, s);
-      };
+      auto run = [&](uint32_t disabled) { return runWithout(*op, dtype, inputs, emulated, disabled); };
       // With the fill last (moe-fill-uncovered-rows) and first: a stray row store shows in the second.
       for (uint32_t fill : {0u, uint32_t(kFillUncoveredRows)}) {
         SCOPED_TRACE(fill ? "fill first" : "fill last");
@@ -279,12 +283,7 @@ TEST(FusedRowStores, InAVectorizedBodyStoreOneElementPerStep) {
       for (int64_t i = 0; i < N * E; ++i)
         store(w, i, normal(rng));
       std::map<std::string, TensorView> inputs = {{"x", x.view()}, {"w", w.view()}};
-      auto run = [&](uint32_t disabled) {
-        Schedule s;
-        s.disabled = disabled;
-        return emulated ? runOnDevice(*op, dtype, {}, inputs, s, Target::ptx("sm_90"), CudaDriver::emulator())
-                        : runOnCpu(*op, dtype, {}, inputs, s);
-      };
+      auto run = [&](uint32_t disabled) { return runWithout(*op, dtype, inputs, emulated, disabled); };
       CpuRunResult fused = run(0);
       expectSameBytes(fused, run(kFuseRowStores));
       const HostTensor &y = fused.outputs.at("y");
