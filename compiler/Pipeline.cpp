@@ -5,7 +5,7 @@
 //     │                             (cpu, ptx: a row assignment fused into a dot product, dsl::FusedRows)
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
-//     │ moe-hoist-row-invariants ── moe-carry-prefix-folds (cpu)
+//     │ moe-hoist-row-invariants ── moe-group-rows (ptx) ── moe-carry-prefix-folds (cpu)
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), canonicalize, cse          [loops]
@@ -289,6 +289,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     moePasses.addPass(moe::createMoeCompactPredicatedFolds({isGpu ? "gpu" : "cpu"}));
   if (hoist)
     moePasses.addPass(moe::createMoeHoistRowInvariants());
+  // GPU: rows that write the same values (a token's row to each of its slots) run as one warp's group.
+  if (hoist && isGpu && !(spec.schedule.disabled & kGroupRows))
+    moePasses.addPass(moe::createMoeGroupRows());
   // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
   if (hoist && !isGpu && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
     moePasses.addPass(moe::createMoeCarryPrefixFolds());
@@ -321,9 +324,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     auto ascendPlan = domains.front().op()->getAttrOfType<moe::AscendPlanAttr>("ascend_plan");
     // The launch covers points: a GPU warp each, an Ascend point row each, or a CPU point kernel's.
     bool pointPerWarp = isAscend ? ascendPlan && ascendPlan.getPointRows() : moe::runsPerPoint(domains.front());
+    bool rowGroups = domains.front().op()->hasAttr(moe::kRowGroupAttr);
     result.kernels.push_back({plan.name, plan.assign->target,
                               {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,
-                              pointPerWarp, checks});
+                              pointPerWarp, checks, rowGroups});
   }
 
   if (auto outputs = (*module)->getAttrOfType<ArrayAttr>("moe.workspace"))

@@ -320,7 +320,14 @@ std::shared_ptr<const LoadedOp::CheckedCall> Kernel::checkOn(const LoadedOp &l,
   checkDevices(l, outputs);
   checked->scalars = checked->call.kernelScalars(*l.op);
   for (size_t k = 0; k < l.kernels.size(); ++k) {
-    int64_t units = checked->call.rows(l.plans[k].domain);
+    std::vector<const dsl::Expr *> domain = l.plans[k].domain;
+    if (l.kernels[k].rowGroups) {
+      if (domain.size() < 3)
+        fail(l, "kernel '" + l.kernels[k].name + "' runs groups of rows but its domain has " +
+                    std::to_string(domain.size()) + " dims, not 3 or more");
+      domain.erase(domain.end() - 2); // its rows without their last index: the groups
+    }
+    int64_t units = checked->call.rows(domain);
     if (l.kernels[k].pointPerWarp && !l.plans[k].domain.empty() &&
         __builtin_mul_overflow(units, evalInt(*l.plans[k].domain.back(), checked->call.bindings), &units))
       fail(l, "kernel '" + l.kernels[k].name + "': its domain has more points than int64 holds");

@@ -46,6 +46,7 @@ nlohmann::json kernelMetaToJson(const KernelMeta &k) {
           {"vector", k.schedule.vector},
           {"unroll", k.schedule.unroll},
           {"pointPerWarp", k.pointPerWarp},
+          {"rowGroups", k.rowGroups},
           {"checks", checks}};
 }
 
@@ -64,6 +65,9 @@ KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const 
   if (!j.contains("pointPerWarp") || !j.at("pointPerWarp").is_boolean())
     throw std::runtime_error(where + ": 'pointPerWarp' must be true or false");
   k.pointPerWarp = j.at("pointPerWarp").get<bool>();
+  if (!j.contains("rowGroups") || !j.at("rowGroups").is_boolean())
+    throw std::runtime_error(where + ": 'rowGroups' must be true or false");
+  k.rowGroups = j.at("rowGroups").get<bool>();
   // The bounds checks only name what the kernel reports; the runtime still checks the tensor index
   // against the op before it uses one.
   if (!j.contains("checks") || !j.at("checks").is_array())

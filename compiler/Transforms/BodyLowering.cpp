@@ -344,6 +344,19 @@ public:
     flushUnrolls();
   }
 
+  /// A grouped row (emitGroupRow): emits the body for domain point (rows..., h) but not its write, and
+  /// returns the value the write stores (a vector when vectorized).
+  Value emitWrittenValue(ValueRange indices) {
+    Block &body = domain.body();
+    for (auto [arg, index] : llvm::zip(body.getArguments(), indices))
+      scalars.map(arg, index);
+    emitOps(body);
+    return get(cast<WriteOp>(body.getTerminator()).getValue(), width > 1);
+  }
+
+  /// Stores `value` (from emitWrittenValue) at `indices` of the output, as the write would.
+  void storeWrittenValue(Value value, ValueRange indices) { emitStore(value, indices, domain.op()->getLoc()); }
+
   /// A point kernel's body emitted in parts (emitPointRange): these ops are left out wherever they are.
   void skip(Operation *op) { skipped.insert(op); }
   void unskip(Operation *op) { skipped.erase(op); }
@@ -1114,6 +1127,106 @@ Value emitRowCount(OpBuilder &b, DomainOp op) {
   for (Value bound : op.bounds().drop_back())
     rows = arith::MulIOp::create(b, loc, rows, bound);
   return rows;
+}
+
+Value emitGroupCount(OpBuilder &b, DomainOp op) {
+  Location loc = op.op()->getLoc();
+  Value groups = arith::ConstantIndexOp::create(b, loc, 1);
+  for (Value bound : op.bounds().drop_back(2))
+    groups = arith::MulIOp::create(b, loc, groups, bound);
+  return groups;
+}
+
+void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, int64_t vectorAlignment) {
+  constexpr int64_t kWarp = 32;
+  Location loc = op.op()->getLoc();
+  ScheduleAttr schedule = op.schedule();
+  VaryingAnalysis analysis(op);
+  int64_t width = analysis.blocker() ? 1 : schedule.getVector();
+  auto write = cast<WriteOp>(op.body().getTerminator());
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+  SmallVector<Value> outer = unflattenRow(b, loc, group, op.bounds().drop_back(2));
+  Value members = op.bounds()[op.bounds().size() - 2], inner = op.bounds().back();
+
+  // The members, a warp's worth at a time: lane i computes member base + i's row-invariant values. Lanes
+  // past the last member compute the last one again (its checks and marks store the same values again),
+  // so that no lane runs a member that does not exist.
+  auto batches = scf::ForOp::create(b, loc, cst(0), members, cst(kWarp));
+  OpBuilder::InsertionGuard batchGuard(b);
+  b.setInsertionPointToStart(batches.getBody());
+  Value base = batches.getInductionVar();
+  Value last = arith::SubIOp::create(b, loc, members, cst(1));
+  Value member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, base, lane), last);
+  SmallVector<Value> rowIndices(outer);
+  rowIndices.push_back(member);
+  BodyEmitter prologueEmitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, {}, Value(),
+                              Part::RowPrologue);
+  const IRMapping &prologue = prologueEmitter.emitRowPrologue(rowIndices);
+  // What each member's store needs, as i32 words a shuffle can broadcast: its guard, then each index of
+  // its row in two halves.
+  Value guard = write.getGuard() ? prologue.lookupOrDefault(write.getGuard()) : Value(arith::ConstantIntOp::create(b, loc, 1, 1));
+  SmallVector<Value> words{arith::ExtUIOp::create(b, loc, b.getI32Type(), guard)};
+  for (Value index : write.getIndices().drop_back()) {
+    Value wide = arith::IndexCastOp::create(b, loc, b.getI64Type(), prologue.lookupOrDefault(index));
+    words.push_back(arith::TruncIOp::create(b, loc, b.getI32Type(), wide));
+    words.push_back(arith::TruncIOp::create(
+        b, loc, b.getI32Type(), arith::ShRUIOp::create(b, loc, wide, arith::ConstantIntOp::create(b, loc, 32, 64))));
+  }
+  Value count = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, base), cst(kWarp));
+
+  // Along the row, lanes take vectors of w elements round robin. Every lane runs every trip (one past the
+  // row's end computes and stores nothing) so that the whole warp takes part in each shuffle.
+  auto alongRow = [&](Value begin, Value end, int64_t w) {
+    auto loop = scf::ForOp::create(b, loc, begin, end, cst(kWarp * w));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value h = arith::AddIOp::create(b, loc, loop.getInductionVar(), arith::MulIOp::create(b, loc, lane, cst(w)));
+    Value inRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h, end);
+    Type element = write.getValue().getType();
+    Type valueType = w > 1 ? Type(VectorType::get({w}, element)) : element;
+    auto compute = scf::IfOp::create(b, loc, TypeRange{valueType}, inRow, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(compute.thenBlock());
+      BodyEmitter emitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, {}, Value(),
+                          Part::AfterPrologue);
+      emitter.startFrom(prologueEmitter);
+      SmallVector<Value> indices(rowIndices);
+      indices.push_back(h);
+      scf::YieldOp::create(b, loc, emitter.emitWrittenValue(indices));
+      emitter.flushUnrolls();
+      b.setInsertionPointToStart(compute.elseBlock());
+      scf::YieldOp::create(b, loc, arith::ConstantOp::create(b, loc, b.getZeroAttr(valueType)).getResult());
+    }
+    Value value = compute.getResult(0);
+    auto each = scf::ForOp::create(b, loc, cst(0), count, cst(1));
+    b.setInsertionPointToStart(each.getBody());
+    Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(), each.getInductionVar());
+    SmallVector<Value> got;
+    for (Value word : words)
+      got.push_back(gpu::ShuffleOp::create(b, loc, word, from, i32(kWarp), gpu::ShuffleMode::IDX).getShuffleResult());
+    Value live = arith::AndIOp::create(
+        b, loc, inRow, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, got[0], i32(0)));
+    b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, /*withElseRegion=*/false).thenBlock());
+    SmallVector<Value> at;
+    for (size_t i = 1; i + 1 < got.size(); i += 2) {
+      Value low = arith::ExtUIOp::create(b, loc, b.getI64Type(), got[i]);
+      Value high = arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), got[i + 1]),
+                                         arith::ConstantIntOp::create(b, loc, 32, 64));
+      at.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), arith::OrIOp::create(b, loc, low, high)));
+    }
+    at.push_back(h);
+    BodyEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment).storeWrittenValue(value, at);
+  };
+  Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
+  if (width > 1)
+    alongRow(cst(0), mainEnd, width);
+  APInt innerValue;
+  bool whole = width > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) && innerValue.getSExtValue() % width == 0;
+  if (!whole) // the elements a vector does not cover (all of them when width is 1), one at a time
+    alongRow(width > 1 ? mainEnd : cst(0), inner, 1);
+  prologueEmitter.flushUnrolls();
 }
 
 Value emitPointCount(OpBuilder &b, DomainOp op) {

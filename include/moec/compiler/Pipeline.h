@@ -69,6 +69,9 @@ struct KernelInfo {
   bool pointPerWarp = false;
   /// The bounds checks the kernel reports in its status buffer (see genMoe).
   std::vector<dsl::IndexCheck> checks;
+  /// GPU: a warp per group of rows that differ only in their last row index (moe-group-rows); the grid
+  /// covers groups: the product of the domain's extents but the last two.
+  bool rowGroups = false;
 };
 
 /// Milliseconds spent in each part of compile().

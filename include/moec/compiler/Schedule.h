@@ -22,8 +22,9 @@ enum Optimization : uint32_t {
   kFillUncoveredRows = 1u << 4,      // moe-fill-uncovered-rows
   kCarryPrefixFolds = 1u << 5,       // moe-carry-prefix-folds (CPU)
   kInterleaveReductions = 1u << 6,   // moe-lower-to-loops{interleave-reductions} (CPU)
-  kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; CPU)
-  kAllOptimizations = (1u << 8) - 1,
+  kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; CPU and GPU)
+  kGroupRows = 1u << 8,              // moe-group-rows (GPU)
+  kAllOptimizations = (1u << 9) - 1,
 };
 
 /// Each optimization by the name `--disable NAME` and a config's `off=NAME` give it, in bit order.
@@ -31,7 +32,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"hoist-row-invariants", kHoistRowInvariants}, {"compact-predicated-folds", kCompactPredicatedFolds},
     {"streaming-stores", kStreamingStores},        {"accumulate-rows", kAccumulateRows},
     {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
-    {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores}};
+    {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
+    {"group-rows", kGroupRows}};
 static_assert(
     [] {
       uint32_t all = 0;

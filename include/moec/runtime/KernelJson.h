@@ -19,8 +19,8 @@ namespace moec {
 int64_t integerField(const nlohmann::json &j, const std::string &field, int64_t min, int64_t max,
                      const std::string &where);
 
-/// {"name", "output", "rowsPerBlock", "threads", "vector", "unroll", "pointPerWarp", "checks"}; each check
-/// is [tensor, line, col] (dsl::IndexCheck).
+/// {"name", "output", "rowsPerBlock", "threads", "vector", "unroll", "pointPerWarp", "checks", "rowGroups"};
+/// each check is [tensor, line, col] (dsl::IndexCheck).
 nlohmann::json kernelMetaToJson(const KernelMeta &k);
 
 /// The record written by kernelMetaToJson, every field checked (the schedule by scheduleProblem in

@@ -140,6 +140,41 @@ TEST(EmulatedGpu, UnpermuteWithRoutingMapGrad) {
       }
 }
 
+// moe-group-rows: A3's slots of a token run as one warp's group, 32 slots at a time, the token's gradient
+// read once per vector for all of them. K = 33 and 40 take a second, partly filled batch; dropped slots
+// (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520 leave lanes past the row's end in
+// the last trip along it. Against the reference, and bit for bit against the CPU kernel.
+TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
+  for (DType dt : {DType::BF16, DType::F32})
+    for (int64_t K : {1, 33, 40})
+      for (int64_t H : {9, 72, 520}) {
+        SCOPED_TRACE("K=" + std::to_string(K) + " H=" + std::to_string(H));
+        const int64_t T = 5, E = K + 3, R = T * K;
+        std::mt19937 &random = rng();
+        HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R}), map(DType::Bool, {T, E});
+        std::iota(ints(outIndex), ints(outIndex) + R, 0);
+        std::shuffle(ints(outIndex), ints(outIndex) + R, random);
+        std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
+        std::vector<Slot> slots;
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t k = 0; k < K; ++k) {
+            static_cast<uint8_t *>(map.raw())[t * E + k] = 1;
+            if (random() % 4 == 0)
+              ints(outIndex)[t * K + k] = -1; // dropped
+            else
+              slots.push_back({t, ints(outIndex)[t * K + k], k});
+          }
+        Case c = unpermuteGradCase(dt, T, E, H, false, false, slots, std::move(outIndex), std::move(tokenIds),
+                                   std::move(map), random, true);
+        KernelRequest request = a3Request(dt, E, H, false, c);
+        const LoadedOp &loaded = gpuRuntime().get("moe_token_unpermute_with_routing_map_grad", request).specialization();
+        EXPECT_TRUE(std::any_of(loaded.kernels.begin(), loaded.kernels.end(),
+                                [](const KernelMeta &k) { return k.rowGroups; }))
+            << "the data gradient's slots no longer run as groups";
+        expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", request, std::move(c));
+      }
+}
+
 TEST(EmulatedGpu, MoeUnpermute) {
   for (DType dt : kDtypes)
     for (int64_t H : {1, 9, 72, 130})

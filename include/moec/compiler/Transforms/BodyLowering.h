@@ -50,6 +50,10 @@ bool isVectorizable(DomainOp op);
 constexpr llvm::StringLiteral kRowInvariantAttr = "moe.row_invariant";
 constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
 
+/// Set by moe-group-rows (GPU) on a scatter whose rows that differ only in their last row index write the
+/// same values: moe-lower-to-gpu runs a warp per group (emitGroupRow), and the launch covers groups.
+constexpr llvm::StringLiteral kRowGroupAttr = "moe.row_group";
+
 /// The top-level ops of the body (in order) that can be computed once per row: nothing in them, nested
 /// regions included, depends on the contiguous index, and their operands come from outside the body or
 /// from such ops.
@@ -170,6 +174,15 @@ struct RowTarget {
 int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment);
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
              int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);
+
+/// GPU, a scatter marked kRowGroupAttr: emits group `group` (the domain's dims but the last two,
+/// flattened) on a warp whose lane is `lane`. The members (the second-last dim) are taken 32 at a time,
+/// each lane computing one member's row-invariant values; along the row the warp computes the written
+/// value once per vector and stores it to each live member's row, broadcast from its lane by shuffles.
+void emitGroupRow(mlir::OpBuilder &b, DomainOp op, mlir::Value group, mlir::Value lane, int64_t vectorAlignment);
+
+/// The number of groups of a scatter marked kRowGroupAttr, at the builder's insertion point.
+mlir::Value emitGroupCount(mlir::OpBuilder &b, DomainOp op);
 
 /// Ascend point rows: emits domain point `point` (all dims flattened) with its moe.sum along a contiguous
 /// dim split into `reductionWidth` partial sums, as the CPU lowering does, run a chunk at a time through

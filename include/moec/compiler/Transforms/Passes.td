@@ -169,6 +169,41 @@ def MoeHoistRowInvariants : Pass<"moe-hoist-row-invariants", "::mlir::ModuleOp">
   }];
 }
 
+def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
+  let summary = "GPU: rows of a scatter that write the same values run as one group, a warp each";
+  let description = [{
+    A `moe.scatter` over (outer..., k, h) whose written value does not depend on k writes the same values
+    to the row of every k (A3 copies token t's gradient row to the permuted row of each of its K slots).
+    A warp per row reads the source row once per k. This pass marks such a scatter `moe.row_group`;
+    moe-lower-to-gpu then runs a warp per group (outer...): lane i computes member k = i's row-invariant
+    values (its row, its guard, its checks), and along the row the warp computes the value once per
+    vector and stores it to each live member's row, broadcast from that member's lane by `gpu.shuffle`.
+    The launch covers groups instead of rows.
+
+    It needs the row-invariant marks (moe-hoist-row-invariants), a warp per row (32 threads), a write
+    guard that depends on the row only, and a body without reductions or lists (their lanes would run
+    different members). A value computed under the guard's own condition, `scf.if %live { x[t, h] }
+    else { 0 }` with the write guarded by `%live and ...`, becomes the load itself when the load's
+    indices are domain indices within their dims: where the write happens the two are equal.
+
+    ```mlir
+    moe.scatter %dy[%Tk, %K, %c64] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, ...>} {
+    ^bb0(%t: index, %k: index, %h: index):
+      %row = ... out_index[t * K + k] ... {moe.row_invariant}
+      %live = arith.cmpi sge, %row, %c0 {moe.row_invariant} : index
+      %v = scf.if %live -> (bf16) { memref.load %g[%t, %h] ... } else { ... }
+      moe.write %v to [%row, %h] if %live {moe.row_guard} : bf16
+    }
+    // becomes
+    moe.scatter %dy[%Tk, %K, %c64] {moe.row_group, schedule = ...} {
+      ...
+      %v = memref.load %g[%t, %h] : memref<?x64xbf16>
+      moe.write %v to [%row, %h] if %live {moe.row_guard} : bf16
+    }
+    ```
+  }];
+}
+
 def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
   let summary = "CPU: a row's prefix fold continues from the previous row's value";
   let description = [{

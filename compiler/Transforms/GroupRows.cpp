@@ -1,0 +1,140 @@
+//===- GroupRows.cpp - GPU: rows that write the same values run as one group ---===//
+//
+// A scatter over (outer..., k, h) whose written value does not depend on k writes the same values to
+// the rows of every k: A3 copies token t's gradient row to the permuted row of each of its K slots. Run
+// a row per warp, and each of those rows reads the same source row again (K reads of it per token). This
+// pass marks such a scatter `moe.row_group`; moe-lower-to-gpu then runs a warp per group (outer...): its
+// lanes compute the members' row-invariant values (each lane one k), and along the row the warp computes
+// the value once and stores it to each live member's row, the row and guard broadcast by shuffles.
+//
+// The value must be computable without the member's guard: a value MoeGen computed under the guard's own
+// condition (`scf.if %live { load x[t, h] } else { 0 }`, the write guarded by `%live and ...`) is replaced
+// by the load itself when what the branch does cannot fault (loads whose indices are domain indices within
+// their dims, pure arithmetic): where the write happens the two are equal.
+// GPU only: a CPU thread reads the repeated row from its L1, and its stores stream.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define DEBUG_TYPE "moe-group-rows"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOEGROUPROWS
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+/// Whether `cond` holds wherever `guard` does: it is the guard or a conjunct of it.
+bool impliedBy(Value cond, Value guard) {
+  if (guard == cond)
+    return true;
+  auto conjunction = guard.getDefiningOp<arith::AndIOp>();
+  return conjunction && (impliedBy(cond, conjunction.getLhs()) || impliedBy(cond, conjunction.getRhs()));
+}
+
+/// Whether `value` equals the domain's bound `bound` (the same value, or equal constants).
+bool sameExtent(Value size, Value bound) {
+  if (size == bound)
+    return true;
+  auto a = size.getDefiningOp<arith::ConstantIndexOp>(), b = bound.getDefiningOp<arith::ConstantIndexOp>();
+  return a && b && a.value() == b.value();
+}
+
+/// A load that cannot fault: each index is a domain index whose bound is the extent of the dim it indexes.
+bool loadWithinDomain(memref::LoadOp load, DomainOp domain) {
+  auto view = load.getMemRef().getDefiningOp<ViewOp>();
+  if (!view)
+    return false;
+  for (auto [d, index] : llvm::enumerate(load.getIndices())) {
+    auto arg = dyn_cast<BlockArgument>(index);
+    if (!arg || arg.getOwner() != &domain.body())
+      return false;
+    if (!sameExtent(view.getSizes()[d], domain.bounds()[arg.getArgNumber()]))
+      return false;
+  }
+  return true;
+}
+
+/// Replaces the written value `scf.if %c {ops; yield x} else {yield y}` by x when the write's guard
+/// implies %c and the ops cannot fault: the ops move before the if.
+void speculateGuardedValue(DomainOp domain, WriteOp write) {
+  auto ifOp = write.getValue().getDefiningOp<scf::IfOp>();
+  if (!ifOp || ifOp->getBlock() != &domain.body() || ifOp.getNumResults() != 1 || !write.getGuard() ||
+      !impliedBy(ifOp.getCondition(), write.getGuard()) || !ifOp->getResult(0).hasOneUse())
+    return;
+  for (Operation &op : ifOp.thenBlock()->without_terminator()) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    bool safe = load ? loadWithinDomain(load, domain) : op.getNumRegions() == 0 && isPure(&op);
+    if (!safe)
+      return;
+  }
+  Value chosen = ifOp.thenYield().getOperand(0);
+  for (Operation &op : llvm::make_early_inc_range(ifOp.thenBlock()->without_terminator()))
+    op.moveBefore(ifOp);
+  ifOp->getResult(0).replaceAllUsesWith(chosen);
+  ifOp->erase();
+}
+
+/// Whether the rows of `domain` that differ only in their last row index can run as one group: see the
+/// file comment. Speculates the written value first where that is what stands in the way.
+bool groupable(DomainOp domain) {
+  auto write = dyn_cast<WriteOp>(domain.body().getTerminator());
+  ScheduleAttr schedule = domain.schedule();
+  if (!domain.isScatter() || !write || domain.bounds().size() < 3 || !schedule || schedule.getThreads() != 32 ||
+      gpuMapping(domain) != GpuMapping::Rows)
+    return false;
+  // Members' values run on different lanes: nothing in the body may assume a converged warp (folds and
+  // lists split over lanes) or reduce.
+  bool plain = true;
+  domain.body().walk([&](Operation *op) {
+    if (isa<FoldOp, SumOp, CompactOp, RowStoreOp>(op))
+      plain = false;
+  });
+  if (!plain)
+    return false;
+  if (write.getGuard() && !write->hasAttr(kRowGuardAttr))
+    return false;
+  speculateGuardedValue(domain, write);
+
+  // The values that depend on the member index k.
+  Value member = domain.body().getArgument(domain.bounds().size() - 2);
+  DenseSet<Value> fromMember{member};
+  for (Operation &top : domain.body().without_terminator()) {
+    bool uses = false;
+    top.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (llvm::any_of(op->getOperands(), [&](Value v) { return fromMember.contains(v); })) {
+        uses = true;
+        fromMember.insert(op->getResults().begin(), op->getResults().end());
+      }
+    });
+    if (uses)
+      fromMember.insert(top.getResults().begin(), top.getResults().end());
+    // What runs along the row runs once for the whole group.
+    if (uses && !top.hasAttr(kRowInvariantAttr))
+      return false;
+  }
+  if (fromMember.contains(write.getValue()))
+    return false;
+  // The member's row (all indices but h) is computed before the loop along the row.
+  for (Value index : write.getIndices().drop_back()) {
+    Operation *def = index.getDefiningOp();
+    if (def && def->getBlock() == &domain.body() && !def->hasAttr(kRowInvariantAttr))
+      return false;
+  }
+  return write.getIndices().back() == domain.body().getArguments().back();
+}
+
+struct GroupRowsPass : impl::MoeGroupRowsBase<GroupRowsPass> {
+  void runOnOperation() override {
+    UnitAttr unit = UnitAttr::get(&getContext());
+    for (DomainOp domain : collectDomainOps(getOperation()))
+      if (groupable(domain))
+        domain.op()->setAttr(kRowGroupAttr, unit);
+  }
+};
+} // namespace
+} // namespace moec::moe

@@ -1,0 +1,233 @@
+// moe-group-rows on the A3 non-pad data gradient (GPU, f32, E = 4, H = 64; the IR `moec emit --target ptx
+// --emit moe --disable group-rows` prints): the value written to slot (t, k)'s row is token t's gradient
+// row, whatever k, so the scatter is marked a row group, and the load MoeGen computed under the row's
+// guard (`scf.if %live`) becomes unconditional (its indices are the domain's t and h). The GPU lowering then
+// runs a warp per token: lane i computes slot i's row and guard, and along the row the warp loads the
+// gradient once per vector and stores it to each live slot's row, shuffled from the slot's lane.
+// A variant that reads the gradient at [k, h] depends on the slot: not grouped, and its guarded load stays.
+// RUN: moec-opt %s --moe-group-rows | FileCheck %s --check-prefix=MARK
+// RUN: moec-opt %s --moe-group-rows --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
+// RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=ROWS
+
+// MARK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
+// MARK: moe.scatter {{.*}} {moe.row_group, schedule
+// MARK-NOT: scf.if {{.*}} -> (f32)
+// MARK: %[[V:.*]] = memref.load %{{.*}}[%arg12, %arg14] : memref<?x64xf32>
+// MARK-NOT: scf.if {{.*}} -> (f32)
+// MARK: moe.write %[[V]] to [{{.*}}, %arg14] if {{.*}} {moe.row_guard} : f32
+// MARK-LABEL: func.func @reads_along_the_slot
+// MARK-NOT: moe.row_group
+// MARK: scf.if {{.*}} -> (f32) {
+// MARK-NEXT: memref.load %{{.*}}[%arg13, %arg14]
+
+// A warp per token: the slots 32 at a time, then along the row one vector load of the gradient and, for
+// each slot of the batch, its guard and row (two halves) from its lane, and a vector store (H = 64 is one
+// trip of 32 lanes x 4 elements: the loop along the row folds away).
+// GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
+// GPU: scf.for %[[BASE:.*]] = %{{.*}} to %{{.*}} step %c32
+// GPU: arith.minui
+// GPU: memref.load {{.*}} : memref<?xi32>
+// GPU: vector.load {{.*}} : memref<?x64xf32>, vector<4xf32>
+// GPU: scf.for
+// GPU-COUNT-3: gpu.shuffle idx
+// GPU: scf.if
+// GPU: vector.store {{.*}} : memref<?x64xf32>, vector<4xf32>
+// GPU-LABEL: gpu.func @reads_along_the_slot
+// GPU-NOT: gpu.shuffle
+// GPU: return
+
+// Without the pass: a warp per (t, k) row, the gradient loaded for each slot.
+// ROWS-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
+// ROWS-NOT: gpu.shuffle
+// ROWS: vector.load
+// ROWS: vector.store
+// ROWS: return
+
+module attributes {moe.dtype = "f32", moe.op = "moe_token_unpermute_with_routing_map_grad"} {
+  func.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:unpermuted_tokens_grad"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:out_index"}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permute_token_id"}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:routing_map"}, %arg4: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permuted_tokens"}, %arg5: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:probs"}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = "tensor:permuted_tokens_grad"}, %arg7: !llvm.ptr {llvm.noalias, moe.arg = "tensor:probs_grad"}, %arg8: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg9: !llvm.ptr {llvm.noalias, moe.arg = "workspace"}, %arg10: index {moe.arg = "dim:Tk"}, %arg11: index {moe.arg = "dim:R"}) {
+    %c0 = arith.constant 0 : index
+    %0 = arith.index_cast %c0 : index to i64
+    %1 = llvm.getelementptr %arg9[%0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %2 = moe.view %1[%arg11] : !llvm.ptr -> memref<?xi8>
+    %c5 = arith.constant 5 : index
+    %c4 = arith.constant 4 : index
+    %cst = arith.constant 0.000000e+00 : f32
+    %true = arith.constant true
+    %c0_i32 = arith.constant 0 : i32
+    %c3 = arith.constant 3 : index
+    %c2 = arith.constant 2 : index
+    %c1 = arith.constant 1 : index
+    %c1_i64 = arith.constant 1 : i64
+    %c-9223372036854775808 = arith.constant -9223372036854775808 : index
+    %c-1 = arith.constant -1 : index
+    %c6 = arith.constant 6 : index
+    %c64 = arith.constant 64 : index
+    %c0_0 = arith.constant 0 : index
+    %3 = moe.view %arg8[%c6] : !llvm.ptr -> memref<6xi64>
+    %4 = moe.view %arg6[%arg11, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %5 = moe.view %arg1[%arg11] : !llvm.ptr -> memref<?xi32>
+    %6 = moe.view %arg0[%arg10, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %7 = arith.cmpi eq, %arg10, %c0_0 : index
+    %8 = arith.cmpi eq, %arg10, %c-1 : index
+    %9 = arith.cmpi eq, %arg11, %c-9223372036854775808 : index
+    %10 = arith.andi %8, %9 : i1
+    %11 = arith.ori %7, %10 : i1
+    scf.if %11 {
+      memref.store %c1_i64, %3[%c0_0] : memref<6xi64>
+      %14 = arith.index_cast %arg11 : index to i64
+      memref.store %14, %3[%c1] : memref<6xi64>
+    }
+    %12 = arith.select %11, %c1, %arg10 : index
+    %13 = arith.divsi %arg11, %12 : index
+    moe.scatter %4[%arg10, %13, %c64] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>} : memref<?x64xf32> {
+    ^bb0(%arg12: index, %arg13: index, %arg14: index):
+      %14 = arith.muli %arg12, %13 {moe.row_invariant} : index
+      %15 = arith.addi %14, %arg13 {moe.row_invariant} : index
+      %16 = arith.cmpi sge, %15, %c0_0 {moe.row_invariant} : index
+      %17 = arith.cmpi slt, %15, %arg11 {moe.row_invariant} : index
+      %18 = arith.andi %16, %17 {moe.row_invariant} : i1
+      %19 = scf.if %18 -> (i32) {
+        %32 = memref.load %5[%15] : memref<?xi32>
+        scf.yield %32 : i32
+      } else {
+        %32 = arith.cmpi slt, %15, %c0_0 : index
+        %33 = arith.cmpi sge, %15, %arg11 : index
+        %34 = arith.ori %32, %33 : i1
+        %35 = arith.select %34, %c1, %c0_0 : index
+        %36 = arith.select %34, %15, %c0_0 : index
+        %37 = arith.index_cast %35 : index to i64
+        memref.store %37, %3[%c2] : memref<6xi64>
+        %38 = arith.index_cast %36 : index to i64
+        memref.store %38, %3[%c3] : memref<6xi64>
+        scf.yield %c0_i32 : i32
+      } {moe.row_invariant}
+      %20 = arith.index_cast %19 {moe.row_invariant} : i32 to index
+      %21 = arith.cmpi sge, %20, %c0_0 {moe.row_invariant} : index
+      %22 = arith.select %21, %20, %c0_0 {moe.row_invariant} : index
+      %23 = scf.if %21 -> (f32) {
+        %32 = memref.load %6[%arg12, %arg14] : memref<?x64xf32>
+        scf.yield %32 : f32
+      } else {
+        scf.yield %cst : f32
+      }
+      %24 = arith.cmpi sge, %22, %c0_0 {moe.row_invariant} : index
+      %25 = arith.cmpi slt, %22, %arg11 {moe.row_invariant} : index
+      %26 = arith.andi %24, %25 {moe.row_invariant} : i1
+      %27 = arith.xori %26, %true {moe.row_invariant} : i1
+      %28 = arith.andi %21, %27 {moe.row_invariant} : i1
+      scf.if %28 {
+        %32 = arith.cmpi slt, %22, %c0_0 : index
+        %33 = arith.cmpi sge, %22, %arg11 : index
+        %34 = arith.ori %32, %33 : i1
+        %35 = arith.select %34, %c1, %c0_0 : index
+        %36 = arith.select %34, %22, %c0_0 : index
+        %37 = arith.index_cast %35 : index to i64
+        memref.store %37, %3[%c4] : memref<6xi64>
+        %38 = arith.index_cast %36 : index to i64
+        memref.store %38, %3[%c5] : memref<6xi64>
+      } {moe.row_invariant}
+      %29 = arith.andi %21, %26 {moe.row_invariant} : i1
+      %30 = arith.cmpi ult, %22, %arg11 {moe.row_invariant} : index
+      %31 = arith.andi %29, %30 {moe.row_invariant} : i1
+      scf.if %31 {
+        %c1_i8 = arith.constant 1 : i8
+        memref.store %c1_i8, %2[%22] : memref<?xi8>
+      } {moe.row_invariant}
+      moe.write %23 to [%22, %arg14] if %29 {moe.row_guard} : f32
+    }
+    return
+  }
+  func.func @reads_along_the_slot(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:unpermuted_tokens_grad"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:out_index"}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permute_token_id"}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:routing_map"}, %arg4: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permuted_tokens"}, %arg5: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:probs"}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = "tensor:permuted_tokens_grad"}, %arg7: !llvm.ptr {llvm.noalias, moe.arg = "tensor:probs_grad"}, %arg8: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg9: !llvm.ptr {llvm.noalias, moe.arg = "workspace"}, %arg10: index {moe.arg = "dim:Tk"}, %arg11: index {moe.arg = "dim:R"}) {
+    %c0 = arith.constant 0 : index
+    %0 = arith.index_cast %c0 : index to i64
+    %1 = llvm.getelementptr %arg9[%0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %2 = moe.view %1[%arg11] : !llvm.ptr -> memref<?xi8>
+    %c5 = arith.constant 5 : index
+    %c4 = arith.constant 4 : index
+    %cst = arith.constant 0.000000e+00 : f32
+    %true = arith.constant true
+    %c0_i32 = arith.constant 0 : i32
+    %c3 = arith.constant 3 : index
+    %c2 = arith.constant 2 : index
+    %c1 = arith.constant 1 : index
+    %c1_i64 = arith.constant 1 : i64
+    %c-9223372036854775808 = arith.constant -9223372036854775808 : index
+    %c-1 = arith.constant -1 : index
+    %c6 = arith.constant 6 : index
+    %c64 = arith.constant 64 : index
+    %c0_0 = arith.constant 0 : index
+    %3 = moe.view %arg8[%c6] : !llvm.ptr -> memref<6xi64>
+    %4 = moe.view %arg6[%arg11, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %5 = moe.view %arg1[%arg11] : !llvm.ptr -> memref<?xi32>
+    %6 = moe.view %arg0[%arg10, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %7 = arith.cmpi eq, %arg10, %c0_0 : index
+    %8 = arith.cmpi eq, %arg10, %c-1 : index
+    %9 = arith.cmpi eq, %arg11, %c-9223372036854775808 : index
+    %10 = arith.andi %8, %9 : i1
+    %11 = arith.ori %7, %10 : i1
+    scf.if %11 {
+      memref.store %c1_i64, %3[%c0_0] : memref<6xi64>
+      %14 = arith.index_cast %arg11 : index to i64
+      memref.store %14, %3[%c1] : memref<6xi64>
+    }
+    %12 = arith.select %11, %c1, %arg10 : index
+    %13 = arith.divsi %arg11, %12 : index
+    moe.scatter %4[%arg10, %13, %c64] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>} : memref<?x64xf32> {
+    ^bb0(%arg12: index, %arg13: index, %arg14: index):
+      %14 = arith.muli %arg12, %13 {moe.row_invariant} : index
+      %15 = arith.addi %14, %arg13 {moe.row_invariant} : index
+      %16 = arith.cmpi sge, %15, %c0_0 {moe.row_invariant} : index
+      %17 = arith.cmpi slt, %15, %arg11 {moe.row_invariant} : index
+      %18 = arith.andi %16, %17 {moe.row_invariant} : i1
+      %19 = scf.if %18 -> (i32) {
+        %32 = memref.load %5[%15] : memref<?xi32>
+        scf.yield %32 : i32
+      } else {
+        %32 = arith.cmpi slt, %15, %c0_0 : index
+        %33 = arith.cmpi sge, %15, %arg11 : index
+        %34 = arith.ori %32, %33 : i1
+        %35 = arith.select %34, %c1, %c0_0 : index
+        %36 = arith.select %34, %15, %c0_0 : index
+        %37 = arith.index_cast %35 : index to i64
+        memref.store %37, %3[%c2] : memref<6xi64>
+        %38 = arith.index_cast %36 : index to i64
+        memref.store %38, %3[%c3] : memref<6xi64>
+        scf.yield %c0_i32 : i32
+      } {moe.row_invariant}
+      %20 = arith.index_cast %19 {moe.row_invariant} : i32 to index
+      %21 = arith.cmpi sge, %20, %c0_0 {moe.row_invariant} : index
+      %22 = arith.select %21, %20, %c0_0 {moe.row_invariant} : index
+      %23 = scf.if %21 -> (f32) {
+        %32 = memref.load %6[%arg13, %arg14] : memref<?x64xf32>
+        scf.yield %32 : f32
+      } else {
+        scf.yield %cst : f32
+      }
+      %24 = arith.cmpi sge, %22, %c0_0 {moe.row_invariant} : index
+      %25 = arith.cmpi slt, %22, %arg11 {moe.row_invariant} : index
+      %26 = arith.andi %24, %25 {moe.row_invariant} : i1
+      %27 = arith.xori %26, %true {moe.row_invariant} : i1
+      %28 = arith.andi %21, %27 {moe.row_invariant} : i1
+      scf.if %28 {
+        %32 = arith.cmpi slt, %22, %c0_0 : index
+        %33 = arith.cmpi sge, %22, %arg11 : index
+        %34 = arith.ori %32, %33 : i1
+        %35 = arith.select %34, %c1, %c0_0 : index
+        %36 = arith.select %34, %22, %c0_0 : index
+        %37 = arith.index_cast %35 : index to i64
+        memref.store %37, %3[%c4] : memref<6xi64>
+        %38 = arith.index_cast %36 : index to i64
+        memref.store %38, %3[%c5] : memref<6xi64>
+      } {moe.row_invariant}
+      %29 = arith.andi %21, %26 {moe.row_invariant} : i1
+      %30 = arith.cmpi ult, %22, %arg11 {moe.row_invariant} : index
+      %31 = arith.andi %29, %30 {moe.row_invariant} : i1
+      scf.if %31 {
+        %c1_i8 = arith.constant 1 : i8
+        memref.store %c1_i8, %2[%22] : memref<?xi8>
+      } {moe.row_invariant}
+      moe.write %23 to [%22, %arg14] if %29 {moe.row_guard} : f32
+    }
+    return
+  }
+}
