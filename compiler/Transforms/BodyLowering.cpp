@@ -254,6 +254,20 @@ public:
   void startFrom(const BodyEmitter &prologue) {
     scalars = prologue.scalars;
     sharedLists = prologue.sharedLists;
+    stepTables = prologue.stepTables;
+  }
+
+  /// GPU, a row's prologue (after its guard): for each fold that runs along the row, steps over a list or
+  /// a constant range, and does per-step work that does not vary along the row (a list entry, an index
+  /// load and its checks, a gathered row's weight), that work runs here once per step, the warp's lanes
+  /// taking the steps round robin, into shared-memory tables (a column per value the rest of the step
+  /// uses). The fold's steps along the row then read the columns instead of redoing it for every vector.
+  void emitStepTables() {
+    if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % 32 != 0)
+      return;
+    for (Operation &op : domain.body().without_terminator())
+      if (auto fold = dyn_cast<FoldOp>(op); fold && !op.hasAttr(kRowInvariantAttr))
+        emitStepTable(fold);
   }
 
   /// How the row's target wants lists and stores (see RowTarget). On the GPU the row's prologue runs with
@@ -703,7 +717,13 @@ private:
       Block &body = fold.getBody().front();
       scalars.map(body.getArgument(0), loop.getInductionVar());
       map(body.getArgument(1), loop.getRegionIterArgs()[0]);
+      auto table = stepTables.find(fold);
+      if (table != stepTables.end())
+        readStepTable(table->second, loop.getInductionVar(), loc);
       scf::YieldOp::create(b, loc, emitBlock(body, vec));
+      if (table != stepTables.end())
+        for (Operation *op : table->second.invariant)
+          skipped.erase(op);
     }
     map(fold.getResult(), loop.getResult(0));
     pendingUnrolls.push_back(loop);
@@ -805,6 +825,117 @@ private:
     scalars.map(compact.getList(), list);
     scalars.map(compact.getCount(), loop.getResult(0));
     pendingUnrolls.push_back(loop);
+  }
+
+  /// A fold's per-step values, computed in the row's prologue (emitStepTables): the step's ops that do not
+  /// vary along the row, and a shared-memory column (this warp's from `base`) per value the rest uses.
+  struct StepTable {
+    DenseSet<Operation *> invariant;
+    SmallVector<std::pair<Value, Value>> columns; // (value in the step, its column)
+    Value base;
+  };
+
+  /// Whether `op` (a top-level op of a fold's step) neither varies along the row nor reads the accumulator.
+  bool stepInvariant(Operation &op) const {
+    bool invariant = true;
+    op.walk([&](Operation *inner) {
+      if (llvm::any_of(inner->getOperands(), [&](Value v) { return analysis.isVarying(v); }) ||
+          llvm::any_of(inner->getResults(), [&](Value v) { return analysis.isVarying(v); }))
+        invariant = false;
+    });
+    return invariant;
+  }
+
+  /// The most steps `fold` runs: a constant bound, or the length of the list whose count bounds it.
+  static int64_t mostSteps(FoldOp fold) {
+    APInt constant;
+    if (matchPattern(fold.getBound(), m_ConstantInt(&constant)))
+      return constant.getSExtValue();
+    if (auto compact = fold.getBound().getDefiningOp<CompactOp>(); compact && fold.getBound() == compact.getCount())
+      return cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+    return 0;
+  }
+
+  /// See emitStepTables.
+  void emitStepTable(FoldOp fold) {
+    Block &step = fold.getBody().front();
+    int64_t length = mostSteps(fold);
+    if (length <= 0 || length > 4096 || !scalars.contains(fold.getBound()) && domain.op()->isAncestor(fold.getBound().getParentBlock()->getParentOp()))
+      return;
+    SmallVector<Operation *> invariant;
+    DenseSet<Operation *> invariantSet;
+    bool readsMemory = false;
+    for (Operation &op : step.without_terminator())
+      if (stepInvariant(op)) {
+        invariant.push_back(&op);
+        invariantSet.insert(&op);
+        op.walk([&](memref::LoadOp load) { readsMemory |= !sharedLists.count(load.getMemRef()); });
+      }
+    // The values the rest of the step uses (directly or inside its regions).
+    SetVector<Value> columns;
+    for (Operation *op : invariant)
+      for (Value result : op->getResults())
+        for (OpOperand &use : result.getUses()) {
+          Operation *user = use.getOwner();
+          while (user->getBlock() != &step)
+            user = user->getParentOp();
+          if (!invariantSet.contains(user))
+            columns.insert(result);
+        }
+    if (!readsMemory || columns.empty() ||
+        llvm::any_of(columns, [](Value v) { return !v.getType().isIntOrIndexOrFloat(); }))
+      return;
+
+    Location loc = fold.getLoc();
+    ScheduleAttr schedule = domain.schedule();
+    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+    auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    // i1 as a 32-bit word: shared-memory bytes would cost byte permutes (prmt) to pack and unpack.
+    auto stored = [&](Type t) { return t.isInteger(1) ? Type(b.getI32Type()) : t; };
+    StepTable table;
+    Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
+    Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, cst(schedule.getThreads())), tx);
+    table.base = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
+    for (Value column : columns)
+      table.columns.push_back(
+          {column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column.getType()),
+                                                                MemRefLayoutAttrInterface(), space),
+                                                loc)});
+    auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scalars.map(step.getArgument(0), loop.getInductionVar());
+      for (Operation *op : invariant)
+        emitOp(*op);
+      Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
+      for (auto [column, buffer] : table.columns) {
+        Value v = scalars.lookup(column);
+        if (v.getType().isInteger(1))
+          v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
+        memref::StoreOp::create(b, loc, v, buffer, ValueRange{at});
+      }
+    }
+    NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
+    table.invariant = std::move(invariantSet);
+    stepTables[fold] = std::move(table);
+  }
+
+  /// In a fold step with a step table: its invariant ops are left out, and the values the rest uses are
+  /// read from the table's columns at step `j`.
+  void readStepTable(const StepTable &table, Value j, Location loc) {
+    Value at = arith::AddIOp::create(b, loc, table.base, j);
+    for (auto [column, buffer] : table.columns) {
+      Value v = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
+      if (column.getType().isInteger(1))
+        v = arith::TruncIOp::create(b, loc, b.getI1Type(), v);
+      scalars.map(column, v);
+    }
+    for (Operation *op : table.invariant)
+      skipped.insert(op);
   }
 
   /// The GPU list: each warp's in shared memory (a workgroup buffer of one list per warp of the block).
@@ -980,6 +1111,7 @@ private:
   Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   IRMapping scalars, vectors;
   DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
+  DenseMap<Operation *, StepTable> stepTables;
   DenseMap<Operation *, bool> decided; // see decide()
   DenseSet<Operation *> skipped;       // see skip()
   Value laneIndices; // h, h+1, ..., h+V-1
@@ -1528,8 +1660,9 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   // Row-invariant ops (marked by moe-hoist-row-invariants) once per row; a row-invariant write guard
   // then skips the row's loops altogether.
-  bool hoisted = llvm::any_of(op.body().without_terminator(),
-                              [](Operation &o) { return o.hasAttr(kRowInvariantAttr); });
+  bool hoisted = llvm::any_of(op.body().without_terminator(), [&](Operation &o) {
+    return o.hasAttr(kRowInvariantAttr) || (rowTarget.stepTables && isa<FoldOp>(o)); // a fold's step table
+  });
   auto write = dyn_cast<WriteOp>(op.body().getTerminator());
   bool rowGuard = write && write.getGuard() && write->hasAttr(kRowGuardAttr);
   std::optional<BodyEmitter> prologueEmitter;
@@ -1545,6 +1678,8 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
       insideGuard.emplace(b);
       b.setInsertionPointToStart(guard.thenBlock());
     }
+    if (rowTarget.stepTables) // where the row runs: the steps' checks report only there
+      prologueEmitter->emitStepTables();
   }
   Part part = prologue ? Part::AfterPrologue : Part::All;
   // The prologue's loops unroll last, when nothing refers to them by mapping any more.

@@ -31,6 +31,8 @@ namespace moec::moe {
 
 namespace {
 struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
+  using MoeLowerToGPUBase::MoeLowerToGPUBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
@@ -104,7 +106,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       emitGroupRow(b, domain, row, lane, 16);
     else
       emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(),
-              RowTarget{/*onGpu=*/true, /*streamingStores=*/false});
+              RowTarget{/*onGpu=*/true, /*streamingStores=*/false, {}, 0, false, nullptr, stepTables});
     domain.op()->erase();
   }
 };

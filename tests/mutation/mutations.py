@@ -254,4 +254,10 @@ MUTATIONS = [
        "  auto view = load.getMemRef().getDefiningOp<ViewOp>();\n  if (!view)\n    return false;\n",
        "  auto view = load.getMemRef().getDefiningOp<ViewOp>();\n  if (view)\n    return true;\n")],
      None, "Transforms/group-rows"),
+    ("step-table-one-step",
+     "a GPU fold step reads step 0's entry of its step table, whatever its step",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "  void readStepTable(const StepTable &table, Value j, Location loc) {\n    Value at = arith::AddIOp::create(b, loc, table.base, j);\n",
+       "  void readStepTable(const StepTable &table, Value j, Location loc) {\n    Value at = table.base;\n")],
+     r"EmulatedGpu\.MoeUnpermute|C2.*ptx", "Transforms/gpu-step-tables"),
 ]

@@ -2,14 +2,15 @@
 // warp builds its row's list of live experts in shared memory in the row's prologue, 32 experts at a time
 // (a ballot, then each live lane's place from the population count of the live lanes below it; 40 is not a
 // multiple of 32, so lanes past the bound test nothing), then a warp barrier; every vector along h then
-// folds over the list. Four warps of 40 entries: a 160-entry workgroup buffer.
+// folds over the list. Four warps of 40 entries: a 160-entry workgroup buffer (then the steps' tables:
+// gpu-step-tables.mlir).
 // RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s
 // A fold only compacts on the GPU when the list can be built in the prologue, where the warp is converged.
 // RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu | FileCheck %s --check-prefix=SPLIT
 
 // SPLIT: moe.compact %c40 : memref<40xi32>
 
-// CHECK: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[LISTS:.*]] : memref<160xi32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[LISTS:arg[0-9]+]] : memref<160xi32, #gpu.address_space<workgroup>>
 // CHECK: scf.for %{{.*}} = %c0 to %c40 step %c32 iter_args
 // CHECK: %[[INSIDE:.*]] = arith.cmpi ult
 // CHECK: %[[LIVE:.*]] = scf.if %[[INSIDE]] -> (i1)

@@ -167,6 +167,7 @@ struct RowTarget {
   int64_t outputAlignment = 0;
   bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
+  bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
 };
 
 /// The alignment the vector stores of `op`'s output can promise when its base pointer is aligned to

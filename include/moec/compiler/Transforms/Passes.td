@@ -370,7 +370,16 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     ```
     The launch geometry is grid = (ceil_div(rows, Y), 1, 1), block = (X, Y, 1); it is recorded on the
     gpu.func as `moe.block` and in the kernel metadata.
+
+    With `step-tables` (the default), a fold along the row whose steps do per-step work that does not vary
+    along the row (C2: a step's rowmap entry, its checks and its gathered row's prob) does that work once
+    per step in the row's prologue, each warp's lanes taking the steps round robin, into shared-memory
+    columns; its steps along the row read the columns instead of redoing it for every vector.
   }];
+  let options = [
+    Option<"stepTables", "step-tables", "bool", "true",
+           "fold steps read their row-invariant values from tables the row's prologue fills">
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
