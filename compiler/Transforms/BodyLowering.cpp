@@ -856,6 +856,9 @@ private:
     return 0;
   }
 
+  static constexpr int64_t kStepTableBytes = 32768; // per domain, in the block's shared memory
+  int64_t stepTableBytes = 0;                        // the tables' so far
+
   /// See emitStepTables.
   void emitStepTable(FoldOp fold) {
     Block &step = fold.getBody().front();
@@ -890,20 +893,39 @@ private:
     ScheduleAttr schedule = domain.schedule();
     int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
     auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
+    // The block's shared memory stays within what a kernel gets without opting in (48 KiB): the lists
+    // take up to 16 KiB of it (moe-compact-predicated-folds), the tables up to 32 KiB.
+    // A column is stored as a 32-bit word where it can be: i1 (shared-memory bytes would cost byte
+    // permutes, prmt, to pack and unpack), and an index cast from an i32 the step computes (a loaded row
+    // number), cast again where it is read.
+    auto narrowIndex = [&](Value column) -> Value {
+      auto cast = column.getDefiningOp<arith::IndexCastOp>();
+      if (!cast || !cast.getIn().getType().isInteger(32))
+        return Value();
+      Operation *def = cast.getIn().getDefiningOp();
+      return !def || def->getBlock() != &step || invariantSet.contains(def) ? cast.getIn() : Value();
+    };
+    auto stored = [&](Value column) {
+      Type t = column.getType();
+      return t.isInteger(1) || narrowIndex(column) ? Type(b.getI32Type()) : t;
+    };
+    int64_t bytes = 0;
+    for (Value column : columns)
+      bytes += warps * length * (stored(column).isIndex() ? 8 : std::max<int64_t>(4, stored(column).getIntOrFloatBitWidth() / 8));
+    if (stepTableBytes + bytes > kStepTableBytes)
+      return;
+    stepTableBytes += bytes;
     auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    // i1 as a 32-bit word: shared-memory bytes would cost byte permutes (prmt) to pack and unpack.
-    auto stored = [&](Type t) { return t.isInteger(1) ? Type(b.getI32Type()) : t; };
     StepTable table;
     Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
     Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, cst(schedule.getThreads())), tx);
     table.base = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
     for (Value column : columns)
-      table.columns.push_back(
-          {column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column.getType()),
-                                                                MemRefLayoutAttrInterface(), space),
-                                                loc)});
+      table.columns.push_back({column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column),
+                                                                                    MemRefLayoutAttrInterface(), space),
+                                                                    loc)});
     auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32));
     {
       OpBuilder::InsertionGuard guard(b);
@@ -913,7 +935,8 @@ private:
         emitOp(*op);
       Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
       for (auto [column, buffer] : table.columns) {
-        Value v = scalars.lookup(column);
+        Value narrow = narrowIndex(column);
+        Value v = scalars.lookup(narrow ? narrow : column);
         if (v.getType().isInteger(1))
           v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
         memref::StoreOp::create(b, loc, v, buffer, ValueRange{at});
@@ -932,6 +955,8 @@ private:
       Value v = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
       if (column.getType().isInteger(1))
         v = arith::TruncIOp::create(b, loc, b.getI1Type(), v);
+      else if (column.getType() != v.getType()) // a narrowed index (see emitStepTable)
+        v = arith::IndexCastOp::create(b, loc, column.getType(), v);
       scalars.map(column, v);
     }
     for (Operation *op : table.invariant)

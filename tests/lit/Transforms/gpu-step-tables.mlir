@@ -1,12 +1,13 @@
 // moe-lower-to-gpu's step tables on C2 weighted (f32, E = 8, K = 2, H = 64; the IR `moec emit --target ptx
 // --emit moe` prints). Each step of the fold over the experts reads the token's rowmap entry and tests
 // it: work that does not vary along the row. With step-tables (the default) the row's prologue does it
-// once per step, each warp's lanes taking the steps, into shared-memory columns (the entry, the test), and
+// once per step, each warp's lanes taking the steps, into shared-memory columns (the entry, as the i32 it
+// was loaded as; the test, as a 32-bit word), and
 // the loop along the row reads the columns; without, every vector of the row reloads the entry.
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=TABLES
 // RUN: moec-opt %s --moe-lower-to-gpu=step-tables=false --canonicalize | FileCheck %s --check-prefix=PLAIN
 
-// TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:.*]] : memref<32xindex, #gpu.address_space<workgroup>>, %[[TEST:.*]] : memref<32xi32, #gpu.address_space<workgroup>>)
+// TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[TEST:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>)
 // TABLES: scf.for {{.*}} to %c8 step %c32 {
 // TABLES: memref.load {{.*}} : memref<?x8xi32>
 // TABLES: memref.store {{.*}}, %[[ROW]]
@@ -16,6 +17,7 @@
 // TABLES-NOT: memref.load {{.*}} : memref<?x8xi32>
 // TABLES: memref.load %[[ROW]]
 // TABLES: memref.load %[[TEST]]
+// TABLES: arith.index_cast {{.*}} : i32 to index
 // TABLES: vector.load
 // TABLES-NOT: memref.load {{.*}} : memref<?x8xi32>
 // TABLES: gpu.return
