@@ -289,7 +289,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     moePasses.addPass(moe::createMoeCompactPredicatedFolds({isGpu ? "gpu" : "cpu"}));
   if (hoist)
     moePasses.addPass(moe::createMoeHoistRowInvariants());
-  // GPU: rows that write the same values (a token's row to each of its slots) run as one warp's group.
+  // GPU: rows that write the same values (a token's row to each of its slots) run as one block's group.
   if (hoist && isGpu && !(spec.schedule.disabled & kGroupRows))
     moePasses.addPass(moe::createMoeGroupRows());
   // One CPU thread runs its rows in order: a prefix fold can continue from the row before.

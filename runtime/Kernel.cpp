@@ -412,7 +412,8 @@ void Kernel::launch(const std::map<std::string, TensorView> &tensors, void *stre
   for (size_t k = 0; k < l.kernels.size(); ++k) {
     const KernelMeta &meta = l.kernels[k];
     int64_t perBlock = meta.schedule.rowsPerBlock;
-    int64_t blocks = (checked->units[k] + perBlock - 1) / perBlock;
+    int64_t unitsPerBlock = meta.rowGroups ? 1 : perBlock; // a group of rows takes a whole block
+    int64_t blocks = (checked->units[k] + unitsPerBlock - 1) / unitsPerBlock;
     if (blocks > int64_t(UINT32_MAX))
       fail(l, "kernel '" + meta.name + "' needs " + std::to_string(blocks) + " thread blocks, more than CUDA allows");
     CudaDim3 grid{static_cast<unsigned>(blocks), 1, 1};

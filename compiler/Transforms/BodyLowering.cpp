@@ -265,8 +265,9 @@ public:
   void emitStepTables() {
     if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % 32 != 0)
       return;
+    // A fold that varies along the row: its accumulator does, so no op that reads it counts as per-step work.
     for (Operation &op : domain.body().without_terminator())
-      if (auto fold = dyn_cast<FoldOp>(op); fold && !op.hasAttr(kRowInvariantAttr))
+      if (auto fold = dyn_cast<FoldOp>(op); fold && analysis.isVarying(fold.getResult()))
         emitStepTable(fold);
   }
 
@@ -1294,7 +1295,8 @@ Value emitGroupCount(OpBuilder &b, DomainOp op) {
   return groups;
 }
 
-void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, int64_t vectorAlignment) {
+void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp, int64_t warps,
+                  int64_t vectorAlignment) {
   constexpr int64_t kWarp = 32;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
@@ -1332,10 +1334,12 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, int64_t ve
   }
   Value count = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, base), cst(kWarp));
 
-  // Along the row, lanes take vectors of w elements round robin. Every lane runs every trip (one past the
-  // row's end computes and stores nothing) so that the whole warp takes part in each shuffle.
+  // Along the row, the warps take 32 vectors of w elements at a time round robin, a vector per lane. Every
+  // lane of a warp runs every trip of its warp (one past the row's end computes and stores nothing) so
+  // that the whole warp takes part in each shuffle.
   auto alongRow = [&](Value begin, Value end, int64_t w) {
-    auto loop = scf::ForOp::create(b, loc, begin, end, cst(kWarp * w));
+    Value first = arith::AddIOp::create(b, loc, begin, arith::MulIOp::create(b, loc, warp, cst(kWarp * w)));
+    auto loop = scf::ForOp::create(b, loc, first, end, cst(kWarp * w * warps));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value h = arith::AddIOp::create(b, loc, loop.getInductionVar(), arith::MulIOp::create(b, loc, lane, cst(w)));

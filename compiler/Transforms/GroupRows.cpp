@@ -3,9 +3,10 @@
 // A scatter over (outer..., k, h) whose written value does not depend on k writes the same values to
 // the rows of every k: A3 copies token t's gradient row to the permuted row of each of its K slots. Run
 // a row per warp, and each of those rows reads the same source row again (K reads of it per token). This
-// pass marks such a scatter `moe.row_group`; moe-lower-to-gpu then runs a warp per group (outer...): its
-// lanes compute the members' row-invariant values (each lane one k), and along the row the warp computes
-// the value once and stores it to each live member's row, the row and guard broadcast by shuffles.
+// pass marks such a scatter `moe.row_group`; moe-lower-to-gpu then runs a block per group (outer...), its
+// warps splitting the row: a warp's lanes compute the members' row-invariant values (each lane one k), and
+// along the row the warp computes the value once and stores it to each live member's row, the row and
+// guard broadcast by shuffles.
 //
 // The value must be computable without the member's guard: a value MoeGen computed under the guard's own
 // condition (`scf.if %live { load x[t, h] } else { 0 }`, the write guarded by `%live and ...`) is replaced
@@ -16,6 +17,7 @@
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define DEBUG_TYPE "moe-group-rows"
@@ -131,9 +133,19 @@ bool groupable(DomainOp domain) {
 struct GroupRowsPass : impl::MoeGroupRowsBase<GroupRowsPass> {
   void runOnOperation() override {
     UnitAttr unit = UnitAttr::get(&getContext());
-    for (DomainOp domain : collectDomainOps(getOperation()))
-      if (groupable(domain))
-        domain.op()->setAttr(kRowGroupAttr, unit);
+    for (DomainOp domain : collectDomainOps(getOperation())) {
+      if (!groupable(domain))
+        continue;
+      domain.op()->setAttr(kRowGroupAttr, unit);
+      // A group takes a block whose warps split the row: no more warps than the row has passes of 32 vectors.
+      ScheduleAttr s = domain.schedule();
+      APInt inner;
+      if (matchPattern(domain.bounds().back(), m_ConstantInt(&inner))) {
+        int64_t passes = std::max<int64_t>(1, (inner.getSExtValue() + 32 * s.getVector() - 1) / (32 * s.getVector()));
+        if (passes < s.getRowsPerBlock())
+          domain.setSchedule(ScheduleAttr::get(&getContext(), passes, s.getThreads(), s.getVector(), s.getUnroll()));
+      }
+    }
   }
 };
 } // namespace

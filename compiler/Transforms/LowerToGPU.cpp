@@ -7,8 +7,8 @@
 //    or, for a domain that reduces along a contiguous dim instead (GpuMapping::WarpPerPoint), a point
 //    per warp: the 32 lanes split the reduction in V-element vectors, combine it with shuffles, and lane
 //    0 stores; grid.x then covers points instead of rows.
-//    A scatter marked moe.row_group (moe-group-rows) runs a group of rows per warp instead (emitGroupRow),
-//    and grid.x covers groups.
+//    A scatter marked moe.row_group (moe-group-rows) runs a group of rows per block instead, its Y warps
+//    splitting the row (emitGroupRow), and grid.x is the number of groups.
 //    The block size is recorded as `known_block_size` (NVVM turns it into .reqntid) and the rows per
 //    block as `moe.rows_per_block`, from which the runtime derives grid.x = ceil_div(rows, Y).
 // Tensor base pointers are 16-byte aligned (the runtime checks it); a vector access promises what that
@@ -94,7 +94,10 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     Value blockRow = arith::MulIOp::create(b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
                                            cst(schedule.getRowsPerBlock()));
-    Value row = arith::AddIOp::create(b, loc, blockRow, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y));
+    Value warp = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
+    // A group of rows takes a whole block (its warps split the row), so that few tokens still fill the GPU.
+    Value row = grouped ? Value(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x))
+                        : Value(arith::AddIOp::create(b, loc, blockRow, warp));
     Value count = warpPerPoint ? emitPointCount(b, domain) : grouped ? emitGroupCount(b, domain) : emitRowCount(b, domain);
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, count);
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
@@ -103,7 +106,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     if (warpPerPoint)
       emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16);
     else if (grouped)
-      emitGroupRow(b, domain, row, lane, 16);
+      emitGroupRow(b, domain, row, lane, warp, schedule.getRowsPerBlock(), 16);
     else
       emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(),
               RowTarget{/*onGpu=*/true, /*streamingStores=*/false, {}, 0, false, nullptr, stepTables});

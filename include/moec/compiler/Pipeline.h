@@ -69,8 +69,9 @@ struct KernelInfo {
   bool pointPerWarp = false;
   /// The bounds checks the kernel reports in its status buffer (see genMoe).
   std::vector<dsl::IndexCheck> checks;
-  /// GPU: a warp per group of rows that differ only in their last row index (moe-group-rows); the grid
-  /// covers groups: the product of the domain's extents but the last two.
+  /// GPU: a block per group of rows that differ only in their last row index (moe-group-rows), its
+  /// rowsPerBlock warps splitting the row; grid.x = the groups: the product of the domain's extents but the
+  /// last two.
   bool rowGroups = false;
 };
 

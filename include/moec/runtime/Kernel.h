@@ -53,7 +53,7 @@ struct KernelMeta {
   bool pointPerWarp = false; // the launch covers domain points, not rows (GPU: a warp per point; Ascend point
                             // rows; CPU: point kernels, moe::runsPerPoint)
   std::vector<dsl::IndexCheck> checks; // what the kernel's status buffer reports (dsl/KernelPlan.h)
-  bool rowGroups = false; // GPU: the launch covers groups of rows (all domain extents but the last two)
+  bool rowGroups = false; // GPU: a block per group of rows (grid.x: all domain extents but the last two)
 };
 
 /// Runs kernel `k` of a CPU specialization: its entry point, the ABI's pointers and scalars, its rows (or

@@ -2,15 +2,16 @@
 // --emit moe --disable group-rows` prints): the value written to slot (t, k)'s row is token t's gradient
 // row, whatever k, so the scatter is marked a row group, and the load MoeGen computed under the row's
 // guard (`scf.if %live`) becomes unconditional (its indices are the domain's t and h). The GPU lowering then
-// runs a warp per token: lane i computes slot i's row and guard, and along the row the warp loads the
-// gradient once per vector and stores it to each live slot's row, shuffled from the slot's lane.
+// runs a block per token, its warps splitting the row: in each warp lane i computes slot i's row and guard,
+// and along the row the warp loads the gradient once per vector and stores it to each live slot's row,
+// shuffled from the slot's lane.
 // A variant that reads the gradient at [k, h] depends on the slot: not grouped, and its guarded load stays.
 // RUN: moec-opt %s --moe-group-rows | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %s --moe-group-rows --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=ROWS
 
 // MARK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
-// MARK: moe.scatter {{.*}} {moe.row_group, schedule
+// MARK: moe.scatter {{.*}} {moe.row_group, schedule = #moe.schedule<rowsPerBlock = 1, threads = 32
 // MARK-NOT: scf.if {{.*}} -> (f32)
 // MARK: %[[V:.*]] = memref.load %{{.*}}[%arg12, %arg14] : memref<?x64xf32>
 // MARK-NOT: scf.if {{.*}} -> (f32)
@@ -20,10 +21,12 @@
 // MARK: scf.if {{.*}} -> (f32) {
 // MARK-NEXT: memref.load %{{.*}}[%arg13, %arg14]
 
-// A warp per token: the slots 32 at a time, then along the row one vector load of the gradient and, for
-// each slot of the batch, its guard and row (two halves) from its lane, and a vector store (H = 64 is one
-// trip of 32 lanes x 4 elements: the loop along the row folds away).
+// A block per token: in each warp the slots 32 at a time, then along the row one vector load of the
+// gradient and, for each slot of the batch, its guard and row (two halves) from its lane, and a vector
+// store. H = 64 is one pass of 32 lanes x 4 elements: one warp a block, and the loop along the row folds
+// away.
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
+// GPU-SAME: known_block_size = array<i32: 32, 1, 1>
 // GPU: scf.for %[[BASE:.*]] = %{{.*}} to %{{.*}} step %c32
 // GPU: arith.minui
 // GPU: memref.load {{.*}} : memref<?xi32>

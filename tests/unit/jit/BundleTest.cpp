@@ -170,6 +170,35 @@ TEST(Bundle, WrittenLoadedAndLaunchedWithoutTheCompiler) {
   EXPECT_EQ(launches[1].block[1], 8u);
 }
 
+// A3 without probs: the data gradient's slots of a token write the same row (moe-group-rows), so its
+// kernel takes a block per token, the block's 8 warps splitting the row (rowGroups: grid.x = Tk, whatever
+// the rows per block), then the zero fill of the rows no slot wrote (a warp per row, 8 per block).
+TEST(Bundle, RowGroupsLaunchABlockPerGroup) {
+  fs::path dir = bundleDir();
+  std::unique_ptr<CudaDriver> driver = CudaDriver::fromTable(fakeDriver());
+  auto a3 = compileEntry("moe_token_unpermute_with_routing_map_grad", DType::BF16, {{"H", 4096}, {"E", 64}});
+  ASSERT_EQ(a3.first.kernels.size(), 2u);
+  EXPECT_TRUE(a3.first.kernels[0].rowGroups);
+  EXPECT_FALSE(a3.first.kernels[1].rowGroups);
+  Bundle::write(dir, {a3.first}, {a3.second}, {{a3.first.op, findBuiltinOp(a3.first.op)->source}}, "test");
+  std::unique_ptr<Bundle> bundle = Bundle::open(dir, *driver);
+  EXPECT_TRUE(bundle->entries().at(0).kernels.at(0).rowGroups) << "rowGroups does not survive bundle.json";
+  Kernel g = bundle->get("moe_token_unpermute_with_routing_map_grad", {DType::BF16, {{"H", 4096}, {"E", 64}}, {}, {}, {}});
+  launches.clear();
+  paramCount = 0;
+  g.launch({{"unpermuted_tokens_grad", device(DType::BF16, {100, 4096}, 0x40000000)},
+            {"out_index", device(DType::I32, {800}, 0x80000000)},
+            {"permute_token_id", device(DType::I32, {800}, 0x90000000)},
+            {"permuted_tokens_grad", device(DType::BF16, {800, 4096}, 0x140000000)}},
+           nullptr);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].grid[0], 100u);
+  EXPECT_EQ(launches[0].block[0], 32u);
+  EXPECT_EQ(launches[0].block[1], 8u);
+  EXPECT_EQ(launches[1].grid[0], 800u / 8);
+  fs::remove_all(dir);
+}
+
 // Row counts that are not a multiple of the rows per block: the grid is rounded up (ceil_div), or the
 // last rows are never written. Only the launch geometry is checked, on the fake driver.
 TEST(Bundle, GridCoversRowCountsThatAreNotAMultipleOfTheBlock) {

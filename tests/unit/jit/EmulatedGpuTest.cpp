@@ -140,7 +140,7 @@ TEST(EmulatedGpu, UnpermuteWithRoutingMapGrad) {
       }
 }
 
-// moe-group-rows: A3's slots of a token run as one warp's group, 32 slots at a time, the token's gradient
+// moe-group-rows: A3's slots of a token run as one block's group, 32 slots at a time, the token's gradient
 // read once per vector for all of them. K = 33 and 40 take a second, partly filled batch; dropped slots
 // (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520 leave lanes past the row's end in
 // the last trip along it. Against the reference, and bit for bit against the CPU kernel.

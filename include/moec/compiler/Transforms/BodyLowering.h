@@ -177,10 +177,12 @@ void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneS
              int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);
 
 /// GPU, a scatter marked kRowGroupAttr: emits group `group` (the domain's dims but the last two,
-/// flattened) on a warp whose lane is `lane`. The members (the second-last dim) are taken 32 at a time,
-/// each lane computing one member's row-invariant values; along the row the warp computes the written
-/// value once per vector and stores it to each live member's row, broadcast from its lane by shuffles.
-void emitGroupRow(mlir::OpBuilder &b, DomainOp op, mlir::Value group, mlir::Value lane, int64_t vectorAlignment);
+/// flattened) on `warps` warps, this one `warp`, whose lane is `lane`; the warps split the row. The
+/// members (the second-last dim) are taken 32 at a time, each lane computing one member's row-invariant
+/// values (every warp computes them); along the row a warp computes the written value once per vector and
+/// stores it to each live member's row, broadcast from its lane by shuffles.
+void emitGroupRow(mlir::OpBuilder &b, DomainOp op, mlir::Value group, mlir::Value lane, mlir::Value warp,
+                  int64_t warps, int64_t vectorAlignment);
 
 /// The number of groups of a scatter marked kRowGroupAttr, at the builder's insertion point.
 mlir::Value emitGroupCount(mlir::OpBuilder &b, DomainOp op);

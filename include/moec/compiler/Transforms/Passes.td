@@ -170,15 +170,16 @@ def MoeHoistRowInvariants : Pass<"moe-hoist-row-invariants", "::mlir::ModuleOp">
 }
 
 def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
-  let summary = "GPU: rows of a scatter that write the same values run as one group, a warp each";
+  let summary = "GPU: rows of a scatter that write the same values run as one group, a block each";
   let description = [{
     A `moe.scatter` over (outer..., k, h) whose written value does not depend on k writes the same values
     to the row of every k (A3 copies token t's gradient row to the permuted row of each of its K slots).
     A warp per row reads the source row once per k. This pass marks such a scatter `moe.row_group`;
-    moe-lower-to-gpu then runs a warp per group (outer...): lane i computes member k = i's row-invariant
-    values (its row, its guard, its checks), and along the row the warp computes the value once per
-    vector and stores it to each live member's row, broadcast from that member's lane by `gpu.shuffle`.
-    The launch covers groups instead of rows.
+    moe-lower-to-gpu then runs a block per group (outer...), its warps splitting the row: in each warp
+    lane i computes member k = i's row-invariant values (its row, its guard, its checks), and along the
+    row the warp computes the value once per vector and stores it to each live member's row, broadcast
+    from that member's lane by `gpu.shuffle`. grid.x is the number of groups (a block each, so that a few
+    tokens still give every SM work).
 
     It needs the row-invariant marks (moe-hoist-row-invariants), a warp per row (32 threads), a write
     guard that depends on the row only, and a body without reductions or lists (their lanes would run
