@@ -162,6 +162,18 @@ uint64_t integer(const Instr &in, uint64_t a, uint64_t b, uint64_t c) {
   }
   case Opcode::Popc: return uint64_t(std::popcount(uv(a)));
   case Opcode::Clz: return uint64_t(std::countl_zero(uv(a)) - (64 - bits));
+  case Opcode::Prmt: { // prmt.b32 d, a, b, c: byte i of d is byte c[4i+2:4i] of {b, a}, its sign if c[4i+3]
+    uint64_t bytes = (uint64_t(uint32_t(b)) << 32) | uint32_t(a);
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i) {
+      unsigned select = (uint32_t(c) >> (4 * i)) & 0xF;
+      uint32_t byte = (bytes >> (8 * (select & 7))) & 0xFF;
+      if (select & 8)
+        byte = byte & 0x80 ? 0xFF : 0;
+      r |= byte << (8 * i);
+    }
+    return r;
+  }
   case Opcode::Brev: {
     uint64_t v = uv(a), r = 0;
     for (int i = 0; i < bits; ++i)

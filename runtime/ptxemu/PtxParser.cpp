@@ -63,6 +63,7 @@ const std::map<std::string_view, Opcode> &opcodes() {
       {"lg2", Opcode::Lg2},       {"and", Opcode::And},       {"or", Opcode::Or},       {"xor", Opcode::Xor},
       {"not", Opcode::Not},       {"shl", Opcode::Shl},       {"shr", Opcode::Shr},     {"popc", Opcode::Popc},
       {"clz", Opcode::Clz},       {"brev", Opcode::Brev},     {"setp", Opcode::Setp},   {"selp", Opcode::Selp},
+      {"prmt", Opcode::Prmt},
       {"bra", Opcode::Bra},       {"ret", Opcode::Ret},       {"exit", Opcode::Exit},   {"bar", Opcode::BarSync},
       {"barrier", Opcode::BarSync}, {"membar", Opcode::Membar}, {"fence", Opcode::Membar}, {"shfl", Opcode::Shfl},
       {"vote", Opcode::Vote},     {"activemask", Opcode::Activemask}, {"atom", Opcode::Atom}, {"red", Opcode::Red},
@@ -769,7 +770,7 @@ private:
     case Opcode::Lg2:
       arity = 2;
       break;
-    case Opcode::Mad: case Opcode::Fma: case Opcode::Selp:
+    case Opcode::Mad: case Opcode::Fma: case Opcode::Selp: case Opcode::Prmt:
       arity = 4;
       break;
     default:

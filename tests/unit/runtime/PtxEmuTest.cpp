@@ -1333,6 +1333,35 @@ TEST_F(PtxEmu, FaultSharedAccessOutOfRange) {
 // 8. vote.sync and popc
 // ===================================================================================================
 
+// prmt.b32 (the default mode), which byte shuffles of i8 and bf16 values compile to: byte i of the result
+// is byte c[4i+2:4i] of {b, a} (a the low four), or that byte's sign spread when c[4i+3] is set.
+TEST_F(PtxEmu, PrmtSelectsAndSignExtendsBytes) {
+  const std::string text = ptx(R"PTX(
+.visible .entry permute(.param .u64 .ptr .align 1 permute_param_0)
+{
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<2>;
+
+  ld.param.u64 %rd1, [permute_param_0];
+  mov.b32 %r1, 0x83828180;
+  mov.b32 %r2, 0x07060504;
+  prmt.b32 %r3, %r1, %r2, 0x3210;
+  prmt.b32 %r4, %r1, %r2, 0x7654;
+  prmt.b32 %r5, %r1, %r2, 0x0415;
+  prmt.b32 %r6, %r1, %r2, 0x8C98;
+  st.global.v4.b32 [%rd1], {%r3, %r4, %r5, %r6};
+  ret;
+}
+)PTX");
+  uint64_t dOut = zeros<uint32_t>(4);
+  run(text, "permute", {1}, {1}, dOut);
+  std::vector<uint32_t> out = download<uint32_t>(dOut, 4);
+  EXPECT_EQ(out[0], 0x83828180u); // a as it is
+  EXPECT_EQ(out[1], 0x07060504u); // b
+  EXPECT_EQ(out[2], 0x80048105u); // bytes 5, 1, 4, 0 from the low end up
+  EXPECT_EQ(out[3], 0xFF00FFFFu); // signs: 8, 9 of bytes 0 and 1 (0x80, 0x81), C of byte 4 (0x04), 8
+}
+
 TEST_F(PtxEmu, VoteBallotAndPopc) {
   const std::string text = ptx(R"PTX(
 .visible .entry ballot(.param .u64 .ptr .align 1 ballot_param_0)

@@ -37,7 +37,7 @@ enum class Space : uint8_t { None, Global, Shared, Param, Local, Const }; // Non
 enum class Opcode : uint8_t {
   Mov, Ld, St, Cvta, Cvt,
   Add, Sub, Mul, Mad, Fma, Div, Rem, Neg, Abs, Min, Max, Rcp, Sqrt, Rsqrt, Ex2, Lg2,
-  And, Or, Xor, Not, Shl, Shr, Popc, Clz, Brev,
+  And, Or, Xor, Not, Shl, Shr, Popc, Clz, Brev, Prmt,
   Setp, Selp,
   Bra, Ret, Exit, BarSync, WarpSync, Membar,
   Shfl, Vote, Activemask, Atom, Red,
