@@ -1202,18 +1202,31 @@ TEST_F(PtxEmu, FaultIntegerDivisionByZero) {
 }
 
 TEST_F(PtxEmu, ParseErrors) {
-  const std::string prmt = ptx(R"PTX(
+  const std::string bfe = ptx(R"PTX(
 .visible .entry k()
 {
   .reg .b32 %r<4>;
   mov.u32 %r1, 1;
-  prmt.b32 %r2, %r1, %r1, 0x3210;
+  bfe.u32 %r2, %r1, 0, 8;
   ret;
 }
 )PTX");
-  std::string e = parseError(prmt);
-  EXPECT_NE(e.find(parseLine(prmt, "prmt.b32")), std::string::npos) << e;
-  EXPECT_NE(e.find("prmt.b32"), std::string::npos) << e;
+  std::string e = parseError(bfe);
+  EXPECT_NE(e.find(parseLine(bfe, "bfe.u32")), std::string::npos) << e;
+  EXPECT_NE(e.find("bfe.u32"), std::string::npos) << e;
+
+  // prmt's other modes are not run: refused, not taken for the default one.
+  const std::string prmtMode = ptx(R"PTX(
+.visible .entry k()
+{
+  .reg .b32 %r<4>;
+  mov.u32 %r1, 1;
+  prmt.b32.f4e %r2, %r1, %r1, 0x3210;
+  ret;
+}
+)PTX");
+  e = parseError(prmtMode);
+  EXPECT_NE(e.find("f4e"), std::string::npos) << e;
 
   const std::string label = ptx(R"PTX(
 .visible .entry k()
