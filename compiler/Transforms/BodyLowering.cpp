@@ -836,6 +836,16 @@ private:
     Value base;
   };
 
+  /// Where this warp's part of a workgroup buffer of `length` entries per warp starts.
+  Value warpBase(Location loc, int64_t length) {
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
+    Value threads = cst(domain.schedule().getThreads());
+    Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, threads), tx);
+    return arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
+  }
+
   /// Whether `op` (a top-level op of a fold's step) neither varies along the row nor reads the accumulator.
   bool stepInvariant(Operation &op) const {
     bool invariant = true;
@@ -864,7 +874,10 @@ private:
   void emitStepTable(FoldOp fold) {
     Block &step = fold.getBody().front();
     int64_t length = mostSteps(fold);
-    if (length <= 0 || length > 4096 || !scalars.contains(fold.getBound()) && domain.op()->isAncestor(fold.getBound().getParentBlock()->getParentOp()))
+    // The bound must be known in the prologue: computed there, or defined before the domain.
+    Value bound = fold.getBound();
+    bool boundKnown = scalars.contains(bound) || !domain.op()->isAncestor(bound.getParentBlock()->getParentOp());
+    if (length <= 0 || length > 4096 || !boundKnown)
       return;
     SmallVector<Operation *> invariant;
     DenseSet<Operation *> invariantSet;
@@ -912,17 +925,15 @@ private:
     };
     int64_t bytes = 0;
     for (Value column : columns)
-      bytes += warps * length * (stored(column).isIndex() ? 8 : std::max<int64_t>(4, stored(column).getIntOrFloatBitWidth() / 8));
+      bytes += warps * length *
+               (stored(column).isIndex() ? 8 : std::max<int64_t>(4, stored(column).getIntOrFloatBitWidth() / 8));
     if (stepTableBytes + bytes > kStepTableBytes)
       return;
     stepTableBytes += bytes;
     auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     StepTable table;
-    Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
-    Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, cst(schedule.getThreads())), tx);
-    table.base = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
+    table.base = warpBase(loc, length);
     for (Value column : columns)
       table.columns.push_back({column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column),
                                                                                     MemRefLayoutAttrInterface(), space),
@@ -979,11 +990,8 @@ private:
         MemRefType::get({warps * length}, b.getI32Type(), MemRefLayoutAttrInterface(), space), loc);
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
-    Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
-    Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, cst(schedule.getThreads())), tx);
-    Value base = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
-    Value lane = arith::RemUIOp::create(b, loc, tx, cst(32));
+    Value base = warpBase(loc, length);
+    Value lane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), cst(32));
     Value laneBit = arith::ShLIOp::create(b, loc, i32(1), arith::IndexCastOp::create(b, loc, b.getI32Type(), lane));
     Value lanesBelow = arith::SubIOp::create(b, loc, laneBit, i32(1));
     Value bound = get(compact.getBound(), false);
@@ -1324,7 +1332,8 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
   const IRMapping &prologue = prologueEmitter.emitRowPrologue(rowIndices);
   // What each member's store needs, as i32 words a shuffle can broadcast: its guard, then each index of
   // its row in two halves.
-  Value guard = write.getGuard() ? prologue.lookupOrDefault(write.getGuard()) : Value(arith::ConstantIntOp::create(b, loc, 1, 1));
+  Value guard = write.getGuard() ? prologue.lookupOrDefault(write.getGuard())
+                                 : Value(arith::ConstantIntOp::create(b, loc, 1, 1));
   SmallVector<Value> words{arith::ExtUIOp::create(b, loc, b.getI32Type(), guard)};
   for (Value index : write.getIndices().drop_back()) {
     Value wide = arith::IndexCastOp::create(b, loc, b.getI64Type(), prologue.lookupOrDefault(index));
