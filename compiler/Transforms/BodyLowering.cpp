@@ -882,23 +882,84 @@ private:
     SmallVector<Operation *> invariant;
     DenseSet<Operation *> invariantSet;
     bool readsMemory = false;
+    // An op whose operands the table's loop has: the step index, values from before the fold, from inside
+    // the op, or from per-step work already taken.
+    auto ready = [&](Operation &op) {
+      return !op.walk([&](Operation *inner) {
+                  for (Value v : inner->getOperands()) {
+                    Operation *def = v.getDefiningOp();
+                    Operation *where = def ? def : cast<BlockArgument>(v).getOwner()->getParentOp();
+                    if (v != step.getArgument(0) && fold->isAncestor(where) && !op.isAncestor(where) &&
+                        !(def && invariantSet.contains(def)))
+                      return WalkResult::interrupt();
+                  }
+                  return WalkResult::advance();
+                }).wasInterrupted();
+    };
+    auto take = [&](Operation &op) {
+      invariantSet.insert(&op);
+      op.walk([&](memref::LoadOp load) { readsMemory |= !sharedLists.count(load.getMemRef()); });
+    };
     for (Operation &op : step.without_terminator())
-      if (stepInvariant(op)) {
+      if (stepInvariant(op) && ready(op)) {
         invariant.push_back(&op);
-        invariantSet.insert(&op);
-        op.walk([&](memref::LoadOp load) { readsMemory |= !sharedLists.count(load.getMemRef()); });
+        take(op);
       }
+    // Per-step work inside a branch of the step whose condition is per-step too (C2 at few experts:
+    // `r < 0 ? acc : fma(x[r, h], w[r], acc)`): the branch's ops that do not vary along the row.
+    SmallVector<scf::IfOp> branching;
+    for (Operation &op : step.without_terminator()) {
+      auto ifOp = dyn_cast<scf::IfOp>(op);
+      if (!ifOp || invariantSet.contains(&op) || analysis.isVarying(ifOp.getCondition()))
+        continue;
+      Value cond = ifOp.getCondition();
+      Operation *condDef = cond.getDefiningOp();
+      Operation *condAt = condDef ? condDef : cast<BlockArgument>(cond).getOwner()->getParentOp();
+      if (fold->isAncestor(condAt) && !(condDef && invariantSet.contains(condDef)))
+        continue; // the condition is not known in the table's loop
+      bool any = false;
+      for (Block *branch : {ifOp.thenBlock(), ifOp.elseBlock()}) {
+        if (!branch)
+          continue;
+        SmallVector<Operation *> taken;
+        for (Operation &inner : branch->without_terminator())
+          if (stepInvariant(inner) && ready(inner)) {
+            take(inner);
+            taken.push_back(&inner);
+          }
+        // Only what the rest of the step needs, directly or through what is kept: work that only reports
+        // (a check's status stores) stays in the branch, which the loop then still branches around.
+        DenseSet<Operation *> dropped;
+        for (Operation *inner : llvm::reverse(taken)) { // users first
+          bool needed = llvm::any_of(inner->getUsers(), [&](Operation *user) {
+            while (user->getBlock() != inner->getBlock())
+              user = user->getParentOp();
+            return !dropped.contains(user); // kept per-step work, or the rest of the step
+          });
+          if (!needed) {
+            invariantSet.erase(inner);
+            dropped.insert(inner);
+          }
+        }
+        any |= llvm::any_of(taken, [&](Operation *inner) { return invariantSet.contains(inner); });
+      }
+      if (any)
+        branching.push_back(ifOp);
+    }
     // The values the rest of the step uses (directly or inside its regions).
     SetVector<Value> columns;
-    for (Operation *op : invariant)
+    step.walk<WalkOrder::PreOrder>([&](Operation *op) { // in order: the columns' order fixes the IR's
+      if (!invariantSet.contains(op))
+        return;
       for (Value result : op->getResults())
         for (OpOperand &use : result.getUses()) {
           Operation *user = use.getOwner();
-          while (user->getBlock() != &step)
+          while (user->getBlock() != op->getBlock())
             user = user->getParentOp();
           if (!invariantSet.contains(user))
             columns.insert(result);
         }
+    });
     if (!readsMemory || columns.empty() ||
         llvm::any_of(columns, [](Value v) { return !v.getType().isIntOrIndexOrFloat(); }))
       return;
@@ -914,7 +975,7 @@ private:
     // number), cast again where it is read.
     auto narrowIndex = [&](Value column) -> Value {
       auto cast = column.getDefiningOp<arith::IndexCastOp>();
-      if (!cast || !cast.getIn().getType().isInteger(32))
+      if (!cast || cast->getBlock() != &step || !cast.getIn().getType().isInteger(32))
         return Value();
       Operation *def = cast.getIn().getDefiningOp();
       return !def || def->getBlock() != &step || invariantSet.contains(def) ? cast.getIn() : Value();
@@ -945,6 +1006,8 @@ private:
       scalars.map(step.getArgument(0), loop.getInductionVar());
       for (Operation *op : invariant)
         emitOp(*op);
+      for (scf::IfOp ifOp : branching)
+        emitBranchWork(ifOp, invariantSet, columns);
       Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
       for (auto [column, buffer] : table.columns) {
         Value narrow = narrowIndex(column);
@@ -957,6 +1020,42 @@ private:
     NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
     table.invariant = std::move(invariantSet);
     stepTables[fold] = std::move(table);
+  }
+
+  /// A step table's loop: the per-step work `taken` inside the branches of `ifOp`, under its condition; the
+  /// columns among its values come out of the branch taken (zero from the other).
+  void emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &taken, const SetVector<Value> &columns) {
+    Location loc = ifOp.getLoc();
+    SmallVector<Value> out;
+    SmallVector<Type> types;
+    for (Value column : columns)
+      if (ifOp->isAncestor(column.getDefiningOp())) {
+        out.push_back(column);
+        types.push_back(column.getType());
+      }
+    auto work = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), /*withElseRegion=*/true);
+    for (auto [from, to] :
+         {std::pair{&ifOp.getThenRegion(), work.thenBlock()}, std::pair{&ifOp.getElseRegion(), work.elseBlock()}}) {
+      OpBuilder::InsertionGuard guard(b);
+      if (to->mightHaveTerminator())
+        b.setInsertionPoint(to->getTerminator());
+      else
+        b.setInsertionPointToEnd(to);
+      if (!from->empty())
+        for (Operation &op : from->front().without_terminator())
+          if (taken.contains(&op))
+            emitOp(op);
+      if (types.empty())
+        continue;
+      SmallVector<Value> yields;
+      for (Value v : out)
+        yields.push_back(from->isAncestor(v.getParentRegion())
+                             ? scalars.lookup(v)
+                             : arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())).getResult());
+      scf::YieldOp::create(b, loc, yields);
+    }
+    for (auto [v, result] : llvm::zip(out, work.getResults()))
+      scalars.map(v, result);
   }
 
   /// In a fold step with a step table: its invariant ops are left out, and the values the rest uses are

@@ -260,4 +260,11 @@ MUTATIONS = [
        "  void readStepTable(const StepTable &table, Value j, Location loc) {\n    Value at = arith::AddIOp::create(b, loc, table.base, j);\n",
        "  void readStepTable(const StepTable &table, Value j, Location loc) {\n    Value at = table.base;\n")],
      r"EmulatedGpu\.MoeUnpermute|C2.*ptx", "Transforms/gpu-step-tables"),
+    ("step-table-branch-unconditional",
+     "a GPU step table does the per-step work of a step's branches as if their condition always held",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "    auto work = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), /*withElseRegion=*/true);\n",
+       "    auto work = scf::IfOp::create(b, loc, types, arith::ConstantIntOp::create(b, loc, 1, 1),\n"
+       "                                  /*withElseRegion=*/true);\n")],
+     r"EmulatedGpu\.MoeUnpermute|C2.*ptx", "Transforms/gpu-step-tables"),
 ]

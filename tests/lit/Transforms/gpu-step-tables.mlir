@@ -1,25 +1,33 @@
 // moe-lower-to-gpu's step tables on C2 weighted (f32, E = 8, K = 2, H = 64; the IR `moec emit --target ptx
-// --emit moe` prints). Each step of the fold over the experts reads the token's rowmap entry and tests
-// it: work that does not vary along the row. With step-tables (the default) the row's prologue does it
-// once per step, each warp's lanes taking the steps, into shared-memory columns (the entry, as the i32 it
-// was loaded as; the test, as a 32-bit word), and
-// the loop along the row reads the columns; without, every vector of the row reloads the entry.
+// --emit moe` prints). Each step of the fold over the experts reads the token's rowmap entry, tests it and,
+// in the branch of a live entry, checks it and loads the row's prob: work that does not vary along the row.
+// With step-tables (the default) the row's prologue does it once per step, each warp's lanes taking the
+// steps, into shared-memory columns (the entry, as the i32 it was loaded as; the tests, as 32-bit words;
+// the prob), the branch's part under the branch's condition; the loop along the row reads the columns.
+// The check's report of a bad entry before the gathered row's load stays in the loop's branch (it only
+// reports). Without step-tables, every vector of the row reloads the entry and the prob.
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=TABLES
 // RUN: moec-opt %s --moe-lower-to-gpu=step-tables=false --canonicalize | FileCheck %s --check-prefix=PLAIN
 
-// TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[TEST:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>)
+// TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[DEAD:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[INSIDE:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[PROB:arg[0-9]+]] : memref<32xf32, #gpu.address_space<workgroup>>)
 // TABLES: scf.for {{.*}} to %c8 step %c32 {
 // TABLES: memref.load {{.*}} : memref<?x8xi32>
+// TABLES: scf.if {{.*}} -> (i1, f32) {
+// TABLES: memref.load {{.*}} : memref<?xf32>
 // TABLES: memref.store {{.*}}, %[[ROW]]
-// TABLES: memref.store {{.*}}, %[[TEST]]
+// TABLES: memref.store {{.*}}, %[[DEAD]]
+// TABLES: memref.store {{.*}}, %[[INSIDE]]
+// TABLES: memref.store {{.*}}, %[[PROB]]
 // TABLES: nvvm.bar.warp.sync
 // TABLES: scf.for {{.*}} to %c64 step %c128 {
 // TABLES-NOT: memref.load {{.*}} : memref<?x8xi32>
+// TABLES-NOT: memref.load {{.*}} : memref<?xf32>
 // TABLES: memref.load %[[ROW]]
-// TABLES: memref.load %[[TEST]]
 // TABLES: arith.index_cast {{.*}} : i32 to index
+// TABLES: memref.load %[[PROB]]
 // TABLES: vector.load
 // TABLES-NOT: memref.load {{.*}} : memref<?x8xi32>
+// TABLES-NOT: memref.load {{.*}} : memref<?xf32>
 // TABLES: gpu.return
 
 // PLAIN: gpu.func @moe_unpermute__0_hidden_states
@@ -27,6 +35,7 @@
 // PLAIN: scf.for {{.*}} to %c64 step %c128 {
 // PLAIN: memref.load {{.*}} : memref<?x8xi32>
 // PLAIN: vector.load
+// PLAIN: memref.load {{.*}} : memref<?xf32>
 // PLAIN: gpu.return
 
 module attributes {moe.dtype = "f32", moe.op = "moe_unpermute"} {
