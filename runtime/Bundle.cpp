@@ -14,7 +14,9 @@ namespace moec {
 
 namespace {
 
-constexpr int kFormat = 3; // 2: kernels take a status buffer for their bounds checks; 3: and a workspace
+// 2: kernels take a status buffer for their bounds checks; 3: and a workspace; 4: a row group is at most
+// kRowGroupMembers members (a block each).
+constexpr int kFormat = 4;
 
 /// Only regular files: a FIFO in a bundle would block the read forever.
 std::string readFile(const std::filesystem::path &path) { return readRegularFile(path.string()); }

@@ -321,13 +321,18 @@ std::shared_ptr<const LoadedOp::CheckedCall> Kernel::checkOn(const LoadedOp &l,
   checked->scalars = checked->call.kernelScalars(*l.op);
   for (size_t k = 0; k < l.kernels.size(); ++k) {
     std::vector<const dsl::Expr *> domain = l.plans[k].domain;
+    int64_t runs = 1; // a row group: up to kRowGroupMembers consecutive indices of the second-last dim
     if (l.kernels[k].rowGroups) {
-      if (domain.size() < 3)
+      if (domain.size() < 2)
         fail(l, "kernel '" + l.kernels[k].name + "' runs groups of rows but its domain has " +
-                    std::to_string(domain.size()) + " dims, not 3 or more");
-      domain.erase(domain.end() - 2); // its rows without their last index: the groups
+                    std::to_string(domain.size()) + " dims, not 2 or more");
+      int64_t members = evalInt(*domain[domain.size() - 2], checked->call.bindings);
+      runs = members / kRowGroupMembers + (members % kRowGroupMembers != 0);
+      domain.erase(domain.end() - 2);
     }
     int64_t units = checked->call.rows(domain);
+    if (__builtin_mul_overflow(units, runs, &units))
+      fail(l, "kernel '" + l.kernels[k].name + "': its domain has more row groups than int64 holds");
     if (l.kernels[k].pointPerWarp && !l.plans[k].domain.empty() &&
         __builtin_mul_overflow(units, evalInt(*l.plans[k].domain.back(), checked->call.bindings), &units))
       fail(l, "kernel '" + l.kernels[k].name + "': its domain has more points than int64 holds");

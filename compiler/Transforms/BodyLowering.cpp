@@ -11,6 +11,7 @@
 // per the schedule. A scatter's moe.write becomes a store under its guard.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Schedule.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -1394,17 +1395,70 @@ Value emitRowCount(OpBuilder &b, DomainOp op) {
   return rows;
 }
 
+/// The number of runs of up to kRowGroupMembers members in `members`.
+static Value memberRuns(OpBuilder &b, Location loc, Value members) {
+  Value full = arith::ConstantIndexOp::create(b, loc, kRowGroupMembers);
+  return arith::DivUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, members, arith::ConstantIndexOp::create(b, loc, kRowGroupMembers - 1)),
+      full);
+}
+
 Value emitGroupCount(OpBuilder &b, DomainOp op) {
   Location loc = op.op()->getLoc();
-  Value groups = arith::ConstantIndexOp::create(b, loc, 1);
+  Value groups = memberRuns(b, loc, op.bounds()[op.bounds().size() - 2]);
   for (Value bound : op.bounds().drop_back(2))
     groups = arith::MulIOp::create(b, loc, groups, bound);
   return groups;
 }
 
+namespace {
+/// An integer, index or boolean as the 32-bit words a shuffle moves, and back. An index cast from an i32
+/// travels as that i32.
+struct WarpWords {
+  /// `orig`'s emitted value `v` as words.
+  static SmallVector<Value> pack(OpBuilder &b, Location loc, Value orig, const IRMapping &emitted) {
+    if (auto cast = orig.getDefiningOp<arith::IndexCastOp>(); cast && cast.getIn().getType().isInteger(32))
+      return {emitted.lookupOrDefault(cast.getIn())};
+    Value v = emitted.lookupOrDefault(orig);
+    if (v.getType().isIndex())
+      v = arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+    unsigned bits = v.getType().getIntOrFloatBitWidth();
+    if (bits < 32)
+      return {arith::ExtUIOp::create(b, loc, b.getI32Type(), v)};
+    if (bits == 32)
+      return {v};
+    return {arith::TruncIOp::create(b, loc, b.getI32Type(), v),
+            arith::TruncIOp::create(b, loc, b.getI32Type(),
+                                    arith::ShRUIOp::create(b, loc, v, arith::ConstantIntOp::create(b, loc, 32, 64)))};
+  }
+
+  /// The value of `orig`'s type that pack gave as `words`, taken from their front.
+  static Value unpack(OpBuilder &b, Location loc, Value orig, ArrayRef<Value> &words) {
+    auto take = [&] {
+      Value w = words.front();
+      words = words.drop_front();
+      return w;
+    };
+    Type type = orig.getType();
+    if (auto cast = orig.getDefiningOp<arith::IndexCastOp>(); cast && cast.getIn().getType().isInteger(32))
+      return arith::IndexCastOp::create(b, loc, type, take());
+    unsigned bits = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+    if (bits < 32)
+      return arith::TruncIOp::create(b, loc, type, take());
+    if (bits == 32)
+      return take();
+    Value low = arith::ExtUIOp::create(b, loc, b.getI64Type(), take());
+    Value high = arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), take()),
+                                       arith::ConstantIntOp::create(b, loc, 32, 64));
+    Value wide = arith::OrIOp::create(b, loc, low, high);
+    return type.isIndex() ? Value(arith::IndexCastOp::create(b, loc, type, wide)) : wide;
+  }
+};
+} // namespace
+
 void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp, int64_t warps,
                   int64_t vectorAlignment) {
-  constexpr int64_t kWarp = 32;
+  constexpr int64_t kWarp = kRowGroupMembers;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -1412,16 +1466,19 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
   auto write = cast<WriteOp>(op.body().getTerminator());
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
-  SmallVector<Value> outer = unflattenRow(b, loc, group, op.bounds().drop_back(2));
   Value members = op.bounds()[op.bounds().size() - 2], inner = op.bounds().back();
+  Value runs = memberRuns(b, loc, members);
+  SmallVector<Value> outer =
+      unflattenRow(b, loc, arith::DivUIOp::create(b, loc, group, runs), op.bounds().drop_back(2));
+  SmallVector<Value> keys;
+  for (Operation &top : op.body().without_terminator())
+    if (top.hasAttr(kGroupKeyAttr))
+      keys.push_back(top.getResult(0));
 
-  // The members, a warp's worth at a time: lane i computes member base + i's row-invariant values. Lanes
-  // past the last member compute the last one again (its checks and marks store the same values again),
-  // so that no lane runs a member that does not exist.
-  auto batches = scf::ForOp::create(b, loc, cst(0), members, cst(kWarp));
-  OpBuilder::InsertionGuard batchGuard(b);
-  b.setInsertionPointToStart(batches.getBody());
-  Value base = batches.getInductionVar();
+  // This group's members: lane i computes member base + i's row-invariant values. Lanes past the last
+  // member compute the last one again (its checks and marks store the same values again), so that no
+  // lane runs a member that does not exist.
+  Value base = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kWarp));
   Value last = arith::SubIOp::create(b, loc, members, cst(1));
   Value member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, base, lane), last);
   SmallVector<Value> rowIndices(outer);
@@ -1429,16 +1486,18 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
   BodyEmitter prologueEmitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, {}, Value(),
                               Part::RowPrologue);
   const IRMapping &prologue = prologueEmitter.emitRowPrologue(rowIndices);
-  // What each member's store needs, as i32 words a shuffle can broadcast: its guard, then each index of
-  // its row in two halves.
+  // What each member's store needs, as words a shuffle can broadcast: its guard, then its row.
   Value guard = write.getGuard() ? prologue.lookupOrDefault(write.getGuard())
                                  : Value(arith::ConstantIntOp::create(b, loc, 1, 1));
   SmallVector<Value> words{arith::ExtUIOp::create(b, loc, b.getI32Type(), guard)};
   for (Value index : write.getIndices().drop_back()) {
-    Value wide = arith::IndexCastOp::create(b, loc, b.getI64Type(), prologue.lookupOrDefault(index));
-    words.push_back(arith::TruncIOp::create(b, loc, b.getI32Type(), wide));
-    words.push_back(arith::TruncIOp::create(
-        b, loc, b.getI32Type(), arith::ShRUIOp::create(b, loc, wide, arith::ConstantIntOp::create(b, loc, 32, 64))));
+    SmallVector<Value> packed = WarpWords::pack(b, loc, index, prologue);
+    words.append(packed.begin(), packed.end());
+  }
+  SmallVector<Value> keyWords;
+  for (Value key : keys) {
+    SmallVector<Value> packed = WarpWords::pack(b, loc, key, prologue);
+    keyWords.append(packed.begin(), packed.end());
   }
   Value count = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, base), cst(kWarp));
 
@@ -1454,39 +1513,81 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     Value inRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h, end);
     Type element = write.getValue().getType();
     Type valueType = w > 1 ? Type(VectorType::get({w}, element)) : element;
-    auto compute = scf::IfOp::create(b, loc, TypeRange{valueType}, inRow, /*withElseRegion=*/true);
-    {
+    // The written value at h, for the member whose keys are `keyValues` (the emitted values of `keys`).
+    auto computeValue = [&](ArrayRef<Value> keyValues) -> Value {
+      auto compute = scf::IfOp::create(b, loc, TypeRange{valueType}, inRow, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard inside(b);
       b.setInsertionPointToStart(compute.thenBlock());
       BodyEmitter emitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, {}, Value(),
                           Part::AfterPrologue);
       emitter.startFrom(prologueEmitter);
+      for (auto [key, value] : llvm::zip(keys, keyValues))
+        emitter.mapScalar(key, value);
       SmallVector<Value> indices(rowIndices);
       indices.push_back(h);
       scf::YieldOp::create(b, loc, emitter.emitWrittenValue(indices));
       emitter.flushUnrolls();
       b.setInsertionPointToStart(compute.elseBlock());
       scf::YieldOp::create(b, loc, arith::ConstantOp::create(b, loc, b.getZeroAttr(valueType)).getResult());
+      return compute.getResult(0);
+    };
+    // With keys, the loop over the members carries the keys' words and the value of the member before.
+    Value unkeyedValue = keys.empty() ? computeValue({}) : Value();
+    SmallVector<Value> carried;
+    if (!keys.empty()) {
+      carried.assign(keyWords.size(), i32(0));
+      carried.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(valueType)).getResult());
     }
-    Value value = compute.getResult(0);
-    auto each = scf::ForOp::create(b, loc, cst(0), count, cst(1));
+    auto each = scf::ForOp::create(b, loc, cst(0), count, cst(1), carried);
     b.setInsertionPointToStart(each.getBody());
     Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(), each.getInductionVar());
+    auto broadcast = [&](Value word) {
+      return gpu::ShuffleOp::create(b, loc, word, from, i32(kWarp), gpu::ShuffleMode::IDX).getShuffleResult();
+    };
+    Value value = unkeyedValue;
+    SmallVector<Value> gotKeys;
+    if (!keys.empty()) {
+      // A member whose keys equal the member before's writes the same value (the first member computes it).
+      Value changed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, each.getInductionVar(), cst(0));
+      for (auto [word, before] : llvm::zip(keyWords, each.getRegionIterArgs())) {
+        gotKeys.push_back(broadcast(word));
+        changed = arith::OrIOp::create(
+            b, loc, changed, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, gotKeys.back(), before));
+      }
+      auto reload = scf::IfOp::create(b, loc, TypeRange{valueType}, changed, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard inside(b);
+        b.setInsertionPointToStart(reload.thenBlock());
+        ArrayRef<Value> rest(gotKeys);
+        SmallVector<Value> keyValues;
+        for (Value key : keys)
+          keyValues.push_back(WarpWords::unpack(b, loc, key, rest));
+        scf::YieldOp::create(b, loc, computeValue(keyValues));
+        b.setInsertionPointToStart(reload.elseBlock());
+        scf::YieldOp::create(b, loc, each.getRegionIterArgs().back());
+      }
+      value = reload.getResult(0);
+    }
     SmallVector<Value> got;
     for (Value word : words)
-      got.push_back(gpu::ShuffleOp::create(b, loc, word, from, i32(kWarp), gpu::ShuffleMode::IDX).getShuffleResult());
+      got.push_back(broadcast(word));
     Value live = arith::AndIOp::create(
         b, loc, inRow, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, got[0], i32(0)));
-    b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, /*withElseRegion=*/false).thenBlock());
-    SmallVector<Value> at;
-    for (size_t i = 1; i + 1 < got.size(); i += 2) {
-      Value low = arith::ExtUIOp::create(b, loc, b.getI64Type(), got[i]);
-      Value high = arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), got[i + 1]),
-                                         arith::ConstantIntOp::create(b, loc, 32, 64));
-      at.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), arith::OrIOp::create(b, loc, low, high)));
+    {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, /*withElseRegion=*/false).thenBlock());
+      ArrayRef<Value> rest = ArrayRef<Value>(got).drop_front();
+      SmallVector<Value> at;
+      for (Value index : write.getIndices().drop_back())
+        at.push_back(WarpWords::unpack(b, loc, index, rest));
+      at.push_back(h);
+      BodyEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment).storeWrittenValue(value, at);
     }
-    at.push_back(h);
-    BodyEmitter(b, op, analysis, w, schedule.getUnroll(), vectorAlignment).storeWrittenValue(value, at);
+    if (!keys.empty()) {
+      SmallVector<Value> next(gotKeys);
+      next.push_back(value);
+      scf::YieldOp::create(b, loc, next);
+    }
   };
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
   if (width > 1)

@@ -3,15 +3,22 @@
 // A scatter over (outer..., k, h) whose written value does not depend on k writes the same values to
 // the rows of every k: A3 copies token t's gradient row to the permuted row of each of its K slots. Run
 // a row per warp, and each of those rows reads the same source row again (K reads of it per token). This
-// pass marks such a scatter `moe.row_group`; moe-lower-to-gpu then runs a block per group (outer...), its
-// warps splitting the row: a warp's lanes compute the members' row-invariant values (each lane one k), and
-// along the row the warp computes the value once and stores it to each live member's row, the row and
-// guard broadcast by shuffles.
+// pass marks such a scatter `moe.row_group`; moe-lower-to-gpu then runs a block per group (outer..., and
+// up to 32 consecutive k), its warps splitting the row: a warp's lanes compute the members' row-invariant
+// values (each lane one k), and along the row the warp computes the value once and stores it to each live
+// member's row, the row and guard broadcast by shuffles.
+//
+// The value may also depend on k through a few row-invariant integers, its keys (marked `moe.group_key`):
+// A3's drop-and-pad scatter over slots i copies the gradient row of token permute_token_id[i], and the
+// slots of one token are consecutive (the forward op sorts them by token). Along the row the warp then
+// computes the value again only for a member whose keys differ from the member before's. Any order of
+// the keys gives the same results; a sorted one reads each source row about once per group.
 //
 // The value must be computable without the member's guard: a value MoeGen computed under the guard's own
 // condition (`scf.if %live { load x[t, h] } else { 0 }`, the write guarded by `%live and ...`) is replaced
 // by the load itself when what the branch does cannot fault (loads whose indices are domain indices within
-// their dims, pure arithmetic): where the write happens the two are equal.
+// their dims, pure arithmetic): where the write happens the two are equal. A value that still depends on
+// the guard takes it as a key.
 // GPU only: a CPU thread reads the repeated row from its L1, and its stores stream.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
@@ -19,6 +26,7 @@
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "moe-group-rows"
 
@@ -81,14 +89,47 @@ void speculateGuardedValue(DomainOp domain, WriteOp write) {
   ifOp->erase();
 }
 
-/// Whether the rows of `domain` that differ only in their last row index can run as one group: see the
-/// file comment. Speculates the written value first where that is what stands in the way.
-bool groupable(DomainOp domain) {
+/// Whether a key can be broadcast across a warp: an integer (an index) or a boolean.
+bool broadcastable(Value key) { return key.getType().isIntOrIndex(); }
+
+/// At most this many keys: each costs a shuffle or two per member and vector along the row.
+constexpr size_t kMaxKeys = 4;
+
+/// The top-level row-invariant ops whose results the values along the row take from the member
+/// (`fromMember`), in body order; nullopt when something along the row takes the member index itself.
+std::optional<SmallVector<Operation *>> memberKeys(DomainOp domain, const DenseSet<Value> &fromMember,
+                                                   Value member) {
+  SetVector<Operation *> keys;
+  for (Operation &top : domain.body().without_terminator()) {
+    if (top.hasAttr(kRowInvariantAttr))
+      continue;
+    bool direct = false;
+    top.walk([&](Operation *op) {
+      for (Value v : op->getOperands()) {
+        if (v == member)
+          direct = true;
+        Operation *def = v.getDefiningOp();
+        if (fromMember.contains(v) && def && def->getBlock() == &domain.body() && def->hasAttr(kRowInvariantAttr))
+          keys.insert(def);
+      }
+    });
+    if (direct)
+      return std::nullopt;
+  }
+  SmallVector<Operation *> ordered(keys.begin(), keys.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// Whether the rows of `domain` that differ only in their last row index (the members) can run as
+/// groups, and the ops computing the keys the written value takes from the member (see the file
+/// comment). Speculates the written value first where that is what stands in the way.
+std::optional<SmallVector<Operation *>> groupKeys(DomainOp domain) {
   auto write = dyn_cast<WriteOp>(domain.body().getTerminator());
   ScheduleAttr schedule = domain.schedule();
-  if (!domain.isScatter() || !write || domain.bounds().size() < 3 || !schedule || schedule.getThreads() != 32 ||
+  if (!domain.isScatter() || !write || domain.bounds().size() < 2 || !schedule || schedule.getThreads() != 32 ||
       gpuMapping(domain) != GpuMapping::Rows)
-    return false;
+    return std::nullopt;
   // Members' values run on different lanes: nothing in the body may assume a converged warp (folds and
   // lists split over lanes) or reduce.
   bool plain = true;
@@ -97,12 +138,19 @@ bool groupable(DomainOp domain) {
       plain = false;
   });
   if (!plain)
-    return false;
+    return std::nullopt;
+  // Sharing the value pays only when computing it reads memory (a fill of constants stores as it is).
+  bool loadsAlongRow = false;
+  for (Operation &top : domain.body().without_terminator())
+    if (!top.hasAttr(kRowInvariantAttr))
+      top.walk([&](memref::LoadOp) { loadsAlongRow = true; });
+  if (!loadsAlongRow)
+    return std::nullopt;
   if (write.getGuard() && !write->hasAttr(kRowGuardAttr))
-    return false;
+    return std::nullopt;
   speculateGuardedValue(domain, write);
 
-  // The values that depend on the member index k.
+  // The values that depend on the member index.
   Value member = domain.body().getArgument(domain.bounds().size() - 2);
   DenseSet<Value> fromMember{member};
   for (Operation &top : domain.body().without_terminator()) {
@@ -115,28 +163,32 @@ bool groupable(DomainOp domain) {
     });
     if (uses)
       fromMember.insert(top.getResults().begin(), top.getResults().end());
-    // What runs along the row runs once for the whole group.
-    if (uses && !top.hasAttr(kRowInvariantAttr))
-      return false;
   }
-  if (fromMember.contains(write.getValue()))
-    return false;
+  std::optional<SmallVector<Operation *>> keys = memberKeys(domain, fromMember, member);
+  if (!keys || keys->size() > kMaxKeys ||
+      llvm::any_of(*keys, [](Operation *key) { return key->getNumResults() != 1 || !broadcastable(key->getResult(0)); }))
+    return std::nullopt;
   // The member's row (all indices but h) is computed before the loop along the row.
   for (Value index : write.getIndices().drop_back()) {
     Operation *def = index.getDefiningOp();
     if (def && def->getBlock() == &domain.body() && !def->hasAttr(kRowInvariantAttr))
-      return false;
+      return std::nullopt;
   }
-  return write.getIndices().back() == domain.body().getArguments().back();
+  if (write.getIndices().back() != domain.body().getArguments().back())
+    return std::nullopt;
+  return keys;
 }
 
 struct GroupRowsPass : impl::MoeGroupRowsBase<GroupRowsPass> {
   void runOnOperation() override {
     UnitAttr unit = UnitAttr::get(&getContext());
     for (DomainOp domain : collectDomainOps(getOperation())) {
-      if (!groupable(domain))
+      std::optional<SmallVector<Operation *>> keys = groupKeys(domain);
+      if (!keys)
         continue;
       domain.op()->setAttr(kRowGroupAttr, unit);
+      for (Operation *key : *keys)
+        key->setAttr(kGroupKeyAttr, unit);
       // A group takes a block whose warps split the row: no more warps than the row has passes of 32 vectors.
       ScheduleAttr s = domain.schedule();
       APInt inner;

@@ -8,7 +8,8 @@
 //    per warp: the 32 lanes split the reduction in V-element vectors, combine it with shuffles, and lane
 //    0 stores; grid.x then covers points instead of rows.
 //    A scatter marked moe.row_group (moe-group-rows) runs a group of rows per block instead, its Y warps
-//    splitting the row (emitGroupRow), and grid.x is the number of groups.
+//    splitting the row (emitGroupRow), and grid.x is the number of groups: the domain's extents but the
+//    last two times ceil(members / 32).
 //    The block size is recorded as `known_block_size` (NVVM turns it into .reqntid) and the rows per
 //    block as `moe.rows_per_block`, from which the runtime derives grid.x = ceil_div(rows, Y).
 // Tensor base pointers are 16-byte aligned (the runtime checks it); a vector access promises what that
@@ -82,6 +83,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     module.walk([](Operation *op) {
       op->removeAttr(kRowInvariantAttr);
       op->removeAttr(kRowGroupAttr);
+      op->removeAttr(kGroupKeyAttr);
     });
   }
 

@@ -84,6 +84,11 @@ struct Schedule {
 
 enum class TargetKind { CPU, GPU, Ascend };
 
+/// GPU: a group of rows (moe-group-rows) is at most this many consecutive members, a warp's lanes' worth;
+/// a kernel that runs groups takes a block per group, and the runtime counts ceil(members / 32) groups
+/// for each index of the dims before the members'.
+constexpr int64_t kRowGroupMembers = 32;
+
 /// What is wrong with `s` as a schedule for `target`, naming the field ("'threads': 2048 is not in [1,
 /// 1024]"), or "" when nothing is: threads in [1, 1024] (whole warps on a GPU), threads * rowsPerBlock <=
 /// 1024, vector 1, 2, 4, 8 or 16, unroll in [0, 64]; buffers (0, 1 or 2) and chunk (0 to 2^24) on Ascend

@@ -53,7 +53,9 @@ struct KernelMeta {
   bool pointPerWarp = false; // the launch covers domain points, not rows (GPU: a warp per point; Ascend point
                             // rows; CPU: point kernels, moe::runsPerPoint)
   std::vector<dsl::IndexCheck> checks; // what the kernel's status buffer reports (dsl/KernelPlan.h)
-  bool rowGroups = false; // GPU: a block per group of rows (grid.x: all domain extents but the last two)
+  // GPU: a block per group of rows: grid.x is all domain extents but the last two, times the runs of up to
+  // kRowGroupMembers indices of the second-last one.
+  bool rowGroups = false;
 };
 
 /// Runs kernel `k` of a CPU specialization: its entry point, the ABI's pointers and scalars, its rows (or

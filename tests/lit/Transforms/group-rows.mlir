@@ -2,10 +2,14 @@
 // --emit moe --disable group-rows` prints): the value written to slot (t, k)'s row is token t's gradient
 // row, whatever k, so the scatter is marked a row group, and the load MoeGen computed under the row's
 // guard (`scf.if %live`) becomes unconditional (its indices are the domain's t and h). The GPU lowering then
-// runs a block per token, its warps splitting the row: in each warp lane i computes slot i's row and guard,
-// and along the row the warp loads the gradient once per vector and stores it to each live slot's row,
-// shuffled from the slot's lane.
+// runs a block per token (and run of up to 32 slots), its warps splitting the row: lane i computes slot i's
+// row and guard, and along the row the warp loads the gradient once per vector and stores it to each live
+// slot's row, shuffled from the slot's lane.
 // A variant that reads the gradient at [k, h] depends on the slot: not grouped, and its guarded load stays.
+// The drop-and-pad data gradient (@pad_slots_by_token, same shape) copies the gradient row of token
+// permute_token_id[i] to slot i's row: the value depends on the slot through that token and the row's
+// `row >= 0`, its keys. A block per run of 32 slots; along the row the warp loads the row again only for a
+// slot whose keys differ from the slot before's.
 // RUN: moec-opt %s --moe-group-rows | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %s --moe-group-rows --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=ROWS
@@ -20,17 +24,28 @@
 // MARK-NOT: moe.row_group
 // MARK: scf.if {{.*}} -> (f32) {
 // MARK-NEXT: memref.load %{{.*}}[%arg13, %arg14]
+// MARK-LABEL: func.func @pad_slots_by_token
+// MARK: moe.scatter {{.*}} {moe.row_group, schedule = #moe.schedule<rowsPerBlock = 1, threads = 32
+// MARK: arith.index_cast %{{.*}} {moe.group_key, moe.row_invariant} : i32 to index
+// MARK: arith.cmpi sge, %{{.*}}, %{{.*}} {moe.group_key, moe.row_invariant} : index
+// MARK-NOT: moe.group_key
+// MARK: moe.write
 
-// A block per token: in each warp the slots 32 at a time, then along the row one vector load of the
-// gradient and, for each slot of the batch, its guard and row (two halves) from its lane, and a vector
-// store. H = 64 is one pass of 32 lanes x 4 elements: one warp a block, and the loop along the row folds
-// away.
+// A block per token and run of 32 slots: lane i computes slot i's row, then along the row one vector load
+// of the gradient and, for each slot of the run, its guard and row (two halves) from its lane, and a vector
+// store. H = 64 is one pass of 32 lanes x 4 elements: one warp a block, and no loop over batches of slots.
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
 // GPU-SAME: known_block_size = array<i32: 32, 1, 1>
-// GPU: scf.for %[[BASE:.*]] = %{{.*}} to %{{.*}} step %c32
+// GPU: arith.cmpi ult, %block_id_x
+// GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c32 : index
+// GPU: %[[TOKEN:.*]] = arith.divui %block_id_x, %[[RUNS]] : index
+// GPU: arith.remui %block_id_x, %[[RUNS]] : index
 // GPU: arith.minui
 // GPU: memref.load {{.*}} : memref<?xi32>
-// GPU: vector.load {{.*}} : memref<?x64xf32>, vector<4xf32>
+// GPU: arith.minui {{.*}}, %c32 : index
+// GPU-NOT: scf.for
+// GPU: scf.for %{{.*}} = %{{.*}} to %c64 step %c128 {
+// GPU: vector.load %{{.*}}[%[[TOKEN]], {{.*}} : memref<?x64xf32>, vector<4xf32>
 // GPU: scf.for
 // GPU-COUNT-3: gpu.shuffle idx
 // GPU: scf.if
@@ -38,6 +53,22 @@
 // GPU-LABEL: gpu.func @reads_along_the_slot
 // GPU-NOT: gpu.shuffle
 // GPU: return
+
+// GPU-LABEL: gpu.func @pad_slots_by_token
+// The keys travel as one word each: the token id as the i32 it was loaded as, `row >= 0` as 0 or 1.
+// GPU: scf.for {{.*}} iter_args(%[[TOK:.*]] = %c0_i32, %[[LIVE:.*]] = %c0_i32, %[[PREV:.*]] = %cst) -> (i32, i32, vector<4xf32>)
+// GPU: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// GPU: %[[T:[a-zA-Z0-9_]+]], %{{.*}} = gpu.shuffle idx
+// GPU: arith.cmpi ne, %[[T]], %[[TOK]] : i32
+// GPU: %[[L:[a-zA-Z0-9_]+]], %{{.*}} = gpu.shuffle idx
+// GPU: arith.cmpi ne, %[[L]], %[[LIVE]] : i32
+// GPU: %[[VALUE:.*]] = scf.if %{{.*}} -> (vector<4xf32>) {
+// GPU: %[[ROW:.*]] = arith.index_cast %[[T]] : i32 to index
+// GPU: vector.load %{{.*}}[%[[ROW]], %{{.*}}] {{.*}} : memref<?x64xf32>, vector<4xf32>
+// GPU: scf.yield %[[PREV]] : vector<4xf32>
+// GPU-COUNT-3: gpu.shuffle idx
+// GPU: vector.store %[[VALUE]]
+// GPU: scf.yield %[[T]], %[[L]], %[[VALUE]] : i32, i32, vector<4xf32>
 
 // Without the pass: a warp per (t, k) row, the gradient loaded for each slot.
 // ROWS-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
@@ -230,6 +261,82 @@ module attributes {moe.dtype = "f32", moe.op = "moe_token_unpermute_with_routing
         memref.store %c1_i8, %2[%22] : memref<?xi8>
       } {moe.row_invariant}
       moe.write %23 to [%22, %arg14] if %29 {moe.row_guard} : f32
+    }
+    return
+  }
+  func.func @pad_slots_by_token(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:unpermuted_tokens_grad"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:out_index"}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permute_token_id"}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:routing_map"}, %arg4: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permuted_tokens"}, %arg5: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:probs"}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = "tensor:permuted_tokens_grad"}, %arg7: !llvm.ptr {llvm.noalias, moe.arg = "tensor:probs_grad"}, %arg8: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg9: !llvm.ptr {llvm.noalias, moe.arg = "workspace"}, %arg10: index {moe.arg = "dim:Tk"}, %arg11: index {moe.arg = "dim:R"}) {
+    %c0 = arith.constant 0 : index
+    %0 = arith.index_cast %c0 : index to i64
+    %1 = llvm.getelementptr %arg9[%0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %2 = moe.view %1[%arg11] : !llvm.ptr -> memref<?xi8>
+    %c3 = arith.constant 3 : index
+    %c2 = arith.constant 2 : index
+    %true = arith.constant true
+    %cst = arith.constant 0.000000e+00 : f32
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c0_0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %3 = moe.view %arg6[%arg11, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %4 = moe.view %arg2[%arg11] : !llvm.ptr -> memref<?xi32>
+    %5 = moe.view %arg1[%arg11] : !llvm.ptr -> memref<?xi32>
+    %6 = moe.view %arg0[%arg10, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %7 = moe.view %arg8[%c4] : !llvm.ptr -> memref<4xi64>
+    moe.scatter %3[%arg11, %c64] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>} : memref<?x64xf32> {
+    ^bb0(%arg12: index, %arg13: index):
+      %8 = memref.load %4[%arg12] {moe.row_invariant} : memref<?xi32>
+      %9 = arith.index_cast %8 {moe.row_invariant} : i32 to index
+      %10 = memref.load %5[%arg12] {moe.row_invariant} : memref<?xi32>
+      %11 = arith.index_cast %10 {moe.row_invariant} : i32 to index
+      %12 = arith.cmpi sge, %11, %c0_0 {moe.row_invariant} : index
+      %13 = arith.select %12, %11, %c0_0 {moe.row_invariant} : index
+      %14 = scf.if %12 -> (f32) {
+        %23 = arith.cmpi sge, %9, %c0_0 : index
+        %24 = arith.cmpi slt, %9, %arg10 : index
+        %25 = arith.andi %23, %24 : i1
+        %26 = scf.if %25 -> (f32) {
+          %27 = memref.load %6[%9, %arg13] : memref<?x64xf32>
+          scf.yield %27 : f32
+        } else {
+          %27 = arith.cmpi slt, %9, %c0_0 : index
+          %28 = arith.cmpi sge, %9, %arg10 : index
+          %29 = arith.ori %27, %28 : i1
+          %30 = arith.select %29, %c1, %c0_0 : index
+          %31 = arith.select %29, %9, %c0_0 : index
+          %32 = arith.index_cast %30 : index to i64
+          memref.store %32, %7[%c0_0] : memref<4xi64>
+          %33 = arith.index_cast %31 : index to i64
+          memref.store %33, %7[%c1] : memref<4xi64>
+          scf.yield %cst : f32
+        }
+        scf.yield %26 : f32
+      } else {
+        scf.yield %cst : f32
+      }
+      %15 = arith.cmpi sge, %13, %c0_0 {moe.row_invariant} : index
+      %16 = arith.cmpi slt, %13, %arg11 {moe.row_invariant} : index
+      %17 = arith.andi %15, %16 {moe.row_invariant} : i1
+      %18 = arith.xori %17, %true {moe.row_invariant} : i1
+      %19 = arith.andi %12, %18 {moe.row_invariant} : i1
+      scf.if %19 {
+        %23 = arith.cmpi slt, %13, %c0_0 : index
+        %24 = arith.cmpi sge, %13, %arg11 : index
+        %25 = arith.ori %23, %24 : i1
+        %26 = arith.select %25, %c1, %c0_0 : index
+        %27 = arith.select %25, %13, %c0_0 : index
+        %28 = arith.index_cast %26 : index to i64
+        memref.store %28, %7[%c2] : memref<4xi64>
+        %29 = arith.index_cast %27 : index to i64
+        memref.store %29, %7[%c3] : memref<4xi64>
+      } {moe.row_invariant}
+      %20 = arith.andi %12, %17 {moe.row_invariant} : i1
+      %21 = arith.cmpi ult, %13, %arg11 {moe.row_invariant} : index
+      %22 = arith.andi %20, %21 {moe.row_invariant} : i1
+      scf.if %22 {
+        %c1_i8 = arith.constant 1 : i8
+        memref.store %c1_i8, %2[%13] : memref<?xi8>
+      } {moe.row_invariant}
+      moe.write %14 to [%13, %arg13] if %20 {moe.row_guard} : f32
     }
     return
   }

@@ -141,7 +141,7 @@ TEST(EmulatedGpu, UnpermuteWithRoutingMapGrad) {
 }
 
 // moe-group-rows: A3's slots of a token run as one block's group, 32 slots at a time, the token's gradient
-// read once per vector for all of them. K = 33 and 40 take a second, partly filled batch; dropped slots
+// read once per vector for all of them. K = 33 and 40 take a second, partly filled run (a second block); dropped slots
 // (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520 leave lanes past the row's end in
 // the last trip along it. Against the reference, and bit for bit against the CPU kernel.
 TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
@@ -171,6 +171,50 @@ TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
         EXPECT_TRUE(std::any_of(loaded.kernels.begin(), loaded.kernels.end(),
                                 [](const KernelMeta &k) { return k.rowGroups; }))
             << "the data gradient's slots no longer run as groups";
+        expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", request, std::move(c));
+      }
+}
+
+// moe-group-rows with keys: A3's drop-and-pad slots i copy token permute_token_id[i]'s gradient row, and a
+// block's run of 32 slots loads it again only where the token (or whether the slot is dropped) changes from
+// the slot before. Slots sorted by token (the forward op's order: runs of a token), and shuffled (a new
+// token at nearly every slot); a fifth dropped (-1); R = 4 * 19 = 76 slots: two full runs and a partial
+// one; H = 9 and 520 leave lanes past the row's end. Against the reference, and bit for bit against the
+// CPU kernel.
+TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {
+  for (DType dt : {DType::BF16, DType::F32})
+    for (bool sorted : {true, false})
+      for (int64_t H : {9, 72, 520}) {
+        SCOPED_TRACE(std::string(sorted ? "sorted" : "shuffled") + " H=" + std::to_string(H));
+        const int64_t T = 7, E = 4, C = 19, R = E * C;
+        std::mt19937 &random = rng();
+        std::vector<int32_t> tokenOfRow(R);
+        for (int32_t &t : tokenOfRow)
+          t = int32_t(random() % T);
+        HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
+        std::iota(ints(outIndex), ints(outIndex) + R, 0);
+        if (sorted)
+          std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
+            return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
+          });
+        else
+          std::shuffle(ints(outIndex), ints(outIndex) + R, random);
+        std::vector<Slot> slots;
+        for (int64_t i = 0; i < R; ++i) {
+          int32_t row = ints(outIndex)[i];
+          ints(tokenIds)[i] = tokenOfRow[row];
+          if (random() % 5 == 0)
+            ints(outIndex)[i] = -1; // dropped: its row stays the fill's zeros
+          else
+            slots.push_back({tokenOfRow[row], row, row / C});
+        }
+        Case c = unpermuteGradCase(dt, T, E, H, false, true, slots, std::move(outIndex), std::move(tokenIds),
+                                   HostTensor(DType::Bool, {T, E}), random, true);
+        KernelRequest request = a3Request(dt, E, H, true, c);
+        const LoadedOp &loaded = gpuRuntime().get("moe_token_unpermute_with_routing_map_grad", request).specialization();
+        EXPECT_TRUE(std::any_of(loaded.kernels.begin(), loaded.kernels.end(),
+                                [](const KernelMeta &k) { return k.rowGroups; }))
+            << "the drop-and-pad slots no longer run as keyed groups";
         expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", request, std::move(c));
       }
 }

@@ -50,9 +50,12 @@ bool isVectorizable(DomainOp op);
 constexpr llvm::StringLiteral kRowInvariantAttr = "moe.row_invariant";
 constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
 
-/// Set by moe-group-rows (GPU) on a scatter whose rows that differ only in their last row index write the
-/// same values: moe-lower-to-gpu runs a warp per group (emitGroupRow), and the launch covers groups.
+/// Set by moe-group-rows (GPU) on a scatter whose rows that differ only in their last row index (the
+/// members) write values that depend on that index at most through a few row-invariant values, the keys
+/// (kGroupKeyAttr on the ops that compute them): moe-lower-to-gpu runs a block per group of up to
+/// kRowGroupMembers consecutive members (emitGroupRow), and the launch covers groups.
 constexpr llvm::StringLiteral kRowGroupAttr = "moe.row_group";
+constexpr llvm::StringLiteral kGroupKeyAttr = "moe.group_key";
 
 /// The top-level ops of the body (in order) that can be computed once per row: nothing in them, nested
 /// regions included, depends on the contiguous index, and their operands come from outside the body or
@@ -176,11 +179,12 @@ int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment);
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
              int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);
 
-/// GPU, a scatter marked kRowGroupAttr: emits group `group` (the domain's dims but the last two,
-/// flattened) on `warps` warps, this one `warp`, whose lane is `lane`; the warps split the row. The
-/// members (the second-last dim) are taken 32 at a time, each lane computing one member's row-invariant
-/// values (every warp computes them); along the row a warp computes the written value once per vector and
-/// stores it to each live member's row, broadcast from its lane by shuffles.
+/// GPU, a scatter marked kRowGroupAttr: emits group `group` (the domain's dims but the last two, then the
+/// runs of kRowGroupMembers members of the second-last dim, flattened) on `warps` warps, this one `warp`,
+/// whose lane is `lane`; the warps split the row. Each lane computes one member's row-invariant values
+/// (every warp computes them); along the row a warp computes the written value once per vector and stores
+/// it to each live member's row, broadcast from its lane by shuffles. With keys, it computes the value
+/// again for a member whose keys differ from the member before's.
 void emitGroupRow(mlir::OpBuilder &b, DomainOp op, mlir::Value group, mlir::Value lane, mlir::Value warp,
                   int64_t warps, int64_t vectorAlignment);
 

@@ -175,11 +175,19 @@ def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
     A `moe.scatter` over (outer..., k, h) whose written value does not depend on k writes the same values
     to the row of every k (A3 copies token t's gradient row to the permuted row of each of its K slots).
     A warp per row reads the source row once per k. This pass marks such a scatter `moe.row_group`;
-    moe-lower-to-gpu then runs a block per group (outer...), its warps splitting the row: in each warp
-    lane i computes member k = i's row-invariant values (its row, its guard, its checks), and along the
-    row the warp computes the value once per vector and stores it to each live member's row, broadcast
-    from that member's lane by `gpu.shuffle`. grid.x is the number of groups (a block each, so that a few
-    tokens still give every SM work).
+    moe-lower-to-gpu then runs a block per group (outer..., and a run of up to 32 consecutive k), its warps
+    splitting the row: in each warp lane i computes member k = i's row-invariant values (its row, its
+    guard, its checks), and along the row the warp computes the value once per vector and stores it to
+    each live member's row, broadcast from that member's lane by `gpu.shuffle`. grid.x is the number of
+    groups (a block each, so that a few tokens still give every SM work).
+
+    The value may depend on k through at most four row-invariant integers or booleans, its keys (their ops
+    marked `moe.group_key`): A3's drop-and-pad slots i copy the row of token permute_token_id[i], and
+    the forward op orders a token's slots one after another. Along the row the warp then computes the
+    value again only for a member whose keys, broadcast like its row, differ from the member before's;
+    any order gives the same results, and sorted keys read each source row about once per run. A body
+    whose values along the row read no memory (a fill of constants) is left alone: there is nothing to
+    share.
 
     It needs the row-invariant marks (moe-hoist-row-invariants), a warp per row (32 threads), a write
     guard that depends on the row only, and a body without reductions or lists (their lanes would run
@@ -200,6 +208,15 @@ def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
       ...
       %v = memref.load %g[%t, %h] : memref<?x64xbf16>
       moe.write %v to [%row, %h] if %live {moe.row_guard} : bf16
+    }
+
+    // drop-and-pad: the value depends on slot i through the token id and `row >= 0`
+    moe.scatter %dy[%R, %c64] {moe.row_group, schedule = ...} {
+    ^bb0(%i: index, %h: index):
+      %tok = arith.index_cast %id {moe.group_key, moe.row_invariant} : i32 to index
+      %live = arith.cmpi sge, %row, %c0 {moe.group_key, moe.row_invariant} : index
+      %v = scf.if %live -> (bf16) { ... memref.load %g[%tok, %h] ... }
+      moe.write %v to [%rowOr0, %h] if %inRange {moe.row_guard} : bf16
     }
     ```
   }];
