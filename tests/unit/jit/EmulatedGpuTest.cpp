@@ -140,6 +140,16 @@ TEST(EmulatedGpu, UnpermuteWithRoutingMapGrad) {
       }
 }
 
+/// A3's data gradient on case `c` runs as row groups (moe-group-rows), and matches the reference and, bit
+/// for bit, the CPU kernel.
+void expectA3RunsAsGroups(DType dt, int64_t E, int64_t H, bool pad, Case c) {
+  KernelRequest request = a3Request(dt, E, H, pad, c);
+  const LoadedOp &loaded = gpuRuntime().get("moe_token_unpermute_with_routing_map_grad", request).specialization();
+  EXPECT_TRUE(std::any_of(loaded.kernels.begin(), loaded.kernels.end(), [](const KernelMeta &k) { return k.rowGroups; }))
+      << "the data gradient's slots no longer run as groups";
+  expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", request, std::move(c));
+}
+
 // moe-group-rows: A3's slots of a token run as one block's group, 32 slots at a time, the token's gradient
 // read once per vector for all of them. K = 33 and 40 take a second, partly filled run (a second block); dropped slots
 // (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520 leave lanes past the row's end in
@@ -164,14 +174,9 @@ TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
             else
               slots.push_back({t, ints(outIndex)[t * K + k], k});
           }
-        Case c = unpermuteGradCase(dt, T, E, H, false, false, slots, std::move(outIndex), std::move(tokenIds),
-                                   std::move(map), random, true);
-        KernelRequest request = a3Request(dt, E, H, false, c);
-        const LoadedOp &loaded = gpuRuntime().get("moe_token_unpermute_with_routing_map_grad", request).specialization();
-        EXPECT_TRUE(std::any_of(loaded.kernels.begin(), loaded.kernels.end(),
-                                [](const KernelMeta &k) { return k.rowGroups; }))
-            << "the data gradient's slots no longer run as groups";
-        expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", request, std::move(c));
+        expectA3RunsAsGroups(dt, E, H, false,
+                             unpermuteGradCase(dt, T, E, H, false, false, slots, std::move(outIndex),
+                                               std::move(tokenIds), std::move(map), random, true));
       }
 }
 
@@ -208,14 +213,9 @@ TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {
           else
             slots.push_back({tokenOfRow[row], row, row / C});
         }
-        Case c = unpermuteGradCase(dt, T, E, H, false, true, slots, std::move(outIndex), std::move(tokenIds),
-                                   HostTensor(DType::Bool, {T, E}), random, true);
-        KernelRequest request = a3Request(dt, E, H, true, c);
-        const LoadedOp &loaded = gpuRuntime().get("moe_token_unpermute_with_routing_map_grad", request).specialization();
-        EXPECT_TRUE(std::any_of(loaded.kernels.begin(), loaded.kernels.end(),
-                                [](const KernelMeta &k) { return k.rowGroups; }))
-            << "the drop-and-pad slots no longer run as keyed groups";
-        expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", request, std::move(c));
+        expectA3RunsAsGroups(dt, E, H, true,
+                             unpermuteGradCase(dt, T, E, H, false, true, slots, std::move(outIndex),
+                                               std::move(tokenIds), HostTensor(DType::Bool, {T, E}), random, true));
       }
 }
 

@@ -83,7 +83,7 @@ bool runsPerPoint(DomainOp op);
 
 /// CPU point kernels: emits the points [begin, end) of the domain (all dims flattened), in order, their
 /// dot products as `reductionWidth`-wide partial sums. With `interleave`, the dot products of up to four
-/// live points run together in one loop along the row (see splitSums in BodyLowering.cpp);
+/// live points run together in one loop along the row (see splitSums in BodyEmitter.h);
 /// each point's result is the same either way. With `streamingStores`, the range is versioned on the
 /// outputs of its moe.row_stores (emitStreamingCondition): their vector stores are non-temporal where
 /// that holds.

@@ -1,0 +1,1237 @@
+//===- BodyEmitter.h - Cloning a domain body into loops (private to Transforms) ---===//
+//
+// What the lowerings of domain bodies share (BodyLowering.cpp: rows; GroupRowLowering.cpp: GPU row groups;
+// PointLowering.cpp: point kernels): VaryingAnalysis, which values vary along the contiguous index, and
+// BodyEmitter, which clones a body for one position along it (see BodyLowering.cpp's file comment).
+//===----------------------------------------------------------------------===//
+#ifndef MOEC_COMPILER_TRANSFORMS_BODYEMITTER_H
+#define MOEC_COMPILER_TRANSFORMS_BODYEMITTER_H
+
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Schedule.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/ScopeExit.h"
+
+#include <optional>
+
+
+namespace moec::moe {
+using namespace mlir;
+
+
+/// The values of a compute body that depend on its contiguous index.
+class VaryingAnalysis {
+public:
+  explicit VaryingAnalysis(DomainOp domain) : VaryingAnalysis(domain.body().getArguments().back(), domain.body()) {}
+
+  /// Values of `block` that depend on `seed` (the domain's last index, or a reduction's index).
+  VaryingAnalysis(Value seed, Block &block) : inner(seed) {
+    varying.insert(inner);
+    visit(block);
+  }
+
+  bool isVarying(Value v) const { return varying.contains(v); }
+  const DenseSet<Value> &varyingValues() const { return varying; }
+  Value innerIndex() const { return inner; }
+
+  /// Why the body cannot be vectorized, or null.
+  Operation *blocker() const { return firstBlocker; }
+
+private:
+  void visit(Block &block) {
+    for (Operation &op : block) {
+      if (auto fold = dyn_cast<FoldOp>(op))
+        visitFold(fold);
+      else
+        for (Region &region : op.getRegions())
+          for (Block &nested : region)
+            visit(nested);
+      bool anyVarying = llvm::any_of(op.getOperands(), [&](Value v) { return isVarying(v); });
+      checkAllowed(op, anyVarying);
+      bool resultsVary = anyVarying;
+      if (auto ifOp = dyn_cast<scf::IfOp>(op))
+        resultsVary = yieldsVarying(ifOp.thenYield()) || (ifOp.elseBlock() && yieldsVarying(ifOp.elseYield()));
+      if (auto sum = dyn_cast<SumOp>(op))
+        resultsVary = isVarying(cast<YieldOp>(sum.getBody().front().getTerminator()).getValue());
+      if (auto fold = dyn_cast<FoldOp>(op))
+        resultsVary = isVarying(fold.getInit()) || isVarying(fold.getBody().getArgument(1));
+      if (resultsVary)
+        for (Value r : op.getResults())
+          varying.insert(r);
+    }
+  }
+
+  /// The accumulator varies if the init does or if one step makes it vary: visit the body assuming it
+  /// does not, and again assuming it does when the first visit yields a varying value.
+  void visitFold(FoldOp fold) {
+    Block &body = fold.getBody().front();
+    Value acc = body.getArgument(1);
+    if (isVarying(fold.getInit()))
+      varying.insert(acc);
+    visit(body);
+    if (!isVarying(acc) && isVarying(cast<YieldOp>(body.getTerminator()).getValue())) {
+      varying.insert(acc);
+      visit(body);
+    }
+  }
+
+  bool yieldsVarying(scf::YieldOp yield) {
+    return llvm::any_of(yield.getOperands(), [&](Value v) { return isVarying(v); });
+  }
+
+  void checkAllowed(Operation &op, bool anyVarying) {
+    if (!anyVarying || firstBlocker)
+      return;
+    bool ok = false;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      auto indices = load.getIndices();
+      ok = !isVarying(load.getMemRef()) && !indices.empty() && indices.back() == inner &&
+           llvm::none_of(indices.drop_back(), [&](Value v) { return isVarying(v); });
+    } else if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      ok = !isVarying(ifOp.getCondition());
+    } else if (auto sum = dyn_cast<SumOp>(op)) {
+      ok = !isVarying(sum.getBound());
+    } else if (auto fold = dyn_cast<FoldOp>(op)) {
+      ok = !isVarying(fold.getBound());
+    } else if (auto write = dyn_cast<WriteOp>(op)) {
+      auto indices = write.getIndices();
+      ok = !indices.empty() && indices.back() == inner && (!write.getGuard() || !isVarying(write.getGuard())) &&
+           llvm::none_of(indices.drop_back(), [&](Value v) { return isVarying(v); });
+    } else if (auto store = dyn_cast<RowStoreOp>(op)) { // a fused row's element j, as a write's
+      auto indices = store.getIndices();
+      ok = !isVarying(store.getOutput()) && !indices.empty() && indices.back() == inner &&
+           (!store.getGuard() || !isVarying(store.getGuard())) &&
+           llvm::none_of(indices.drop_back(), [&](Value v) { return isVarying(v); });
+    } else if (isa<scf::YieldOp, YieldOp>(op)) {
+      ok = true;
+    } else {
+      StringRef dialect = op.getDialect()->getNamespace();
+      ok = (dialect == "arith" || dialect == "math") && op.hasTrait<OpTrait::Elementwise>();
+    }
+    if (!ok)
+      firstBlocker = &op;
+  }
+
+  Value inner;
+  DenseSet<Value> varying;
+  Operation *firstBlocker = nullptr;
+};
+
+/// A moe.sum whose body reads along its own index (x[row, j] for sum over j): it can run as vector
+/// partial sums, split over lanes, and be combined at the end. Summation order changes; the spec allows
+/// that for these dot products (f32 accumulation, tolerance of §5.6).
+inline std::optional<VaryingAnalysis> contiguousReduction(SumOp sum) {
+  Block &body = sum.getBody().front();
+  VaryingAnalysis analysis(body.getArgument(0), body);
+  if (analysis.blocker())
+    return std::nullopt;
+  bool readsAlong = false;
+  body.walk([&](memref::LoadOp load) {
+    readsAlong |= !load.getIndices().empty() && load.getIndices().back() == body.getArgument(0);
+  });
+  if (!readsAlong)
+    return std::nullopt;
+  return analysis;
+}
+
+/// How moe.sum reductions along their own index are split: vectors of `width` f32 partial sums, over
+/// `lanes` threads whose id is `lane` (GPU warp), combined with shuffles. width 0: not at all.
+struct ReductionSplit {
+  int64_t width = 0;
+  int64_t lanes = 1;
+  Value lane;
+};
+
+/// Which of the body's top-level ops an emitter clones: all of them, only the row-invariant ones (the
+/// row's prologue), or all but those (the loop along the row, after a prologue).
+enum class Part { All, RowPrologue, AfterPrologue };
+
+/// The byte alignment a vector access of `width` elements along the last dim of `memref` can promise, given
+/// a base pointer aligned to `baseAlignment`: h is a multiple of the width, but a row starts only at a
+/// multiple of its stride.
+inline int64_t vectorAccessAlignment(Value memref, int64_t width, int64_t baseAlignment) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t align = std::min(baseAlignment, width * elemBytes);
+  int64_t stride = elemBytes;
+  for (int64_t d = type.getRank() - 1; d > 0; --d) {
+    if (type.isDynamicDim(d))
+      return elemBytes;
+    stride *= type.getDimSize(d);
+    align = std::min(align, stride & -stride); // the largest power of two dividing the row stride
+  }
+  return std::max(align, elemBytes);
+}
+
+/// A builder at the start of the function `b` inserts into (for stack arrays allocated once per call).
+inline OpBuilder builderAtFunctionEntry(OpBuilder &b) {
+  Operation *func = b.getInsertionBlock()->getParentOp();
+  while (!isa<FunctionOpInterface>(func))
+    func = func->getParentOp();
+  return OpBuilder::atBlockBegin(&func->getRegion(0).front());
+}
+
+/// Element h of row accumulators (f32 on the CPU; a staged row's reduction type on Ascend), or the w
+/// elements from h.
+inline Value loadAccumulators(OpBuilder &b, Location loc, Value accumulators, Value h, int64_t w) {
+  if (w == 1)
+    return memref::LoadOp::create(b, loc, accumulators, ValueRange{h});
+  Type element = cast<MemRefType>(accumulators.getType()).getElementType();
+  return vector::LoadOp::create(b, loc, VectorType::get({w}, element), accumulators, ValueRange{h});
+}
+
+inline void storeAccumulators(OpBuilder &b, Location loc, Value v, Value accumulators, Value h, int64_t w) {
+  if (w == 1)
+    memref::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
+  else
+    vector::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
+}
+
+/// Clones a compute body for one (row, h) position, vectorized when width > 1.
+class BodyEmitter {
+public:
+  BodyEmitter(OpBuilder &b, DomainOp domain, const VaryingAnalysis &analysis, int64_t width,
+              int64_t unroll, int64_t maxAlignment, ReductionSplit split = {}, Value storeGuard = {},
+              Part part = Part::All)
+      : b(b), domain(domain), analysis(analysis), width(width), unroll(unroll), maxAlignment(maxAlignment),
+        split(split), storeGuard(storeGuard), part(part) {}
+
+  /// Part::RowPrologue: emits the row-invariant ops for row indices `rowIndices` and returns the values
+  /// they map to, for the emitters of the loop along the row to start from. Its loops are unrolled by
+  /// flushUnrolls() once those emitters are done: unrolling replaces the values the mapping holds.
+  const IRMapping &emitRowPrologue(ValueRange rowIndices) {
+    for (auto [arg, index] : llvm::zip(domain.body().getArguments().drop_back(), rowIndices))
+      scalars.map(arg, index);
+    emitOps(domain.body());
+    return scalars;
+  }
+
+  /// Starts from values a row prologue already computed.
+  void startFrom(const BodyEmitter &prologue) {
+    scalars = prologue.scalars;
+    sharedLists = prologue.sharedLists;
+    stepTables = prologue.stepTables;
+  }
+
+  /// GPU, a row's prologue (after its guard): for each fold that runs along the row, steps over a list or
+  /// a constant range, and does per-step work that does not vary along the row (a list entry, an index
+  /// load and its checks, a gathered row's weight), that work runs here once per step, the warp's lanes
+  /// taking the steps round robin, into shared-memory tables (a column per value the rest of the step
+  /// uses). The fold's steps along the row then read the columns instead of redoing it for every vector.
+  void emitStepTables() {
+    if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % 32 != 0)
+      return;
+    // A fold that varies along the row: its accumulator does, so no op that reads it counts as per-step work.
+    for (Operation &op : domain.body().without_terminator())
+      if (auto fold = dyn_cast<FoldOp>(op); fold && analysis.isVarying(fold.getResult()))
+        emitStepTable(fold);
+  }
+
+  /// How the row's target wants lists and stores (see RowTarget). On the GPU the row's prologue runs with
+  /// each warp converged on one row, so its integer-sum folds split over the lanes.
+  void setRowTarget(RowTarget t) {
+    onGpu = t.onGpu;
+    staged = t.staged;
+    streamingStores = t.streamingStores;
+    outputAlignment = t.outputAlignment;
+    if (onGpu && part == Part::RowPrologue) {
+      Location loc = domain.op()->getLoc();
+      warpLane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+                                        arith::ConstantIndexOp::create(b, loc, 32));
+    }
+  }
+
+  /// scf.if ops whose branch is known where this emitter runs (a staged row switched on a condition of
+  /// the row): only that branch is emitted, inline.
+  void decide(const DenseMap<Operation *, bool> &branches) { decided = branches; }
+
+  /// A warp per point: every lane runs the point's scalar code alike.
+  void splitFoldsOver(Value lane) { warpLane = lane; }
+
+  /// The emitted value of a value that does not vary along the row.
+  Value value(Value orig) { return get(orig, false); }
+
+  /// What the values that do not vary along the row map to so far.
+  const IRMapping &scalarValues() const { return scalars; }
+
+  /// The scalar `index` for each of the domain's indices in `indices` (the row's, then maybe h).
+  void mapIndices(ValueRange indices) {
+    for (auto [arg, index] : llvm::zip(domain.body().getArguments(), indices))
+      scalars.map(arg, index);
+  }
+
+  /// For an accumulated row (emitRow): the value `orig` is known to be `emitted` here, and ops whose results are all
+  /// known are not emitted again.
+  void premap(Value orig, Value emitted) {
+    map(orig, emitted);
+    skipMapped = true;
+  }
+
+  /// The ops of `block` (a fold's step) that do not vary along the row and yield results: once per step,
+  /// before the loop along the row.
+  void emitRowInvariantOps(Block &block) {
+    for (Operation &op : block.without_terminator())
+      if (op.getNumResults() > 0 && llvm::none_of(op.getResults(), [&](Value r) { return analysis.isVarying(r); }))
+        emitOp(op);
+  }
+
+  /// One step of `reduction` (a moe.fold, or a moe.sum: acc + term) with accumulator `acc` (premapped
+  /// values kept); returns the new accumulator.
+  Value emitReductionStep(Operation *reduction, Value acc) {
+    Block &body = reduction->getRegion(0).front();
+    if (isa<FoldOp>(reduction)) {
+      premap(body.getArgument(1), acc);
+      return emitBlock(body, width > 1);
+    }
+    skipMapped = true;
+    return arith::AddFOp::create(b, reduction->getLoc(), acc, emitBlock(body, width > 1));
+  }
+
+  /// Emits the body for domain point (rows..., h) and stores the element(s).
+  void emitElement(ValueRange indices) {
+    Block &body = domain.body();
+    for (auto [arg, index] : llvm::zip(body.getArguments(), indices))
+      scalars.map(arg, index);
+    Location loc = domain.op()->getLoc();
+    if (auto write = dyn_cast<WriteOp>(body.getTerminator())) {
+      emitOps(body);
+      SmallVector<Value> at;
+      for (Value i : write.getIndices())
+        at.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
+      Value value = get(write.getValue(), width > 1);
+      // After a prologue that checked a row-invariant guard, the row only runs where it holds.
+      bool rowGuarded = part == Part::AfterPrologue && write->hasAttr(kRowGuardAttr);
+      if (!write.getGuard() || rowGuarded) {
+        emitStore(value, at, loc);
+      } else {
+        auto guard = scf::IfOp::create(b, loc, get(write.getGuard(), false), /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard insertion(b);
+        b.setInsertionPointToStart(guard.thenBlock());
+        emitStore(value, at, loc);
+      }
+    } else {
+      emitStore(emitBlock(body, width > 1), indices, loc);
+    }
+    flushUnrolls();
+  }
+
+  /// A grouped row (emitGroupRow): emits the body for domain point (rows..., h) but not its write, and
+  /// returns the value the write stores (a vector when vectorized).
+  Value emitWrittenValue(ValueRange indices) {
+    Block &body = domain.body();
+    for (auto [arg, index] : llvm::zip(body.getArguments(), indices))
+      scalars.map(arg, index);
+    emitOps(body);
+    return get(cast<WriteOp>(body.getTerminator()).getValue(), width > 1);
+  }
+
+  /// Stores `value` (from emitWrittenValue) at `indices` of the output, as the write would.
+  void storeWrittenValue(Value value, ValueRange indices) { emitStore(value, indices, domain.op()->getLoc()); }
+
+  /// A point kernel's body emitted in parts (emitPointRange): these ops are left out wherever they are.
+  void skip(Operation *op) { skipped.insert(op); }
+  void unskip(Operation *op) { skipped.erase(op); }
+  /// `orig` is known to be the scalar `emitted` here (a value restored from a pending point's slot).
+  void mapScalar(Value orig, Value emitted) { scalars.map(orig, emitted); }
+  /// Emits the ops of `block` (not its terminator), leaving out the skipped ones.
+  void emitOpsOf(Block &block) { emitOps(block); }
+
+  /// sum(j < n) body, reading along j, for each of `points` (emitters of the same domain and split): lanes
+  /// take vectors of `split.width` elements round robin, each keeps a vector of f32 partial sums; then one
+  /// horizontal add, the scalar remainder, and a shuffle tree across lanes, after which every lane holds
+  /// the total. Several points (CPU point kernels, emitPointRange) run in one loop along j, their terms
+  /// interleaved, so that their gathered rows stream together (one thread streaming one gathered row at a
+  /// time reads at about half the machine's read bandwidth); each point's partial sums add the same terms in
+  /// the same order either way. The bound must not depend on the point.
+  static SmallVector<Value> splitSums(SumOp sum, ArrayRef<BodyEmitter *> points) {
+    BodyEmitter &first = *points.front();
+    OpBuilder &b = first.b;
+    Location loc = sum.getLoc();
+    std::optional<VaryingAnalysis> along = contiguousReduction(sum);
+    assert(along && first.split.width > 0 && "a sum that splits");
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    int64_t lanes = first.split.lanes;
+    Value laneStart = lanes > 1 ? first.split.lane : cst(0);
+    Value bound = first.get(sum.getBound(), false);
+    int64_t w = first.splitWidth(bound);
+    Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
+    SmallVector<Value> accs(points.size(), arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)));
+    Value tailBegin = laneStart;
+    if (w > 1) {
+      Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
+      SmallVector<Value> vectorParts =
+          splitPartials(sum, *along, points, arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd, lanes * w, w,
+                        SmallVector<Value>(points.size(), zeros));
+      for (auto [acc, part] : llvm::zip(accs, vectorParts))
+        acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
+      tailBegin = arith::AddIOp::create(b, loc, mainEnd, laneStart);
+    }
+    accs = splitPartials(sum, *along, points, tailBegin, bound, lanes, 1, accs);
+    for (Value &acc : accs)
+      for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
+        auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+        Value other =
+            gpu::ShuffleOp::create(b, loc, acc, i32(offset), i32(lanes), gpu::ShuffleMode::XOR).getShuffleResult();
+        acc = arith::AddFOp::create(b, loc, acc, other);
+      }
+    return accs;
+  }
+
+  /// Unrolling replaces loops and their results, so it waits until nothing refers to them by mapping.
+  void flushUnrolls() {
+    for (scf::ForOp loop : pendingUnrolls)
+      unrollLoop(loop);
+    pendingUnrolls.clear();
+  }
+
+private:
+  bool vectorized(Value v) const { return width > 1 && analysis.isVarying(v); }
+
+  void emitStore(Value value, ValueRange indices, Location loc) {
+    if (staged)
+      return staged->store(b, value, scalars.lookup(analysis.innerIndex()), width);
+    std::optional<OpBuilder::InsertionGuard> insertion;
+    if (storeGuard) { // one lane of a warp writes what all lanes computed
+      insertion.emplace(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, storeGuard, false).thenBlock());
+    }
+    if (width > 1) {
+      auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
+      store.setAlignmentAttr(b.getI64IntegerAttr(
+          vectorAccessAlignment(domain.output(), width, std::max(maxAlignment, outputAlignment))));
+      // CPU: outputs are written once and not read back by the kernel; streaming stores skip the read for
+      // ownership that a cached store of a line costs (as memcpy does for large copies).
+      if (streamingStores)
+        store.setNontemporal(true);
+    } else {
+      memref::StoreOp::create(b, loc, value, domain.output(), indices);
+    }
+  }
+
+  /// A fused row assignment's element(s) j (moe.row_store), under its guard; every lane stores its own.
+  void emitRowStore(RowStoreOp store) {
+    assert(!staged && "Ascend kernels are not fused");
+    Location loc = store.getLoc();
+    SmallVector<Value> at;
+    for (Value i : store.getIndices())
+      at.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
+    // Vectors run along j only in a split sum's terms; a sum that varies along the domain's vectorized
+    // index steps j one at a time, and its row store (which does not vary with that index, or the body
+    // would not vectorize) stores one element a step.
+    bool alongJ = width > 1 && store.getIndices().back() == analysis.innerIndex();
+    Value value = get(store.getValue(), alongJ);
+    Value output = get(store.getOutput(), false);
+    OpBuilder::InsertionGuard insertion(b);
+    if (store.getGuard())
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, get(store.getGuard(), false), false).thenBlock());
+    if (!alongJ) {
+      memref::StoreOp::create(b, loc, value, output, at);
+      return;
+    }
+    auto vectorStore = vector::StoreOp::create(b, loc, value, output, at);
+    vectorStore.setAlignmentAttr(
+        b.getI64IntegerAttr(vectorAccessAlignment(output, width, std::max(maxAlignment, rowStores.alignment))));
+    if (rowStores.streaming)
+      vectorStore.setNontemporal(true);
+  }
+
+public:
+  /// How moe.row_store writes its vectors (a point range versioned on its outputs, see emitPointRange).
+  struct RowStoreTarget {
+    bool streaming = false;
+    int64_t alignment = 1; // what the outputs' base pointers are known to be aligned to
+  } rowStores;
+
+private:
+  VectorType vectorOf(Type t) const { return VectorType::get({width}, t); }
+  static VectorType vectorOf(Type t, int64_t n) { return VectorType::get({n}, t); }
+
+  /// The emitted value of `orig`, broadcast to a vector when `wantVector` and it is uniform.
+  Value get(Value orig, bool wantVector) {
+    if (vectorized(orig)) {
+      if (orig == analysis.innerIndex())
+        return innerLanes();
+      return vectors.lookup(orig);
+    }
+    Value v = scalars.lookupOrDefault(orig);
+    if (wantVector && width > 1)
+      return vector::BroadcastOp::create(b, v.getLoc(), vectorOf(v.getType()), v);
+    return v;
+  }
+
+  /// h, h+1, ..., h+V-1 as a vector, for bodies that compute with h itself.
+  Value innerLanes() {
+    if (!laneIndices) {
+      Location loc = domain.op()->getLoc();
+      Value h = scalars.lookup(analysis.innerIndex());
+      auto type = vectorOf(b.getIndexType());
+      SmallVector<APInt> laneOffsets;
+      for (int64_t i = 0; i < width; ++i)
+        laneOffsets.push_back(APInt(64, i));
+      Value offsets = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, laneOffsets));
+      laneIndices = arith::AddIOp::create(b, loc, vector::BroadcastOp::create(b, loc, type, h), offsets);
+    }
+    return laneIndices;
+  }
+
+  /// Emits a block's ops (not its terminator).
+  void emitOps(Block &block) {
+    bool top = &block == &domain.body();
+    for (Operation &op : block.without_terminator()) {
+      if (skipped.contains(&op))
+        continue;
+      if (top && part != Part::All && op.hasAttr(kRowInvariantAttr) != (part == Part::RowPrologue))
+        continue;
+      if (skipMapped && op.getNumResults() > 0 &&
+          llvm::all_of(op.getResults(), [&](Value r) { return scalars.contains(r) || vectors.contains(r); }))
+        continue; // computed already, outside this loop (an accumulated row: emitRow)
+      emitOp(op);
+    }
+  }
+
+  void emitOp(Operation &op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op); load && staged)
+      if (Value v = staged->load(b, load, analysis.isVarying(load.getResult()) ? scalars.lookup(analysis.innerIndex())
+                                                                               : Value(),
+                                 width))
+        return map(load.getResult(), v);
+    if (auto load = dyn_cast<memref::LoadOp>(op); load && sharedLists.count(load.getMemRef()))
+      emitSharedListLoad(load);
+    else if (auto compact = dyn_cast<CompactOp>(op))
+      emitCompact(compact);
+    else if (auto sum = dyn_cast<SumOp>(op))
+      emitSum(sum);
+    else if (auto fold = dyn_cast<FoldOp>(op))
+      emitFold(fold);
+    else if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      emitIf(ifOp);
+    else if (auto store = dyn_cast<RowStoreOp>(op))
+      emitRowStore(store);
+    else if (llvm::any_of(op.getOperands(), [&](Value v) { return vectorized(v); }))
+      emitVectorOp(op);
+    else
+      b.clone(op, scalars);
+  }
+
+  /// Emits a moe.compute / moe.sum body and returns its yielded value.
+  Value emitBlock(Block &block, bool wantVector) {
+    emitOps(block);
+    return get(block.getTerminator()->getOperand(0), wantVector);
+  }
+
+  void emitSum(SumOp sum) {
+    Location loc = sum.getLoc();
+    bool vec = vectorized(sum.getResult());
+    if (!vec && split.width > 0)
+      if (std::optional<VaryingAnalysis> along = contiguousReduction(sum))
+        return emitSplitSum(sum, *along);
+    Type accType = vec ? Type(vectorOf(b.getF32Type())) : Type(b.getF32Type());
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accType));
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value bound = get(sum.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, c0, bound, c1, ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Block &body = sum.getBody().front();
+      scalars.map(body.getArgument(0), loop.getInductionVar());
+      Value term = emitBlock(body, vec);
+      Value acc = arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], term);
+      scf::YieldOp::create(b, loc, acc);
+    }
+    map(sum.getResult(), loop.getResult(0));
+    pendingUnrolls.push_back(loop);
+  }
+
+  /// The partial sums' width for a sum up to `bound`: one thread and a short constant bound get partial
+  /// sums no wider than the bound (a power of two), so the vector loop is not skipped altogether.
+  int64_t splitWidth(Value bound) const {
+    int64_t w = split.width;
+    APInt boundValue;
+    if (split.lanes == 1 && matchPattern(bound, m_ConstantInt(&boundValue)))
+      while (w > 1 && boundValue.getSExtValue() < w)
+        w /= 2;
+    return w;
+  }
+
+  /// One loop over [begin, end) step `step` along `sum`'s index: each of `points` adds its terms of width
+  /// `termWidth` to its accumulator (from `inits`); returns the accumulators.
+  static SmallVector<Value> splitPartials(SumOp sum, const VaryingAnalysis &along, ArrayRef<BodyEmitter *> points,
+                                          Value begin, Value end, int64_t step, int64_t termWidth, ValueRange inits) {
+    BodyEmitter &first = *points.front();
+    OpBuilder &b = first.b;
+    Location loc = sum.getLoc();
+    Block &body = sum.getBody().front();
+    // What does not vary along j runs once, before the loop: a fused row's scale (A3's probs[t, e]).
+    // Only top-level ops without regions that read at most: a load there reads proven-in-bounds indices
+    // (a checked one sits in an scf.if), so it is safe even when the loop runs no step.
+    SmallVector<Operation *> invariant;
+    DenseSet<Operation *> hoistable;
+    auto available = [&](Value v) { // computed before the loop: outside the body, or hoisted
+      Operation *def = v.getDefiningOp();
+      return isa<BlockArgument>(v) ? v.getParentBlock() != &body : (!sum->isAncestor(def) || hoistable.contains(def));
+    };
+    if (!first.staged)
+      for (Operation &o : body.without_terminator())
+        if (o.getNumRegions() == 0 && o.getNumResults() > 0 && (isa<memref::LoadOp>(o) || isMemoryEffectFree(&o)) &&
+            llvm::none_of(o.getResults(), [&](Value r) { return along.isVarying(r); }) &&
+            llvm::all_of(o.getOperands(), available)) {
+          invariant.push_back(&o);
+          hoistable.insert(&o);
+        }
+    SmallVector<IRMapping> hoisted;
+    for (BodyEmitter *point : points) {
+      BodyEmitter pre(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
+      pre.scalars = point->scalars;
+      for (Operation *o : invariant)
+        pre.emitOp(*o);
+      hoisted.push_back(pre.scalars);
+    }
+    auto loop = scf::ForOp::create(b, loc, begin, end, arith::ConstantIndexOp::create(b, loc, step), inits);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> next;
+    for (auto [point, acc, scalars] : llvm::zip(points, loop.getRegionIterArgs(), hoisted)) {
+      BodyEmitter term(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
+      term.scalars = scalars;
+      term.staged = point->staged;
+      term.rowStores = point->rowStores;
+      for (Operation *o : invariant)
+        term.skip(o);
+      term.scalars.map(body.getArgument(0), loop.getInductionVar());
+      next.push_back(arith::AddFOp::create(b, loc, acc, term.emitBlock(body, termWidth > 1)));
+      term.flushUnrolls();
+    }
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(loop.getResults());
+  }
+
+  void emitSplitSum(SumOp sum, const VaryingAnalysis &along) {
+    if (!staged)
+      return map(sum.getResult(), splitSums(sum, {this}).front());
+    Location loc = sum.getLoc();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value bound = get(sum.getBound(), false);
+    int64_t w = splitWidth(bound);
+    Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
+    auto partials = [&](Value begin, Value end, int64_t step, int64_t termWidth, Value init) {
+      return splitPartials(sum, along, {this}, begin, end, step, termWidth, init).front();
+    };
+    emitStagedSplitSum(sum, w, bound, mainEnd, partials);
+  }
+
+  /// The split sum of a staged point (Ascend point rows): the row along j a chunk at a time, each chunk's
+  /// loads copied into UB buffers first. Chunks are whole multiples of the w partial sums (the plan makes
+  /// them so), so every term lands in the same partial sum, in the same order, as in emitSplitSum; the last
+  /// chunk is peeled, since the reduction of the partial sums comes before the tail's terms.
+  template <typename Partials>
+  void emitStagedSplitSum(SumOp sum, int64_t w, Value bound, Value mainEnd, Partials &&partials) {
+    Location loc = sum.getLoc();
+    Block &body = sum.getBody().front();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    int64_t chunk = staged->chunk(), chunks = staged->chunks();
+    // Stages the chunk from `offset` and returns its end.
+    auto stage = [&](Value offset) {
+      Value length = arith::MinSIOp::create(b, loc, cst(chunk), arith::SubIOp::create(b, loc, bound, offset));
+      staged->beginChunk(offset, length);
+      staged->copyIn(b, body, nullptr, scalars, Value());
+      return arith::AddIOp::create(b, loc, offset, length).getResult();
+    };
+    Type partialType = w > 1 ? Type(vectorOf(b.getF32Type(), w)) : Type(b.getF32Type());
+    Value acc = arith::ConstantOp::create(b, loc, b.getZeroAttr(partialType));
+    if (chunks > 1) {
+      auto loop = scf::ForOp::create(b, loc, cst(0), cst(chunks - 1), cst(1), ValueRange{acc});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value offset = arith::MulIOp::create(b, loc, loop.getInductionVar(), cst(chunk));
+      Value end = stage(offset);
+      scf::YieldOp::create(b, loc, ValueRange{partials(offset, end, w, w, loop.getRegionIterArgs()[0])});
+      acc = loop.getResult(0);
+    }
+    Value last = cst((chunks - 1) * chunk);
+    Value end = stage(last);
+    if (w > 1) {
+      acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, partials(last, mainEnd, w, w, acc));
+      last = mainEnd;
+    }
+    map(sum.getResult(), partials(last, end, 1, 1, acc));
+  }
+
+  void emitFold(FoldOp fold) {
+    Location loc = fold.getLoc();
+    bool vec = vectorized(fold.getResult());
+    if (!vec && warpLane && isIntegerSum(fold))
+      return emitLaneSplitFold(fold);
+    Value init = get(fold.getInit(), vec);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value bound = get(fold.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, c0, bound, c1, ValueRange{init});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Block &body = fold.getBody().front();
+      scalars.map(body.getArgument(0), loop.getInductionVar());
+      map(body.getArgument(1), loop.getRegionIterArgs()[0]);
+      auto table = stepTables.find(fold);
+      if (table != stepTables.end())
+        readStepTable(table->second, loop.getInductionVar(), loc);
+      scf::YieldOp::create(b, loc, emitBlock(body, vec));
+      if (table != stepTables.end())
+        for (Operation *op : table->second.invariant)
+          skipped.erase(op);
+    }
+    map(fold.getResult(), loop.getResult(0));
+    pendingUnrolls.push_back(loop);
+  }
+
+  /// Whether each step of `fold` is `acc + x` or `p ? acc + x : acc` (either way round) on integers, with
+  /// nothing else reading the accumulator: a sum, which any split of the steps computes exactly (integer
+  /// addition is associative, also when it wraps). A prefix count is one.
+  static bool isIntegerSum(FoldOp fold) {
+    Block &body = fold.getBody().front();
+    Value acc = body.getArgument(1);
+    if (!acc.getType().isIndex() && !acc.getType().isSignlessInteger(64) && !acc.getType().isSignlessInteger(32))
+      return false;
+    auto addsTo = [&](Value v) -> arith::AddIOp {
+      auto add = v.getDefiningOp<arith::AddIOp>();
+      if (!add || add->getBlock() != &body || (add.getLhs() == acc) == (add.getRhs() == acc))
+        return {};
+      return add;
+    };
+    Value step = cast<YieldOp>(body.getTerminator()).getValue();
+    arith::AddIOp add = addsTo(step);
+    Operation *select = nullptr;
+    if (!add) {
+      auto sel = step.getDefiningOp<arith::SelectOp>();
+      if (!sel || sel->getBlock() != &body || sel.getCondition() == acc)
+        return false;
+      if (sel.getTrueValue() == acc)
+        add = addsTo(sel.getFalseValue());
+      else if (sel.getFalseValue() == acc)
+        add = addsTo(sel.getTrueValue());
+      select = sel;
+    }
+    return add && llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == add || user == select; });
+  }
+
+  /// An integer-sum fold that every lane of a converged warp would compute alike: lane l folds steps l,
+  /// l + 32, ... from 0, a shuffle tree adds the 32 partial sums (as two 32-bit halves), and the init is
+  /// added last. 32 times fewer steps per lane, the same total.
+  void emitLaneSplitFold(FoldOp fold) {
+    Location loc = fold.getLoc();
+    Block &body = fold.getBody().front();
+    Type type = fold.getType();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value zero = type.isIndex() ? Value(cst(0)) : Value(arith::ConstantIntOp::create(b, loc, type, 0));
+    auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32), ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scalars.map(body.getArgument(0), loop.getInductionVar());
+      scalars.map(body.getArgument(1), loop.getRegionIterArgs()[0]);
+      scf::YieldOp::create(b, loc, emitBlock(body, false));
+    }
+    auto i64 = b.getI64Type(), i32 = b.getI32Type();
+    Value total = type.isIndex() ? Value(arith::IndexCastOp::create(b, loc, i64, loop.getResult(0)))
+                                 : Value(arith::ExtSIOp::create(b, loc, i64, loop.getResult(0)));
+    if (type.isSignlessInteger(64))
+      total = loop.getResult(0);
+    auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); };
+    Value shift = arith::ConstantIntOp::create(b, loc, i64, 32);
+    for (int64_t offset = 16; offset > 0; offset /= 2) {
+      auto shuffled = [&](Value half) {
+        return gpu::ShuffleOp::create(b, loc, half, c32(offset), c32(32), gpu::ShuffleMode::XOR).getShuffleResult();
+      };
+      Value lo = shuffled(arith::TruncIOp::create(b, loc, i32, total));
+      Value hi = shuffled(arith::TruncIOp::create(b, loc, i32, arith::ShRUIOp::create(b, loc, total, shift)));
+      Value other = arith::OrIOp::create(b, loc, arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, hi), shift),
+                                         arith::ExtUIOp::create(b, loc, i64, lo));
+      total = arith::AddIOp::create(b, loc, total, other);
+    }
+    Value sum = type.isIndex() ? Value(arith::IndexCastOp::create(b, loc, type, total))
+                               : Value(arith::TruncIOp::create(b, loc, type, total));
+    if (type.isSignlessInteger(64))
+      sum = total;
+    map(fold.getResult(), arith::AddIOp::create(b, loc, get(fold.getInit(), false), sum));
+  }
+
+  /// The CPU list: a stack array; a branch-free loop stores every index at the list's end and moves the
+  /// end past the live ones (the end never passes the index, so it stays inside the array).
+  void emitCompact(CompactOp compact) {
+    if (onGpu)
+      return emitWarpCompact(compact);
+    Location loc = compact.getLoc();
+    OpBuilder entry = atFunctionEntry();
+    Value list = memref::AllocaOp::create(entry, loc, cast<MemRefType>(compact.getList().getType()));
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value bound = get(compact.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(1), ValueRange{cst(0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Block &predicate = compact.getPredicate().front();
+      Value k = loop.getInductionVar(), end = loop.getRegionIterArgs()[0];
+      scalars.map(predicate.getArgument(0), k);
+      Value live = emitBlock(predicate, false);
+      memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), list, ValueRange{end});
+      Value next = arith::AddIOp::create(b, loc, end, cst(1));
+      scf::YieldOp::create(b, loc, ValueRange{arith::SelectOp::create(b, loc, live, next, end)});
+    }
+    scalars.map(compact.getList(), list);
+    scalars.map(compact.getCount(), loop.getResult(0));
+    pendingUnrolls.push_back(loop);
+  }
+
+  /// A fold's per-step values, computed in the row's prologue (emitStepTables): the step's ops that do not
+  /// vary along the row, and a shared-memory column (this warp's from `base`) per value the rest uses.
+  struct StepTable {
+    DenseSet<Operation *> invariant;
+    SmallVector<std::pair<Value, Value>> columns; // (value in the step, its column)
+    Value base;
+  };
+
+  /// Where this warp's part of a workgroup buffer of `length` entries per warp starts.
+  Value warpBase(Location loc, int64_t length) {
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
+    Value threads = cst(domain.schedule().getThreads());
+    Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, threads), tx);
+    return arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
+  }
+
+  /// Whether `op` (a top-level op of a fold's step) neither varies along the row nor reads the accumulator.
+  bool stepInvariant(Operation &op) const {
+    bool invariant = true;
+    op.walk([&](Operation *inner) {
+      if (llvm::any_of(inner->getOperands(), [&](Value v) { return analysis.isVarying(v); }) ||
+          llvm::any_of(inner->getResults(), [&](Value v) { return analysis.isVarying(v); }))
+        invariant = false;
+    });
+    return invariant;
+  }
+
+  /// The most steps `fold` runs: a constant bound, or the length of the list whose count bounds it.
+  static int64_t mostSteps(FoldOp fold) {
+    APInt constant;
+    if (matchPattern(fold.getBound(), m_ConstantInt(&constant)))
+      return constant.getSExtValue();
+    if (auto compact = fold.getBound().getDefiningOp<CompactOp>(); compact && fold.getBound() == compact.getCount())
+      return cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+    return 0;
+  }
+
+  static constexpr int64_t kStepTableBytes = 32768; // per domain, in the block's shared memory
+  int64_t stepTableBytes = 0;                        // the tables' so far
+
+  /// See emitStepTables.
+  void emitStepTable(FoldOp fold) {
+    Block &step = fold.getBody().front();
+    int64_t length = mostSteps(fold);
+    // The bound must be known in the prologue: computed there, or defined before the domain.
+    Value bound = fold.getBound();
+    bool boundKnown = scalars.contains(bound) || !domain.op()->isAncestor(bound.getParentBlock()->getParentOp());
+    if (length <= 0 || length > 4096 || !boundKnown)
+      return;
+    SmallVector<Operation *> invariant;
+    DenseSet<Operation *> invariantSet;
+    bool readsMemory = false;
+    // An op whose operands the table's loop has: the step index, values from before the fold, from inside
+    // the op, or from per-step work already taken.
+    auto ready = [&](Operation &op) {
+      return !op.walk([&](Operation *inner) {
+                  for (Value v : inner->getOperands()) {
+                    Operation *def = v.getDefiningOp();
+                    Operation *where = def ? def : cast<BlockArgument>(v).getOwner()->getParentOp();
+                    if (v != step.getArgument(0) && fold->isAncestor(where) && !op.isAncestor(where) &&
+                        !(def && invariantSet.contains(def)))
+                      return WalkResult::interrupt();
+                  }
+                  return WalkResult::advance();
+                }).wasInterrupted();
+    };
+    auto take = [&](Operation &op) {
+      invariantSet.insert(&op);
+      op.walk([&](memref::LoadOp load) { readsMemory |= !sharedLists.count(load.getMemRef()); });
+    };
+    for (Operation &op : step.without_terminator())
+      if (stepInvariant(op) && ready(op)) {
+        invariant.push_back(&op);
+        take(op);
+      }
+    // Per-step work inside a branch of the step whose condition is per-step too (C2 at few experts:
+    // `r < 0 ? acc : fma(x[r, h], w[r], acc)`): the branch's ops that do not vary along the row.
+    SmallVector<scf::IfOp> branching;
+    for (Operation &op : step.without_terminator()) {
+      auto ifOp = dyn_cast<scf::IfOp>(op);
+      if (!ifOp || invariantSet.contains(&op) || analysis.isVarying(ifOp.getCondition()))
+        continue;
+      Value cond = ifOp.getCondition();
+      Operation *condDef = cond.getDefiningOp();
+      Operation *condAt = condDef ? condDef : cast<BlockArgument>(cond).getOwner()->getParentOp();
+      if (fold->isAncestor(condAt) && !(condDef && invariantSet.contains(condDef)))
+        continue; // the condition is not known in the table's loop
+      bool any = false;
+      for (Block *branch : {ifOp.thenBlock(), ifOp.elseBlock()}) {
+        if (!branch)
+          continue;
+        SmallVector<Operation *> taken;
+        for (Operation &inner : branch->without_terminator())
+          if (stepInvariant(inner) && ready(inner)) {
+            take(inner);
+            taken.push_back(&inner);
+          }
+        // Only what the rest of the step needs, directly or through what is kept: work that only reports
+        // (a check's status stores) stays in the branch, which the loop then still branches around.
+        DenseSet<Operation *> dropped;
+        for (Operation *inner : llvm::reverse(taken)) { // users first
+          bool needed = llvm::any_of(inner->getUsers(), [&](Operation *user) {
+            while (user->getBlock() != inner->getBlock())
+              user = user->getParentOp();
+            return !dropped.contains(user); // kept per-step work, or the rest of the step
+          });
+          if (!needed) {
+            invariantSet.erase(inner);
+            dropped.insert(inner);
+          }
+        }
+        any |= llvm::any_of(taken, [&](Operation *inner) { return invariantSet.contains(inner); });
+      }
+      if (any)
+        branching.push_back(ifOp);
+    }
+    // The values the rest of the step uses (directly or inside its regions).
+    SetVector<Value> columns;
+    step.walk<WalkOrder::PreOrder>([&](Operation *op) { // in order: the columns' order fixes the IR's
+      if (!invariantSet.contains(op))
+        return;
+      for (Value result : op->getResults())
+        for (OpOperand &use : result.getUses()) {
+          Operation *user = use.getOwner();
+          while (user->getBlock() != op->getBlock())
+            user = user->getParentOp();
+          if (!invariantSet.contains(user))
+            columns.insert(result);
+        }
+    });
+    if (!readsMemory || columns.empty() ||
+        llvm::any_of(columns, [](Value v) { return !v.getType().isIntOrIndexOrFloat(); }))
+      return;
+
+    Location loc = fold.getLoc();
+    ScheduleAttr schedule = domain.schedule();
+    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+    auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
+    // The block's shared memory stays within what a kernel gets without opting in (48 KiB): the lists
+    // take up to 16 KiB of it (moe-compact-predicated-folds), the tables up to 32 KiB.
+    // A column is stored as a 32-bit word where it can be: i1 (shared-memory bytes would cost byte
+    // permutes, prmt, to pack and unpack), and an index cast from an i32 the step computes (a loaded row
+    // number), cast again where it is read.
+    auto narrowIndex = [&](Value column) -> Value {
+      auto cast = column.getDefiningOp<arith::IndexCastOp>();
+      if (!cast || cast->getBlock() != &step || !cast.getIn().getType().isInteger(32))
+        return Value();
+      Operation *def = cast.getIn().getDefiningOp();
+      return !def || def->getBlock() != &step || invariantSet.contains(def) ? cast.getIn() : Value();
+    };
+    auto stored = [&](Value column) {
+      Type t = column.getType();
+      return t.isInteger(1) || narrowIndex(column) ? Type(b.getI32Type()) : t;
+    };
+    int64_t bytes = 0;
+    for (Value column : columns)
+      bytes += warps * length *
+               (stored(column).isIndex() ? 8 : std::max<int64_t>(4, stored(column).getIntOrFloatBitWidth() / 8));
+    if (stepTableBytes + bytes > kStepTableBytes)
+      return;
+    stepTableBytes += bytes;
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    StepTable table;
+    table.base = warpBase(loc, length);
+    for (Value column : columns)
+      table.columns.push_back({column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column),
+                                                                                    MemRefLayoutAttrInterface(), space),
+                                                                    loc)});
+    auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scalars.map(step.getArgument(0), loop.getInductionVar());
+      for (Operation *op : invariant)
+        emitOp(*op);
+      for (scf::IfOp ifOp : branching)
+        emitBranchWork(ifOp, invariantSet, columns);
+      Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
+      for (auto [column, buffer] : table.columns) {
+        Value narrow = narrowIndex(column);
+        Value v = scalars.lookup(narrow ? narrow : column);
+        if (v.getType().isInteger(1))
+          v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
+        memref::StoreOp::create(b, loc, v, buffer, ValueRange{at});
+      }
+    }
+    NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
+    table.invariant = std::move(invariantSet);
+    stepTables[fold] = std::move(table);
+  }
+
+  /// A step table's loop: the per-step work `taken` inside the branches of `ifOp`, under its condition; the
+  /// columns among its values come out of the branch taken (zero from the other).
+  void emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &taken, const SetVector<Value> &columns) {
+    Location loc = ifOp.getLoc();
+    SmallVector<Value> out;
+    SmallVector<Type> types;
+    for (Value column : columns)
+      if (ifOp->isAncestor(column.getDefiningOp())) {
+        out.push_back(column);
+        types.push_back(column.getType());
+      }
+    auto work = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), /*withElseRegion=*/true);
+    for (auto [from, to] :
+         {std::pair{&ifOp.getThenRegion(), work.thenBlock()}, std::pair{&ifOp.getElseRegion(), work.elseBlock()}}) {
+      OpBuilder::InsertionGuard guard(b);
+      if (to->mightHaveTerminator())
+        b.setInsertionPoint(to->getTerminator());
+      else
+        b.setInsertionPointToEnd(to);
+      if (!from->empty())
+        for (Operation &op : from->front().without_terminator())
+          if (taken.contains(&op))
+            emitOp(op);
+      if (types.empty())
+        continue;
+      SmallVector<Value> yields;
+      for (Value v : out)
+        yields.push_back(from->isAncestor(v.getParentRegion())
+                             ? scalars.lookup(v)
+                             : arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())).getResult());
+      scf::YieldOp::create(b, loc, yields);
+    }
+    for (auto [v, result] : llvm::zip(out, work.getResults()))
+      scalars.map(v, result);
+  }
+
+  /// In a fold step with a step table: its invariant ops are left out, and the values the rest uses are
+  /// read from the table's columns at step `j`.
+  void readStepTable(const StepTable &table, Value j, Location loc) {
+    Value at = arith::AddIOp::create(b, loc, table.base, j);
+    for (auto [column, buffer] : table.columns) {
+      Value v = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
+      if (column.getType().isInteger(1))
+        v = arith::TruncIOp::create(b, loc, b.getI1Type(), v);
+      else if (column.getType() != v.getType()) // a narrowed index (see emitStepTable)
+        v = arith::IndexCastOp::create(b, loc, column.getType(), v);
+      scalars.map(column, v);
+    }
+    for (Operation *op : table.invariant)
+      skipped.insert(op);
+  }
+
+  /// The GPU list: each warp's in shared memory (a workgroup buffer of one list per warp of the block).
+  /// 32 indices at a time, each lane tests one; a ballot of the results and the population count of the
+  /// lanes below give every live index its place, in order. A warp barrier then makes the list visible to
+  /// all lanes. Runs in the row's prologue, where a warp's lanes are converged.
+  void emitWarpCompact(CompactOp compact) {
+    Location loc = compact.getLoc();
+    int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+    ScheduleAttr schedule = domain.schedule();
+    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+    auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+    Value buffer = func.addWorkgroupAttribution(
+        MemRefType::get({warps * length}, b.getI32Type(), MemRefLayoutAttrInterface(), space), loc);
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+    Value base = warpBase(loc, length);
+    Value lane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), cst(32));
+    Value laneBit = arith::ShLIOp::create(b, loc, i32(1), arith::IndexCastOp::create(b, loc, b.getI32Type(), lane));
+    Value lanesBelow = arith::SubIOp::create(b, loc, laneBit, i32(1));
+    Value bound = get(compact.getBound(), false);
+    auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(32), ValueRange{cst(0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k = arith::AddIOp::create(b, loc, loop.getInductionVar(), lane);
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, bound);
+      auto tested = scf::IfOp::create(b, loc, b.getI1Type(), inside, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard branch(b);
+        b.setInsertionPointToStart(tested.thenBlock());
+        Block &predicate = compact.getPredicate().front();
+        scalars.map(predicate.getArgument(0), k);
+        scf::YieldOp::create(b, loc, ValueRange{emitBlock(predicate, false)});
+        b.setInsertionPointToStart(tested.elseBlock());
+        scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
+      }
+      Value live = tested.getResult(0);
+      Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1), live, NVVM::VoteSyncKind::ballot);
+      Value end = loop.getRegionIterArgs()[0];
+      auto count = [&](Value bits) {
+        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
+      };
+      Value place = arith::AddIOp::create(b, loc, end, count(arith::AndIOp::create(b, loc, mask, lanesBelow)));
+      auto store = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard branch(b);
+        b.setInsertionPointToStart(store.thenBlock());
+        memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), buffer,
+                                ValueRange{arith::AddIOp::create(b, loc, base, place)});
+      }
+      scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, end, count(mask))});
+    }
+    NVVM::SyncWarpOp::create(b, loc, i32(-1));
+    sharedLists[compact.getList()] = {buffer, base};
+    scalars.map(compact.getCount(), loop.getResult(0));
+  }
+
+  /// list[i] of a warp's shared-memory list.
+  void emitSharedListLoad(memref::LoadOp load) {
+    auto [buffer, base] = sharedLists.lookup(load.getMemRef());
+    Value at = arith::AddIOp::create(b, load.getLoc(), base, get(load.getIndices()[0], false));
+    map(load.getResult(), memref::LoadOp::create(b, load.getLoc(), buffer, ValueRange{at}).getResult());
+  }
+
+  OpBuilder atFunctionEntry() { return builderAtFunctionEntry(b); }
+
+  /// Fully unrolls short reductions (K <= unroll), else unrolls by the schedule's factor; either only
+  /// while the unrolled body stays under kMaxUnrolledOps. Inner loops are unrolled first, so the budget
+  /// bounds the code of nested reductions (sum(k < 2) sum(j < 2) ...) linearly, not 2^depth.
+  /// The bound is read from the loop (0 to bound step 1), not kept: unrolling an earlier loop (a
+  /// moe.compact's, whose result is this one's bound) replaces the value.
+  void unrollLoop(scf::ForOp loop) {
+    Value bound = loop.getUpperBound();
+    if (unroll <= 1)
+      return;
+    int64_t bodyOps = 0;
+    loop.getBody()->walk([&](Operation *) { ++bodyOps; });
+    APInt trip;
+    if (matchPattern(bound, m_ConstantInt(&trip)) && trip.getSExtValue() <= unroll) {
+      if (bodyOps * trip.getSExtValue() <= kMaxUnrolledOps)
+        (void)loopUnrollFull(loop);
+    } else if (bodyOps * unroll <= kMaxUnrolledOps) {
+      (void)loopUnrollByFactor(loop, unroll);
+    }
+  }
+  static constexpr int64_t kMaxUnrolledOps = 4096;
+
+  void emitIf(scf::IfOp ifOp) {
+    if (auto it = decided.find(ifOp); it != decided.end()) {
+      Block &branch = it->second ? ifOp.getThenRegion().front() : ifOp.getElseRegion().front();
+      emitOps(branch);
+      for (auto [result, yielded] : llvm::zip(ifOp.getResults(), branch.getTerminator()->getOperands()))
+        map(result, get(yielded, vectorized(result)));
+      return;
+    }
+    Location loc = ifOp.getLoc();
+    SmallVector<Type> types;
+    for (Value r : ifOp.getResults())
+      types.push_back(vectorized(r) ? Type(vectorOf(r.getType())) : r.getType());
+    auto newIf = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), ifOp.elseBlock() != nullptr);
+    auto emitBranch = [&](Block &from, Block *to) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(to);
+      if (types.empty()) { // the builder already ended a result-less branch with its yield
+        b.setInsertionPoint(to->getTerminator());
+        emitOps(from);
+        return;
+      }
+      emitOps(from);
+      SmallVector<Value> yielded;
+      for (auto [i, v] : llvm::enumerate(from.getTerminator()->getOperands()))
+        yielded.push_back(get(v, isa<VectorType>(types[i])));
+      scf::YieldOp::create(b, loc, yielded);
+    };
+    emitBranch(ifOp.getThenRegion().front(), newIf.thenBlock());
+    if (ifOp.elseBlock())
+      emitBranch(ifOp.getElseRegion().front(), newIf.elseBlock());
+    for (auto [oldR, newR] : llvm::zip(ifOp.getResults(), newIf.getResults()))
+      map(oldR, newR);
+  }
+
+  /// A load along h becomes a vector.load; an elementwise arith op gets vector operands and results.
+  void emitVectorOp(Operation &op) {
+    Location loc = op.getLoc();
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      SmallVector<Value> indices;
+      for (Value i : load.getIndices())
+        indices.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
+      auto type = vectorOf(load.getType());
+      auto vload = vector::LoadOp::create(b, loc, type, get(load.getMemRef(), false), indices);
+      vload.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(load.getMemRef())));
+      map(load.getResult(), vload.getResult());
+      return;
+    }
+    OperationState state(loc, op.getName());
+    for (Value v : op.getOperands())
+      state.addOperands(get(v, true));
+    for (Type t : op.getResultTypes())
+      state.addTypes(vectorOf(t));
+    state.addAttributes(op.getAttrs());
+    Operation *newOp = b.create(state);
+    for (auto [oldR, newR] : llvm::zip(op.getResults(), newOp->getResults()))
+      map(oldR, newR);
+  }
+
+  /// The byte alignment a vector access along the last dim of `memref` can promise, given a base pointer
+  /// aligned to `maxAlignment`: h is a multiple of V, but a row starts only at a multiple of its stride.
+  int64_t accessAlignment(Value memref) const { return vectorAccessAlignment(memref, width, maxAlignment); }
+
+  void map(Value orig, Value emitted) {
+    if (vectorized(orig))
+      vectors.map(orig, emitted);
+    else
+      scalars.map(orig, emitted);
+  }
+
+  OpBuilder &b;
+  DomainOp domain;
+  const VaryingAnalysis &analysis;
+  int64_t width, unroll, maxAlignment;
+  ReductionSplit split;
+  Value storeGuard;
+  Part part;
+  bool onGpu = false, streamingStores = false;
+  StagedRow *staged = nullptr;
+  bool skipMapped = false; // set by premap()
+  int64_t outputAlignment = 0; // what the output's base pointer is known to be aligned to (a versioned loop)
+  Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
+  IRMapping scalars, vectors;
+  DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
+  DenseMap<Operation *, StepTable> stepTables;
+  DenseMap<Operation *, bool> decided; // see decide()
+  DenseSet<Operation *> skipped;       // see skip()
+  Value laneIndices; // h, h+1, ..., h+V-1
+  SmallVector<scf::ForOp> pendingUnrolls;
+};
+
+/// Splits a flattened row index into the index of each leading dim (row-major).
+inline SmallVector<Value> unflattenRow(OpBuilder &b, Location loc, Value row, ValueRange rowBounds) {
+  SmallVector<Value> indices(rowBounds.size());
+  for (int64_t d = rowBounds.size() - 1; d >= 0; --d) {
+    if (d == 0) {
+      indices[d] = row;
+      break;
+    }
+    indices[d] = arith::RemUIOp::create(b, loc, row, rowBounds[d]);
+    row = arith::DivUIOp::create(b, loc, row, rowBounds[d]);
+  }
+  return indices;
+}
+
+
+} // namespace moec::moe
+
+#endif // MOEC_COMPILER_TRANSFORMS_BODYEMITTER_H
