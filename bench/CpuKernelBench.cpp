@@ -68,11 +68,14 @@ void runCase(benchmark::State &state, const Mode &mode, const Shape &shape, moec
     statics["E"] = shape.E;
     if (std::string(mode.op) == "moe_unpermute")
       statics["K"] = shape.K;
+    else
+      statics[moec::gpucheck::kRoutingTopK] = shape.K; // the inputs' routing, not a dim of A3
   }
   moec::KernelRequest request;
   request.dtype = dtype;
   for (const auto &[name, value] : statics)
-    (name == "H" || name == "E" || name == "K" ? request.dims : request.attrs)[name] = value;
+    if (name != moec::gpucheck::kRoutingTopK)
+      (name == "H" || name == "E" || name == "K" ? request.dims : request.attrs)[name] = value;
   request.with = mode.with;
   moec::Kernel kernel = runtime().get(mode.op, request);
   std::mt19937 rng(12345);

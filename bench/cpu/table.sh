@@ -37,7 +37,7 @@ b2=(moe_init_routing_v2_grad --dim 'H=$H' --attr 'top_k=$K')
 row "B2 dropless" "${b2[@]}"
 row "B2 active_num" "${b2[@]}" --active
 row "B2 drop_pad_mode=1" "${b2[@]}" --attr drop_pad_mode=1
-a3=(moe_token_unpermute_with_routing_map_grad --dim 'E=$E' --dim 'H=$H')
+a3=(moe_token_unpermute_with_routing_map_grad --dim 'E=$E' --dim 'H=$H' --topk '$K')
 row "A3 non-pad" "${a3[@]}"
 row "A3 non-pad +routing_map,permuted_tokens,probs" "${a3[@]}" --with routing_map --with permuted_tokens --with probs
 row "A3 drop_and_pad" "${a3[@]}" --attr drop_and_pad=1

@@ -32,7 +32,7 @@ b2=(moe_init_routing_v2_grad --dim H=$H --attr top_k=$K)
 run "B2 dropless" "${b2[@]}"
 run "B2 dropless, active_num" "${b2[@]}" --active
 run "B2 drop_pad_mode=1" "${b2[@]}" --attr drop_pad_mode=1
-a3=(moe_token_unpermute_with_routing_map_grad --dim E=$E --dim H=$H --tokens "$a3tokens")
+a3=(moe_token_unpermute_with_routing_map_grad --dim E=$E --dim H=$H --topk "$K" --tokens "$a3tokens")
 run "A3 default" "${a3[@]}"
 run "A3 +routing_map,+permuted_tokens,+probs" "${a3[@]}" --with routing_map --with permuted_tokens --with probs
 run "A3 drop_and_pad" "${a3[@]}" --attr drop_and_pad=1

@@ -338,9 +338,14 @@ inline std::pair<double, double> outputError(const Case &c, const std::string &n
 /// Spec §8.1: DeepSeek-V3 (H 7168) at 4096 tokens, Qwen3 / Mixtral (H 4096) at 8192, else 8192.
 inline int64_t productionTokens(int64_t H) { return H == 7168 ? 4096 : 8192; }
 
+/// The statics key of A3's routing top-K (`moec bench --topk`): A3 has no top-K of its own (R = tokens x K
+/// at run time), so the inputs choose one.
+constexpr const char *kRoutingTopK = "routing_top_k";
+
 /// The case of `op` specialized to `statics` (static dims and attributes by public name) with the optional
-/// inputs `present`, at `tokens` tokens; `active`: B2's active_num mode. A3 in drop_and_pad mode gets the
-/// capacity of 8 experts' share; dropless A3 routes each token to 8 experts (E when fewer).
+/// inputs `present`, at `tokens` tokens; `active`: B2's active_num mode. A3 routes each token to K experts,
+/// statics[kRoutingTopK] or 8 (E when fewer): dropless, K slots per token; drop_and_pad, a capacity of
+/// tokens x K / E rows per expert.
 inline Case caseFor(const std::string &op, DType dtype, const std::map<std::string, int64_t> &statics,
                     const std::set<std::string> &present, int64_t tokens, bool active, std::mt19937 &rng,
                     bool reference = true) {
@@ -352,11 +357,15 @@ inline Case caseFor(const std::string &op, DType dtype, const std::map<std::stri
   if (op == "moe_init_routing_v2_grad")
     return initRoutingGrad(dtype, tokens, get("top_k", 1), H, int(get("drop_pad_mode", 0)), active, rng, reference);
   const int64_t E = get("E", 8);
+  const int64_t K = get(kRoutingTopK, std::min<int64_t>(8, E));
+  if (op == "moe_token_unpermute_with_routing_map_grad" && (K < 1 || K > E))
+    throw std::invalid_argument("A3's routing top-K must be in [1, E = " + std::to_string(E) + "], got " +
+                                std::to_string(K));
   if (op == "moe_token_unpermute_with_routing_map_grad" && get("drop_and_pad", 0))
-    return unpermuteGradPad(dtype, tokens, E, std::max<int64_t>(1, tokens * 8 / E), H, present.count("probs") > 0, rng,
+    return unpermuteGradPad(dtype, tokens, E, std::max<int64_t>(1, tokens * K / E), H, present.count("probs") > 0, rng,
                             reference);
   if (op == "moe_token_unpermute_with_routing_map_grad")
-    return unpermuteGradNonPad(dtype, tokens, E, std::min<int64_t>(8, E), H, present.count("probs") > 0, rng, reference);
+    return unpermuteGradNonPad(dtype, tokens, E, K, H, present.count("probs") > 0, rng, reference);
   if (op == "moe_unpermute")
     return paddleUnpermute(dtype, tokens, E, get("K", 1), H, get("using_weighted_combine", 0) != 0, rng, reference);
   throw std::invalid_argument("no benchmark inputs for op '" + op + "' (built-in ops only)");

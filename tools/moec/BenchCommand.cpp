@@ -37,6 +37,7 @@ struct BenchOptions {
   TargetOptions target;
   std::vector<std::string> dims, attrs, with;
   int64_t tokens = 0;
+  int64_t topK = 0; // A3's routing top-K (0: the inputs' default)
   bool active = false;
   int reps = 5;
   double budget = 1.0;
@@ -154,6 +155,12 @@ void runBench(BenchOptions o) {
   std::map<std::string, int64_t> statics = request.dims;
   statics.insert(request.attrs.begin(), request.attrs.end());
   int64_t tokens = o.tokens ? o.tokens : gpucheck::productionTokens(statics.count("H") ? statics.at("H") : 0);
+  if (o.topK) {
+    if (o.op != "moe_token_unpermute_with_routing_map_grad")
+      throw CLI::ValidationError("--topk", "only for moe_token_unpermute_with_routing_map_grad (" + o.op +
+                                               " takes its top-K as a dim or attribute)");
+    statics[gpucheck::kRoutingTopK] = o.topK;
+  }
 
   Runtime::Options options;
   options.target = o.target.resolveTarget();
@@ -185,6 +192,10 @@ void registerBenchCommand(CLI::App &app) {
   cmd->add_option("--with", o->with, "an optional input the call passes (repeatable)");
   cmd->add_option("--tokens", o->tokens, "token count (0: spec §8.1's production count for H)");
   cmd->add_flag("--active", o->active, "moe_init_routing_v2_grad: the active_num variant");
+  cmd->add_option("--topk", o->topK,
+                  "moe_token_unpermute_with_routing_map_grad: experts per token in the inputs' routing (default 8, E "
+                  "when fewer; drop_and_pad: capacity tokens x K / E)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   cmd->add_option("--reps", o->reps, "cpu: at least this many timed runs (median and minimum reported)")
       ->capture_default_str();
   cmd->add_option("--budget", o->budget, "cpu: seconds of timed kernel runs (each followed by a memcpy run)")
