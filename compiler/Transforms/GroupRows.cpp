@@ -148,26 +148,6 @@ std::optional<SmallVector<Operation *>> groupKeys(DomainOp domain) {
     return std::nullopt;
   if (write.getGuard() && !write->hasAttr(kRowGuardAttr))
     return std::nullopt;
-  speculateGuardedValue(domain, write);
-
-  // The values that depend on the member index.
-  Value member = domain.body().getArgument(domain.bounds().size() - 2);
-  DenseSet<Value> fromMember{member};
-  for (Operation &top : domain.body().without_terminator()) {
-    bool uses = false;
-    top.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (llvm::any_of(op->getOperands(), [&](Value v) { return fromMember.contains(v); })) {
-        uses = true;
-        fromMember.insert(op->getResults().begin(), op->getResults().end());
-      }
-    });
-    if (uses)
-      fromMember.insert(top.getResults().begin(), top.getResults().end());
-  }
-  std::optional<SmallVector<Operation *>> keys = memberKeys(domain, fromMember, member);
-  if (!keys || keys->size() > kMaxKeys ||
-      llvm::any_of(*keys, [](Operation *key) { return key->getNumResults() != 1 || !broadcastable(key->getResult(0)); }))
-    return std::nullopt;
   // The member's row (all indices but h) is computed before the loop along the row.
   for (Value index : write.getIndices().drop_back()) {
     Operation *def = index.getDefiningOp();
@@ -176,7 +156,35 @@ std::optional<SmallVector<Operation *>> groupKeys(DomainOp domain) {
   }
   if (write.getIndices().back() != domain.body().getArguments().back())
     return std::nullopt;
-  return keys;
+
+  // The keys: the values along the row take from the member index only through them.
+  Value member = domain.body().getArgument(domain.bounds().size() - 2);
+  auto keysNow = [&]() -> std::optional<SmallVector<Operation *>> {
+    DenseSet<Value> fromMember{member};
+    for (Operation &top : domain.body().without_terminator()) {
+      bool uses = false;
+      top.walk<WalkOrder::PreOrder>([&](Operation *op) {
+        if (llvm::any_of(op->getOperands(), [&](Value v) { return fromMember.contains(v); })) {
+          uses = true;
+          fromMember.insert(op->getResults().begin(), op->getResults().end());
+        }
+      });
+      if (uses)
+        fromMember.insert(top.getResults().begin(), top.getResults().end());
+    }
+    std::optional<SmallVector<Operation *>> keys = memberKeys(domain, fromMember, member);
+    if (!keys || keys->size() > kMaxKeys || llvm::any_of(*keys, [](Operation *key) {
+          return key->getNumResults() != 1 || !broadcastable(key->getResult(0));
+        }))
+      return std::nullopt;
+    return keys;
+  };
+  // Speculating the value only takes keys away (the guard's condition), so a body rejected here would be
+  // rejected after it too: nothing changes in a scatter that is not grouped.
+  if (!keysNow())
+    return std::nullopt;
+  speculateGuardedValue(domain, write);
+  return keysNow();
 }
 
 struct GroupRowsPass : impl::MoeGroupRowsBase<GroupRowsPass> {
