@@ -256,9 +256,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   DiagnosticCollector diagnostics(context);
   MoeModule generated;
   try {
-    // Statement fusion: point kernels store rows inside their dot products (moe.row_store); not the
-    // Ascend target's tiled kernels, whose rows go through UB buffers.
-    bool fuseRowStores = spec.target.kind != TargetKind::Ascend && !(spec.schedule.disabled & kFuseRowStores);
+    // Statement fusion: point kernels store rows inside their dot products (moe.row_store; on Ascend
+    // through a UB buffer per chunk).
+    bool fuseRowStores = !(spec.schedule.disabled & kFuseRowStores);
     generated = genMoe(context, op, spec.dtype, present, statics, fuseRowStores);
   } catch (const GenError &e) {
     throw CompileError(e.what());

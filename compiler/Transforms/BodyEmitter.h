@@ -228,14 +228,7 @@ public:
   /// load and its checks, a gathered row's weight), that work runs here once per step, the warp's lanes
   /// taking the steps round robin, into shared-memory tables (a column per value the rest of the step
   /// uses). The fold's steps along the row then read the columns instead of redoing it for every vector.
-  void emitStepTables() {
-    if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % 32 != 0)
-      return;
-    // A fold that varies along the row: its accumulator does, so no op that reads it counts as per-step work.
-    for (Operation &op : domain.body().without_terminator())
-      if (auto fold = dyn_cast<FoldOp>(op); fold && analysis.isVarying(fold.getResult()))
-        emitStepTable(fold);
-  }
+  void emitStepTables();
 
   /// How the row's target wants lists and stores (see RowTarget). On the GPU the row's prologue runs with
   /// each warp converged on one row, so its integer-sum folds split over the lanes.
@@ -420,8 +413,12 @@ private:
 
   /// A fused row assignment's element(s) j (moe.row_store), under its guard; every lane stores its own.
   void emitRowStore(RowStoreOp store) {
-    assert(!staged && "Ascend kernels are not fused");
     Location loc = store.getLoc();
+    if (staged) { // into the UB; the chunk's copy-out writes the row (copyOutRows)
+      assert(store.getIndices().back() == analysis.innerIndex() && "a fused row store writes along its sum");
+      staged->storeRow(b, store, get(store.getValue(), width > 1), scalars.lookup(analysis.innerIndex()), width);
+      return;
+    }
     SmallVector<Value> at;
     for (Value i : store.getIndices())
       at.push_back(i == analysis.innerIndex() ? scalars.lookup(i) : get(i, false));
@@ -656,7 +653,9 @@ private:
       b.setInsertionPointToStart(loop.getBody());
       Value offset = arith::MulIOp::create(b, loc, loop.getInductionVar(), cst(chunk));
       Value end = stage(offset);
-      scf::YieldOp::create(b, loc, ValueRange{partials(offset, end, w, w, loop.getRegionIterArgs()[0])});
+      Value next = partials(offset, end, w, w, loop.getRegionIterArgs()[0]);
+      staged->copyOutRows(b, scalars);
+      scf::YieldOp::create(b, loc, ValueRange{next});
       acc = loop.getResult(0);
     }
     Value last = cst((chunks - 1) * chunk);
@@ -666,6 +665,7 @@ private:
       last = mainEnd;
     }
     map(sum.getResult(), partials(last, end, 1, 1, acc));
+    staged->copyOutRows(b, scalars);
   }
 
   void emitFold(FoldOp fold) {
@@ -769,30 +769,7 @@ private:
 
   /// The CPU list: a stack array; a branch-free loop stores every index at the list's end and moves the
   /// end past the live ones (the end never passes the index, so it stays inside the array).
-  void emitCompact(CompactOp compact) {
-    if (onGpu)
-      return emitWarpCompact(compact);
-    Location loc = compact.getLoc();
-    OpBuilder entry = atFunctionEntry();
-    Value list = memref::AllocaOp::create(entry, loc, cast<MemRefType>(compact.getList().getType()));
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    Value bound = get(compact.getBound(), false);
-    auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(1), ValueRange{cst(0)});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Block &predicate = compact.getPredicate().front();
-      Value k = loop.getInductionVar(), end = loop.getRegionIterArgs()[0];
-      scalars.map(predicate.getArgument(0), k);
-      Value live = emitBlock(predicate, false);
-      memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), list, ValueRange{end});
-      Value next = arith::AddIOp::create(b, loc, end, cst(1));
-      scf::YieldOp::create(b, loc, ValueRange{arith::SelectOp::create(b, loc, live, next, end)});
-    }
-    scalars.map(compact.getList(), list);
-    scalars.map(compact.getCount(), loop.getResult(0));
-    pendingUnrolls.push_back(loop);
-  }
+  void emitCompact(CompactOp compact);
 
   /// A fold's per-step values, computed in the row's prologue (emitStepTables): the step's ops that do not
   /// vary along the row, and a shared-memory column (this warp's from `base`) per value the rest uses.
@@ -803,306 +780,36 @@ private:
   };
 
   /// Where this warp's part of a workgroup buffer of `length` entries per warp starts.
-  Value warpBase(Location loc, int64_t length) {
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
-    Value threads = cst(domain.schedule().getThreads());
-    Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, threads), tx);
-    return arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
-  }
+  Value warpBase(Location loc, int64_t length);
 
   /// Whether `op` (a top-level op of a fold's step) neither varies along the row nor reads the accumulator.
-  bool stepInvariant(Operation &op) const {
-    bool invariant = true;
-    op.walk([&](Operation *inner) {
-      if (llvm::any_of(inner->getOperands(), [&](Value v) { return analysis.isVarying(v); }) ||
-          llvm::any_of(inner->getResults(), [&](Value v) { return analysis.isVarying(v); }))
-        invariant = false;
-    });
-    return invariant;
-  }
+  bool stepInvariant(Operation &op) const;
 
   /// The most steps `fold` runs: a constant bound, or the length of the list whose count bounds it.
-  static int64_t mostSteps(FoldOp fold) {
-    APInt constant;
-    if (matchPattern(fold.getBound(), m_ConstantInt(&constant)))
-      return constant.getSExtValue();
-    if (auto compact = fold.getBound().getDefiningOp<CompactOp>(); compact && fold.getBound() == compact.getCount())
-      return cast<MemRefType>(compact.getList().getType()).getDimSize(0);
-    return 0;
-  }
+  static int64_t mostSteps(FoldOp fold);
 
   static constexpr int64_t kStepTableBytes = 32768; // per domain, in the block's shared memory
   int64_t stepTableBytes = 0;                        // the tables' so far
 
   /// See emitStepTables.
-  void emitStepTable(FoldOp fold) {
-    Block &step = fold.getBody().front();
-    int64_t length = mostSteps(fold);
-    // The bound must be known in the prologue: computed there, or defined before the domain.
-    Value bound = fold.getBound();
-    bool boundKnown = scalars.contains(bound) || !domain.op()->isAncestor(bound.getParentBlock()->getParentOp());
-    if (length <= 0 || length > 4096 || !boundKnown)
-      return;
-    SmallVector<Operation *> invariant;
-    DenseSet<Operation *> invariantSet;
-    bool readsMemory = false;
-    // An op whose operands the table's loop has: the step index, values from before the fold, from inside
-    // the op, or from per-step work already taken.
-    auto ready = [&](Operation &op) {
-      return !op.walk([&](Operation *inner) {
-                  for (Value v : inner->getOperands()) {
-                    Operation *def = v.getDefiningOp();
-                    Operation *where = def ? def : cast<BlockArgument>(v).getOwner()->getParentOp();
-                    if (v != step.getArgument(0) && fold->isAncestor(where) && !op.isAncestor(where) &&
-                        !(def && invariantSet.contains(def)))
-                      return WalkResult::interrupt();
-                  }
-                  return WalkResult::advance();
-                }).wasInterrupted();
-    };
-    auto take = [&](Operation &op) {
-      invariantSet.insert(&op);
-      op.walk([&](memref::LoadOp load) { readsMemory |= !sharedLists.count(load.getMemRef()); });
-    };
-    for (Operation &op : step.without_terminator())
-      if (stepInvariant(op) && ready(op)) {
-        invariant.push_back(&op);
-        take(op);
-      }
-    // Per-step work inside a branch of the step whose condition is per-step too (C2 at few experts:
-    // `r < 0 ? acc : fma(x[r, h], w[r], acc)`): the branch's ops that do not vary along the row.
-    SmallVector<scf::IfOp> branching;
-    for (Operation &op : step.without_terminator()) {
-      auto ifOp = dyn_cast<scf::IfOp>(op);
-      if (!ifOp || invariantSet.contains(&op) || analysis.isVarying(ifOp.getCondition()))
-        continue;
-      Value cond = ifOp.getCondition();
-      Operation *condDef = cond.getDefiningOp();
-      Operation *condAt = condDef ? condDef : cast<BlockArgument>(cond).getOwner()->getParentOp();
-      if (fold->isAncestor(condAt) && !(condDef && invariantSet.contains(condDef)))
-        continue; // the condition is not known in the table's loop
-      bool any = false;
-      for (Block *branch : {ifOp.thenBlock(), ifOp.elseBlock()}) {
-        if (!branch)
-          continue;
-        SmallVector<Operation *> taken;
-        for (Operation &inner : branch->without_terminator())
-          if (stepInvariant(inner) && ready(inner)) {
-            take(inner);
-            taken.push_back(&inner);
-          }
-        // Only what the rest of the step needs, directly or through what is kept: work that only reports
-        // (a check's status stores) stays in the branch, which the loop then still branches around.
-        DenseSet<Operation *> dropped;
-        for (Operation *inner : llvm::reverse(taken)) { // users first
-          bool needed = llvm::any_of(inner->getUsers(), [&](Operation *user) {
-            while (user->getBlock() != inner->getBlock())
-              user = user->getParentOp();
-            return !dropped.contains(user); // kept per-step work, or the rest of the step
-          });
-          if (!needed) {
-            invariantSet.erase(inner);
-            dropped.insert(inner);
-          }
-        }
-        any |= llvm::any_of(taken, [&](Operation *inner) { return invariantSet.contains(inner); });
-      }
-      if (any)
-        branching.push_back(ifOp);
-    }
-    // The values the rest of the step uses (directly or inside its regions).
-    SetVector<Value> columns;
-    step.walk<WalkOrder::PreOrder>([&](Operation *op) { // in order: the columns' order fixes the IR's
-      if (!invariantSet.contains(op))
-        return;
-      for (Value result : op->getResults())
-        for (OpOperand &use : result.getUses()) {
-          Operation *user = use.getOwner();
-          while (user->getBlock() != op->getBlock())
-            user = user->getParentOp();
-          if (!invariantSet.contains(user))
-            columns.insert(result);
-        }
-    });
-    if (!readsMemory || columns.empty() ||
-        llvm::any_of(columns, [](Value v) { return !v.getType().isIntOrIndexOrFloat(); }))
-      return;
-
-    Location loc = fold.getLoc();
-    ScheduleAttr schedule = domain.schedule();
-    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
-    auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
-    // The block's shared memory stays within what a kernel gets without opting in (48 KiB): the lists
-    // take up to 16 KiB of it (moe-compact-predicated-folds), the tables up to 32 KiB.
-    // A column is stored as a 32-bit word where it can be: i1 (shared-memory bytes would cost byte
-    // permutes, prmt, to pack and unpack), and an index cast from an i32 the step computes (a loaded row
-    // number), cast again where it is read.
-    auto narrowIndex = [&](Value column) -> Value {
-      auto cast = column.getDefiningOp<arith::IndexCastOp>();
-      if (!cast || cast->getBlock() != &step || !cast.getIn().getType().isInteger(32))
-        return Value();
-      Operation *def = cast.getIn().getDefiningOp();
-      return !def || def->getBlock() != &step || invariantSet.contains(def) ? cast.getIn() : Value();
-    };
-    auto stored = [&](Value column) {
-      Type t = column.getType();
-      return t.isInteger(1) || narrowIndex(column) ? Type(b.getI32Type()) : t;
-    };
-    int64_t bytes = 0;
-    for (Value column : columns)
-      bytes += warps * length *
-               (stored(column).isIndex() ? 8 : std::max<int64_t>(4, stored(column).getIntOrFloatBitWidth() / 8));
-    if (stepTableBytes + bytes > kStepTableBytes)
-      return;
-    stepTableBytes += bytes;
-    auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    StepTable table;
-    table.base = warpBase(loc, length);
-    for (Value column : columns)
-      table.columns.push_back({column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column),
-                                                                                    MemRefLayoutAttrInterface(), space),
-                                                                    loc)});
-    auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32));
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      scalars.map(step.getArgument(0), loop.getInductionVar());
-      for (Operation *op : invariant)
-        emitOp(*op);
-      for (scf::IfOp ifOp : branching)
-        emitBranchWork(ifOp, invariantSet, columns);
-      Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
-      for (auto [column, buffer] : table.columns) {
-        Value narrow = narrowIndex(column);
-        Value v = scalars.lookup(narrow ? narrow : column);
-        if (v.getType().isInteger(1))
-          v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
-        memref::StoreOp::create(b, loc, v, buffer, ValueRange{at});
-      }
-    }
-    NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
-    table.invariant = std::move(invariantSet);
-    stepTables[fold] = std::move(table);
-  }
+  void emitStepTable(FoldOp fold);
 
   /// A step table's loop: the per-step work `taken` inside the branches of `ifOp`, under its condition; the
   /// columns among its values come out of the branch taken (zero from the other).
-  void emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &taken, const SetVector<Value> &columns) {
-    Location loc = ifOp.getLoc();
-    SmallVector<Value> out;
-    SmallVector<Type> types;
-    for (Value column : columns)
-      if (ifOp->isAncestor(column.getDefiningOp())) {
-        out.push_back(column);
-        types.push_back(column.getType());
-      }
-    auto work = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), /*withElseRegion=*/true);
-    for (auto [from, to] :
-         {std::pair{&ifOp.getThenRegion(), work.thenBlock()}, std::pair{&ifOp.getElseRegion(), work.elseBlock()}}) {
-      OpBuilder::InsertionGuard guard(b);
-      if (to->mightHaveTerminator())
-        b.setInsertionPoint(to->getTerminator());
-      else
-        b.setInsertionPointToEnd(to);
-      if (!from->empty())
-        for (Operation &op : from->front().without_terminator())
-          if (taken.contains(&op))
-            emitOp(op);
-      if (types.empty())
-        continue;
-      SmallVector<Value> yields;
-      for (Value v : out)
-        yields.push_back(from->isAncestor(v.getParentRegion())
-                             ? scalars.lookup(v)
-                             : arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())).getResult());
-      scf::YieldOp::create(b, loc, yields);
-    }
-    for (auto [v, result] : llvm::zip(out, work.getResults()))
-      scalars.map(v, result);
-  }
+  void emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &taken, const SetVector<Value> &columns);
 
   /// In a fold step with a step table: its invariant ops are left out, and the values the rest uses are
   /// read from the table's columns at step `j`.
-  void readStepTable(const StepTable &table, Value j, Location loc) {
-    Value at = arith::AddIOp::create(b, loc, table.base, j);
-    for (auto [column, buffer] : table.columns) {
-      Value v = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
-      if (column.getType().isInteger(1))
-        v = arith::TruncIOp::create(b, loc, b.getI1Type(), v);
-      else if (column.getType() != v.getType()) // a narrowed index (see emitStepTable)
-        v = arith::IndexCastOp::create(b, loc, column.getType(), v);
-      scalars.map(column, v);
-    }
-    for (Operation *op : table.invariant)
-      skipped.insert(op);
-  }
+  void readStepTable(const StepTable &table, Value j, Location loc);
 
   /// The GPU list: each warp's in shared memory (a workgroup buffer of one list per warp of the block).
   /// 32 indices at a time, each lane tests one; a ballot of the results and the population count of the
   /// lanes below give every live index its place, in order. A warp barrier then makes the list visible to
   /// all lanes. Runs in the row's prologue, where a warp's lanes are converged.
-  void emitWarpCompact(CompactOp compact) {
-    Location loc = compact.getLoc();
-    int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
-    ScheduleAttr schedule = domain.schedule();
-    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
-    auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
-    auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-    Value buffer = func.addWorkgroupAttribution(
-        MemRefType::get({warps * length}, b.getI32Type(), MemRefLayoutAttrInterface(), space), loc);
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
-    Value base = warpBase(loc, length);
-    Value lane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), cst(32));
-    Value laneBit = arith::ShLIOp::create(b, loc, i32(1), arith::IndexCastOp::create(b, loc, b.getI32Type(), lane));
-    Value lanesBelow = arith::SubIOp::create(b, loc, laneBit, i32(1));
-    Value bound = get(compact.getBound(), false);
-    auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(32), ValueRange{cst(0)});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value k = arith::AddIOp::create(b, loc, loop.getInductionVar(), lane);
-      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, bound);
-      auto tested = scf::IfOp::create(b, loc, b.getI1Type(), inside, /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard branch(b);
-        b.setInsertionPointToStart(tested.thenBlock());
-        Block &predicate = compact.getPredicate().front();
-        scalars.map(predicate.getArgument(0), k);
-        scf::YieldOp::create(b, loc, ValueRange{emitBlock(predicate, false)});
-        b.setInsertionPointToStart(tested.elseBlock());
-        scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
-      }
-      Value live = tested.getResult(0);
-      Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1), live, NVVM::VoteSyncKind::ballot);
-      Value end = loop.getRegionIterArgs()[0];
-      auto count = [&](Value bits) {
-        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
-      };
-      Value place = arith::AddIOp::create(b, loc, end, count(arith::AndIOp::create(b, loc, mask, lanesBelow)));
-      auto store = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
-      {
-        OpBuilder::InsertionGuard branch(b);
-        b.setInsertionPointToStart(store.thenBlock());
-        memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), buffer,
-                                ValueRange{arith::AddIOp::create(b, loc, base, place)});
-      }
-      scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, end, count(mask))});
-    }
-    NVVM::SyncWarpOp::create(b, loc, i32(-1));
-    sharedLists[compact.getList()] = {buffer, base};
-    scalars.map(compact.getCount(), loop.getResult(0));
-  }
+  void emitWarpCompact(CompactOp compact);
 
   /// list[i] of a warp's shared-memory list.
-  void emitSharedListLoad(memref::LoadOp load) {
-    auto [buffer, base] = sharedLists.lookup(load.getMemRef());
-    Value at = arith::AddIOp::create(b, load.getLoc(), base, get(load.getIndices()[0], false));
-    map(load.getResult(), memref::LoadOp::create(b, load.getLoc(), buffer, ValueRange{at}).getResult());
-  }
+  void emitSharedListLoad(memref::LoadOp load);
 
   OpBuilder atFunctionEntry() { return builderAtFunctionEntry(b); }
 

@@ -7,7 +7,9 @@
 //    placed in the UB in the plan's order, each aligned.
 // 3. Each row runs through BodyLowering's emitRow with a StagedRow (UbStaging below): the row-invariant
 //    prologue, then chunk by chunk, copy-in (a DataCopy per gathered row, under the conditions the body
-//    reads it under), compute over the UB buffers, copy-out; then moe.row_done.
+//    reads it under), compute over the UB buffers, copy-out; then moe.row_done. A point row's fused row
+//    stores (moe.row_store, A3's scaled grad row stored as probs_grad's dot product reads it) go to a
+//    `row.` buffer, copied out after each chunk of the dot product.
 // Loads that do not run along the row (indices, probs, an element gathered by h) are scalar reads of
 // global memory. A domain of point rows (a dot product along H per point) runs point by point, its
 // reduction a chunk at a time (emitStagedPoint), its value copied out one element per point.
@@ -176,6 +178,46 @@ public:
     DataCopyOp::create(b, loc, runtime, core, outputBuffer().memref, ValueRange{c0, c0}, domain.output(), at, count);
   }
 
+  void storeRow(OpBuilder &b, RowStoreOp store, Value value, Value j, int64_t width) override {
+    Location loc = store.getLoc();
+    std::string name = "row." + viewedTensorName(store.getOutput());
+    auto it = buffers.find(name);
+    if (it == buffers.end())
+      return fail(store, "stores a row, but the plan has no buffer '" + name + "'");
+    rowStores.insert(store);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value local = arith::SubIOp::create(b, loc, j, offset);
+    if (width == 1)
+      memref::StoreOp::create(b, loc, value, it->second.memref, ValueRange{c0, local});
+    else
+      vector::StoreOp::create(b, loc, value, it->second.memref, ValueRange{c0, local});
+  }
+
+  void copyOutRows(OpBuilder &b, const IRMapping &scalars) override {
+    for (RowStoreOp store : rowStores) {
+      Location loc = store.getLoc();
+      IRMapping values = scalars;
+      OpBuilder::InsertionGuard guard(b);
+      if (store.getGuard()) {
+        Value live = materialize(b, store.getGuard(), values);
+        if (!live)
+          return fail(store, "stores a row under a condition that varies along it: not lowered to Ascend");
+        b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, false).thenBlock());
+      }
+      SmallVector<Value> at;
+      for (Value index : store.getIndices().drop_back()) {
+        Value v = materialize(b, index, values);
+        if (!v)
+          return fail(store, "stores a row that varies along the row: not lowered to Ascend");
+        at.push_back(v);
+      }
+      at.push_back(offset);
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      Value buffer = buffers.at("row." + viewedTensorName(store.getOutput())).memref;
+      DataCopyOp::create(b, loc, runtime, core, buffer, ValueRange{c0, c0}, store.getOutput(), at, length);
+    }
+  }
+
 private:
   /// A load whose last index is the row's own (a contiguous read along the row).
   bool readsAlongRow(memref::LoadOp load) const {
@@ -297,6 +339,7 @@ private:
   Value offset, length;
   DenseMap<Operation *, std::pair<Value, Value>> staged; // a load -> (buffer, copy)
   DenseMap<Type, Value> accumulatorViews;
+  SetVector<RowStoreOp> rowStores; // the fused row stores of a point row's dot product, for copyOutRows
   bool problem = false;
 };
 

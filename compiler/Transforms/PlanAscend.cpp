@@ -5,7 +5,8 @@
 //     chunk) at a time; when its other indices are the domain's own row indices, consecutive rows are
 //     consecutive in GM and a pass of several rows is one DataCopy, else every gathered row is one, as
 //     many per row as the constant bounds of the folds around the load;
-//   * the output goes out through an `out.` buffer (a scatter's rows one DataCopy each);
+//   * the output goes out through an `out.` buffer (a scatter's rows one DataCopy each), and a point
+//     row's fused row stores through a `row.` buffer each;
 //   * a reduction along the row keeps an f32 accumulator, and a T other than f32 needs an f32 cast buffer;
 //   * loads that do not run along the row (indices, probs) are copied once per pass into `idx.` buffers.
 // The chunk is then the largest multiple of the granule (32 B / the narrowest element) that fits the UB
@@ -253,6 +254,17 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       elementBuffers.push_back({"out." + output, outputBytes, true, outputOwnRow, 1});
       (outputOwnRow ? passCopiesPerChunk : rowCopies) += 1;
       rowBytes += rowLength * outputBytes;
+    }
+    // A point row's fused row stores (moe.row_store): the row goes out through a `row.` buffer, one
+    // DataCopy per chunk.
+    if (pointRows) {
+      std::map<std::string, int64_t> stored;
+      op->walk([&](RowStoreOp store) { stored[viewedTensorName(store.getOutput())] = elementBytes(store.getOutput()); });
+      for (const auto &[name, bytes] : stored) {
+        elementBuffers.push_back({"row." + name, bytes, false, false, 1});
+        rowCopies += 1;
+        rowBytes += rowLength * bytes;
+      }
     }
     if (accumulates)
       elementBuffers.push_back({"acc.f32", 4, false, false, 1});

@@ -22,7 +22,7 @@ enum Optimization : uint32_t {
   kFillUncoveredRows = 1u << 4,      // moe-fill-uncovered-rows
   kCarryPrefixFolds = 1u << 5,       // moe-carry-prefix-folds (CPU)
   kInterleaveReductions = 1u << 6,   // moe-lower-to-loops{interleave-reductions} (CPU)
-  kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; CPU and GPU)
+  kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; every target)
   kGroupRows = 1u << 8,              // moe-group-rows (GPU)
   kAllOptimizations = (1u << 9) - 1,
 };

@@ -242,22 +242,27 @@ TEST(AscendTuner, LiveRowsAreTheRoutedOnes) {
   for (auto &[name, t] : c.inputs)
     inputs[name] = t.view();
   std::unique_ptr<dsl::OpDef> op = loadOp("moe_token_unpermute_with_routing_map_grad");
-  CpuRunResult run = runOnAscendSimulator(*op, DType::BF16, c.attrs, inputs, chip910b(), Schedule{});
-  ASSERT_EQ(run.simulated.size(), run.tilings.size());
-  int checked = 0;
-  for (size_t i = 0; i < run.simulated.size(); ++i) {
-    const ascend::KernelTiling &t = run.tilings[i];
-    ASSERT_EQ(run.simulated[i].kernel, t.kernel);
-    int64_t live = ascend::liveRows(run.simulated[i], t.pointRows);
-    if (t.kernel.find("__0_") != std::string::npos) {
-      EXPECT_EQ(live, 0) << t.kernel;
-    } else {
-      EXPECT_EQ(run.simulated[i].rows, T * E) << t.kernel;
-      EXPECT_EQ(live, T * K) << t.kernel;
-      ++checked;
+  // Fused, the probs dot stores the scaled rows as well; unfused, a scatter of its own writes them.
+  for (bool fused : {true, false}) {
+    Schedule schedule;
+    schedule.disabled = fused ? 0 : kFuseRowStores;
+    CpuRunResult run = runOnAscendSimulator(*op, DType::BF16, c.attrs, inputs, chip910b(), schedule);
+    ASSERT_EQ(run.simulated.size(), run.tilings.size());
+    int checked = 0;
+    for (size_t i = 0; i < run.simulated.size(); ++i) {
+      const ascend::KernelTiling &t = run.tilings[i];
+      ASSERT_EQ(run.simulated[i].kernel, t.kernel);
+      int64_t live = ascend::liveRows(run.simulated[i], t.pointRows);
+      if (t.kernel.find("__0_") != std::string::npos) {
+        EXPECT_EQ(live, 0) << t.kernel;
+      } else {
+        EXPECT_EQ(run.simulated[i].rows, T * E) << t.kernel;
+        EXPECT_EQ(live, T * K) << t.kernel;
+        ++checked;
+      }
     }
+    EXPECT_EQ(checked, fused ? 1 : 2) << (fused ? "the probs dot" : "the probs dot and the scatter");
   }
-  EXPECT_EQ(checked, 2) << "the probs dot and the scatter";
 }
 
 // Double-buffered, one queue's DataCopy set-ups hide behind the other's data, except for the first pass's

@@ -1,0 +1,247 @@
+//===- StepTables.cpp - GPU: a fold's per-step work, once per step, in shared memory ---===//
+//
+// BodyEmitter's step tables: a fold along the row whose steps do work that does not vary along it (a list
+// entry, an index load and its checks, a prob) does that work in the row's prologue, once per step, into
+// shared-memory columns that the steps along the row read (see emitStepTables in BodyEmitter.h).
+//===----------------------------------------------------------------------===//
+#include "BodyEmitter.h"
+
+namespace moec::moe {
+
+void BodyEmitter::emitStepTables() {
+  if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % 32 != 0)
+    return;
+  // A fold that varies along the row: its accumulator does, so no op that reads it counts as per-step work.
+  for (Operation &op : domain.body().without_terminator())
+    if (auto fold = dyn_cast<FoldOp>(op); fold && analysis.isVarying(fold.getResult()))
+      emitStepTable(fold);
+}
+
+Value BodyEmitter::warpBase(Location loc, int64_t length) {
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
+  Value threads = cst(domain.schedule().getThreads());
+  Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, threads), tx);
+  return arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
+}
+
+bool BodyEmitter::stepInvariant(Operation &op) const {
+  bool invariant = true;
+  op.walk([&](Operation *inner) {
+    if (llvm::any_of(inner->getOperands(), [&](Value v) { return analysis.isVarying(v); }) ||
+        llvm::any_of(inner->getResults(), [&](Value v) { return analysis.isVarying(v); }))
+      invariant = false;
+  });
+  return invariant;
+}
+
+int64_t BodyEmitter::mostSteps(FoldOp fold) {
+  APInt constant;
+  if (matchPattern(fold.getBound(), m_ConstantInt(&constant)))
+    return constant.getSExtValue();
+  if (auto compact = fold.getBound().getDefiningOp<CompactOp>(); compact && fold.getBound() == compact.getCount())
+    return cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+  return 0;
+}
+
+void BodyEmitter::emitStepTable(FoldOp fold) {
+  Block &step = fold.getBody().front();
+  int64_t length = mostSteps(fold);
+  // The bound must be known in the prologue: computed there, or defined before the domain.
+  Value bound = fold.getBound();
+  bool boundKnown = scalars.contains(bound) || !domain.op()->isAncestor(bound.getParentBlock()->getParentOp());
+  if (length <= 0 || length > 4096 || !boundKnown)
+    return;
+  SmallVector<Operation *> invariant;
+  DenseSet<Operation *> invariantSet;
+  bool readsMemory = false;
+  // An op whose operands the table's loop has: the step index, values from before the fold, from inside
+  // the op, or from per-step work already taken.
+  auto ready = [&](Operation &op) {
+    return !op.walk([&](Operation *inner) {
+                for (Value v : inner->getOperands()) {
+                  Operation *def = v.getDefiningOp();
+                  Operation *where = def ? def : cast<BlockArgument>(v).getOwner()->getParentOp();
+                  if (v != step.getArgument(0) && fold->isAncestor(where) && !op.isAncestor(where) &&
+                      !(def && invariantSet.contains(def)))
+                    return WalkResult::interrupt();
+                }
+                return WalkResult::advance();
+              }).wasInterrupted();
+  };
+  auto take = [&](Operation &op) {
+    invariantSet.insert(&op);
+    op.walk([&](memref::LoadOp load) { readsMemory |= !sharedLists.count(load.getMemRef()); });
+  };
+  for (Operation &op : step.without_terminator())
+    if (stepInvariant(op) && ready(op)) {
+      invariant.push_back(&op);
+      take(op);
+    }
+  // Per-step work inside a branch of the step whose condition is per-step too (C2 at few experts:
+  // `r < 0 ? acc : fma(x[r, h], w[r], acc)`): the branch's ops that do not vary along the row.
+  SmallVector<scf::IfOp> branching;
+  for (Operation &op : step.without_terminator()) {
+    auto ifOp = dyn_cast<scf::IfOp>(op);
+    if (!ifOp || invariantSet.contains(&op) || analysis.isVarying(ifOp.getCondition()))
+      continue;
+    Value cond = ifOp.getCondition();
+    Operation *condDef = cond.getDefiningOp();
+    Operation *condAt = condDef ? condDef : cast<BlockArgument>(cond).getOwner()->getParentOp();
+    if (fold->isAncestor(condAt) && !(condDef && invariantSet.contains(condDef)))
+      continue; // the condition is not known in the table's loop
+    bool any = false;
+    for (Block *branch : {ifOp.thenBlock(), ifOp.elseBlock()}) {
+      if (!branch)
+        continue;
+      SmallVector<Operation *> taken;
+      for (Operation &inner : branch->without_terminator())
+        if (stepInvariant(inner) && ready(inner)) {
+          take(inner);
+          taken.push_back(&inner);
+        }
+      // Only what the rest of the step needs, directly or through what is kept: work that only reports
+      // (a check's status stores) stays in the branch, which the loop then still branches around.
+      DenseSet<Operation *> dropped;
+      for (Operation *inner : llvm::reverse(taken)) { // users first
+        bool needed = llvm::any_of(inner->getUsers(), [&](Operation *user) {
+          while (user->getBlock() != inner->getBlock())
+            user = user->getParentOp();
+          return !dropped.contains(user); // kept per-step work, or the rest of the step
+        });
+        if (!needed) {
+          invariantSet.erase(inner);
+          dropped.insert(inner);
+        }
+      }
+      any |= llvm::any_of(taken, [&](Operation *inner) { return invariantSet.contains(inner); });
+    }
+    if (any)
+      branching.push_back(ifOp);
+  }
+  // The values the rest of the step uses (directly or inside its regions).
+  SetVector<Value> columns;
+  step.walk<WalkOrder::PreOrder>([&](Operation *op) { // in order: the columns' order fixes the IR's
+    if (!invariantSet.contains(op))
+      return;
+    for (Value result : op->getResults())
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = use.getOwner();
+        while (user->getBlock() != op->getBlock())
+          user = user->getParentOp();
+        if (!invariantSet.contains(user))
+          columns.insert(result);
+      }
+  });
+  if (!readsMemory || columns.empty() ||
+      llvm::any_of(columns, [](Value v) { return !v.getType().isIntOrIndexOrFloat(); }))
+    return;
+
+  Location loc = fold.getLoc();
+  ScheduleAttr schedule = domain.schedule();
+  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+  auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
+  // The block's shared memory stays within what a kernel gets without opting in (48 KiB): the lists
+  // take up to 16 KiB of it (moe-compact-predicated-folds), the tables up to 32 KiB.
+  // A column is stored as a 32-bit word where it can be: i1 (shared-memory bytes would cost byte
+  // permutes, prmt, to pack and unpack), and an index cast from an i32 the step computes (a loaded row
+  // number), cast again where it is read.
+  auto narrowIndex = [&](Value column) -> Value {
+    auto cast = column.getDefiningOp<arith::IndexCastOp>();
+    if (!cast || cast->getBlock() != &step || !cast.getIn().getType().isInteger(32))
+      return Value();
+    Operation *def = cast.getIn().getDefiningOp();
+    return !def || def->getBlock() != &step || invariantSet.contains(def) ? cast.getIn() : Value();
+  };
+  auto stored = [&](Value column) {
+    Type t = column.getType();
+    return t.isInteger(1) || narrowIndex(column) ? Type(b.getI32Type()) : t;
+  };
+  int64_t bytes = 0;
+  for (Value column : columns)
+    bytes += warps * length *
+             (stored(column).isIndex() ? 8 : std::max<int64_t>(4, stored(column).getIntOrFloatBitWidth() / 8));
+  if (stepTableBytes + bytes > kStepTableBytes)
+    return;
+  stepTableBytes += bytes;
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  StepTable table;
+  table.base = warpBase(loc, length);
+  for (Value column : columns)
+    table.columns.push_back({column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column),
+                                                                                  MemRefLayoutAttrInterface(), space),
+                                                                  loc)});
+  auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scalars.map(step.getArgument(0), loop.getInductionVar());
+    for (Operation *op : invariant)
+      emitOp(*op);
+    for (scf::IfOp ifOp : branching)
+      emitBranchWork(ifOp, invariantSet, columns);
+    Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
+    for (auto [column, buffer] : table.columns) {
+      Value narrow = narrowIndex(column);
+      Value v = scalars.lookup(narrow ? narrow : column);
+      if (v.getType().isInteger(1))
+        v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
+      memref::StoreOp::create(b, loc, v, buffer, ValueRange{at});
+    }
+  }
+  NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
+  table.invariant = std::move(invariantSet);
+  stepTables[fold] = std::move(table);
+}
+
+void BodyEmitter::emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &taken, const SetVector<Value> &columns) {
+  Location loc = ifOp.getLoc();
+  SmallVector<Value> out;
+  SmallVector<Type> types;
+  for (Value column : columns)
+    if (ifOp->isAncestor(column.getDefiningOp())) {
+      out.push_back(column);
+      types.push_back(column.getType());
+    }
+  auto work = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), /*withElseRegion=*/true);
+  for (auto [from, to] :
+       {std::pair{&ifOp.getThenRegion(), work.thenBlock()}, std::pair{&ifOp.getElseRegion(), work.elseBlock()}}) {
+    OpBuilder::InsertionGuard guard(b);
+    if (to->mightHaveTerminator())
+      b.setInsertionPoint(to->getTerminator());
+    else
+      b.setInsertionPointToEnd(to);
+    if (!from->empty())
+      for (Operation &op : from->front().without_terminator())
+        if (taken.contains(&op))
+          emitOp(op);
+    if (types.empty())
+      continue;
+    SmallVector<Value> yields;
+    for (Value v : out)
+      yields.push_back(from->isAncestor(v.getParentRegion())
+                           ? scalars.lookup(v)
+                           : arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())).getResult());
+    scf::YieldOp::create(b, loc, yields);
+  }
+  for (auto [v, result] : llvm::zip(out, work.getResults()))
+    scalars.map(v, result);
+}
+
+void BodyEmitter::readStepTable(const StepTable &table, Value j, Location loc) {
+  Value at = arith::AddIOp::create(b, loc, table.base, j);
+  for (auto [column, buffer] : table.columns) {
+    Value v = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
+    if (column.getType().isInteger(1))
+      v = arith::TruncIOp::create(b, loc, b.getI1Type(), v);
+    else if (column.getType() != v.getType()) // a narrowed index (see emitStepTable)
+      v = arith::IndexCastOp::create(b, loc, column.getType(), v);
+    scalars.map(column, v);
+  }
+  for (Operation *op : table.invariant)
+    skipped.insert(op);
+}
+
+} // namespace moec::moe
