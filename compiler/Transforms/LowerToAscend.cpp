@@ -156,12 +156,9 @@ public:
       }
       if (!plan.getPointRows() && write.getIndices().back() != inner)
         return fail(write, "does not write along the row: not lowered to Ascend");
-      for (Value index : plan.getPointRows() ? write.getIndices() : write.getIndices().drop_back()) {
-        Value v = materialize(b, index, values);
-        if (!v)
-          return fail(write, "writes a row that varies along the row: not lowered to Ascend");
-        at.push_back(v);
-      }
+      if (!materializeRow(b, plan.getPointRows() ? write.getIndices() : write.getIndices().drop_back(), values, write,
+                          "writes", at))
+        return;
     } else {
       for (BlockArgument arg : domain.body().getArguments())
         at.push_back(values.lookup(arg));
@@ -205,12 +202,8 @@ public:
         b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, false).thenBlock());
       }
       SmallVector<Value> at;
-      for (Value index : store.getIndices().drop_back()) {
-        Value v = materialize(b, index, values);
-        if (!v)
-          return fail(store, "stores a row that varies along the row: not lowered to Ascend");
-        at.push_back(v);
-      }
+      if (!materializeRow(b, store.getIndices().drop_back(), values, store, "stores", at))
+        return;
       at.push_back(offset);
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
       Value buffer = buffers.at("row." + viewedTensorName(store.getOutput())).memref;
@@ -266,12 +259,8 @@ private:
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, holds, false).thenBlock());
     }
     SmallVector<Value> at;
-    for (Value index : load.getIndices().drop_back()) {
-      Value v = materialize(b, index, values);
-      if (!v)
-        return fail(load, "reads a row that varies along the row: not lowered to Ascend");
-      at.push_back(v);
-    }
+    if (!materializeRow(b, load.getIndices().drop_back(), values, load, "reads", at))
+      return;
     if (keptRow) { // the row's flat index in the tensor: copy only a row the buffer does not hold
       Value flat = cst(0);
       for (auto [d, index] : llvm::enumerate(at))
@@ -284,6 +273,21 @@ private:
     }
     at.push_back(offset);
     DataCopyOp::create(b, loc, runtime, core, load.getMemRef(), at, buffer.memref, ValueRange{slot, cst(0)}, length);
+  }
+
+  /// Appends the emitted values of a row's `indices` to `at`; fails `op` ("<verb> a row that varies along
+  /// the row") and returns false when one of them varies along the row.
+  bool materializeRow(OpBuilder &b, ValueRange indices, IRMapping &values, Operation *op, StringRef verb,
+                      SmallVector<Value> &at) {
+    for (Value index : indices) {
+      Value v = materialize(b, index, values);
+      if (!v) {
+        fail(op, verb.str() + " a row that varies along the row: not lowered to Ascend");
+        return false;
+      }
+      at.push_back(v);
+    }
+    return true;
   }
 
   /// The emitted value of `v`, a value that does not vary along the row: from `values`, or by cloning the
