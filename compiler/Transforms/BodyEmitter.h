@@ -638,6 +638,8 @@ private:
     Block &body = sum.getBody().front();
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     int64_t chunk = staged->chunk(), chunks = staged->chunks();
+    SmallVector<RowStoreOp> rowStores; // copied out after each chunk
+    sum->walk([&](RowStoreOp store) { rowStores.push_back(store); });
     // Stages the chunk from `offset` and returns its end.
     auto stage = [&](Value offset) {
       Value length = arith::MinSIOp::create(b, loc, cst(chunk), arith::SubIOp::create(b, loc, bound, offset));
@@ -654,7 +656,7 @@ private:
       Value offset = arith::MulIOp::create(b, loc, loop.getInductionVar(), cst(chunk));
       Value end = stage(offset);
       Value next = partials(offset, end, w, w, loop.getRegionIterArgs()[0]);
-      staged->copyOutRows(b, scalars);
+      staged->copyOutRows(b, rowStores, scalars);
       scf::YieldOp::create(b, loc, ValueRange{next});
       acc = loop.getResult(0);
     }
@@ -665,7 +667,7 @@ private:
       last = mainEnd;
     }
     map(sum.getResult(), partials(last, end, 1, 1, acc));
-    staged->copyOutRows(b, scalars);
+    staged->copyOutRows(b, rowStores, scalars);
   }
 
   void emitFold(FoldOp fold) {

@@ -212,5 +212,4 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
   prologueEmitter.flushUnrolls();
 }
 
-
 } // namespace moec::moe

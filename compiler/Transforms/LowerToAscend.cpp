@@ -181,7 +181,6 @@ public:
     auto it = buffers.find(name);
     if (it == buffers.end())
       return fail(store, "stores a row, but the plan has no buffer '" + name + "'");
-    rowStores.insert(store);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value local = arith::SubIOp::create(b, loc, j, offset);
     if (width == 1)
@@ -190,8 +189,8 @@ public:
       vector::StoreOp::create(b, loc, value, it->second.memref, ValueRange{c0, local});
   }
 
-  void copyOutRows(OpBuilder &b, const IRMapping &scalars) override {
-    for (RowStoreOp store : rowStores) {
+  void copyOutRows(OpBuilder &b, ArrayRef<RowStoreOp> stores, const IRMapping &scalars) override {
+    for (RowStoreOp store : stores) {
       Location loc = store.getLoc();
       IRMapping values = scalars;
       OpBuilder::InsertionGuard guard(b);
@@ -206,8 +205,11 @@ public:
         return;
       at.push_back(offset);
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      Value buffer = buffers.at("row." + viewedTensorName(store.getOutput())).memref;
-      DataCopyOp::create(b, loc, runtime, core, buffer, ValueRange{c0, c0}, store.getOutput(), at, length);
+      auto buffer = buffers.find("row." + viewedTensorName(store.getOutput()));
+      if (buffer == buffers.end())
+        return; // storeRow reported it
+      DataCopyOp::create(b, loc, runtime, core, buffer->second.memref, ValueRange{c0, c0}, store.getOutput(), at,
+                         length);
     }
   }
 
@@ -343,7 +345,6 @@ private:
   Value offset, length;
   DenseMap<Operation *, std::pair<Value, Value>> staged; // a load -> (buffer, copy)
   DenseMap<Type, Value> accumulatorViews;
-  SetVector<RowStoreOp> rowStores; // the fused row stores of a point row's dot product, for copyOutRows
   bool problem = false;
 };
 

@@ -261,5 +261,4 @@ void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t l
   emitter.emitElement(indices);
 }
 
-
 } // namespace moec::moe

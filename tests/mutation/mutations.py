@@ -288,7 +288,7 @@ MUTATIONS = [
     ("ascend-row-store-last-chunk-kept",
      "Ascend: a point row's fused row stores are not copied out after the dot product's last chunk",
      [("compiler/Transforms/BodyEmitter.h",
-       "    map(sum.getResult(), partials(last, end, 1, 1, acc));\n    staged->copyOutRows(b, scalars);\n",
+       "    map(sum.getResult(), partials(last, end, 1, 1, acc));\n    staged->copyOutRows(b, rowStores, scalars);\n",
        "    map(sum.getResult(), partials(last, end, 1, 1, acc));\n")],
      r"AscendSimulator", None),
     ("ascend-row-store-chunk-at-zero",

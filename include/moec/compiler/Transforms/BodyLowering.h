@@ -160,9 +160,9 @@ public:
   /// A point row's fused row store (moe.row_store, element j of another output's row as the dot product
   /// adds term j): stores `value` (`width` elements from j) into that output's UB buffer.
   virtual void storeRow(mlir::OpBuilder &b, RowStoreOp store, mlir::Value value, mlir::Value j, int64_t width) = 0;
-  /// After a chunk of a point row's dot product: copies each fused row store's buffer to its row of the
-  /// chunk, under the store's guard.
-  virtual void copyOutRows(mlir::OpBuilder &b, const mlir::IRMapping &scalars) = 0;
+  /// After a chunk of a point row's dot product: copies the buffer of each of `stores` (the fused row
+  /// stores in that dot product's body) to its row of the chunk, under the store's guard.
+  virtual void copyOutRows(mlir::OpBuilder &b, llvm::ArrayRef<RowStoreOp> stores, const mlir::IRMapping &scalars) = 0;
 };
 
 /// `rowTarget` says where the row runs.
