@@ -5,7 +5,7 @@
 //     │                             (cpu, ptx: a row assignment fused into a dot product, dsl::FusedRows)
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
-//     │ moe-hoist-row-invariants ── moe-group-rows (ptx) ── moe-carry-prefix-folds (cpu)
+//     │ moe-hoist-row-invariants ── moe-group-rows, moe-group-points (ptx) ── moe-carry-prefix-folds
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), canonicalize, cse          [loops]
@@ -292,9 +292,13 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // GPU: rows that write the same values (a token's row to each of its slots) run as one block's group.
   if (hoist && isGpu && !(spec.schedule.disabled & kGroupRows))
     moePasses.addPass(moe::createMoeGroupRows());
-  // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
-  if (hoist && !isGpu && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
-    moePasses.addPass(moe::createMoeCarryPrefixFolds());
+  // GPU: the points of a row whose dot products read the same row (a token's experts) run on one warp.
+  if (isGpu && !(spec.schedule.disabled & kGroupPoints))
+    moePasses.addPass(moe::createMoeGroupPoints());
+  // One CPU thread runs its rows in order (a GPU warp its row of points): a prefix fold can continue
+  // from the row before.
+  if (hoist && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
+    moePasses.addPass(moe::createMoeCarryPrefixFolds({isGpu ? "gpu" : "cpu"}));
   if (isAscend) {
     const ascend::Chip &chip = *spec.target.chip;
     // A tuned config may fix the UB buffering, the chunk and the rows per pass (0: the pass's choice).
@@ -322,8 +326,11 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     }
     moe::ScheduleAttr a = domains.front().schedule();
     auto ascendPlan = domains.front().op()->getAttrOfType<moe::AscendPlanAttr>("ascend_plan");
-    // The launch covers points: a GPU warp each, an Ascend point row each, or a CPU point kernel's.
-    bool pointPerWarp = isAscend ? ascendPlan && ascendPlan.getPointRows() : moe::runsPerPoint(domains.front());
+    // The launch covers points: a GPU warp each (not a row of points each: moe-group-points), an Ascend
+    // point row each, or a CPU point kernel's.
+    bool pointPerWarp = isAscend ? ascendPlan && ascendPlan.getPointRows()
+                                 : moe::runsPerPoint(domains.front()) &&
+                                       !domains.front().op()->hasAttr(moe::kPointRowsAttr);
     bool rowGroups = domains.front().op()->hasAttr(moe::kRowGroupAttr);
     result.kernels.push_back({plan.name, plan.assign->target,
                               {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,

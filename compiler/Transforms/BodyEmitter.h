@@ -345,8 +345,11 @@ public:
   /// the total. Several points (CPU point kernels, emitPointRange) run in one loop along j, their terms
   /// interleaved, so that their gathered rows stream together (one thread streaming one gathered row at a
   /// time reads at about half the machine's read bandwidth); each point's partial sums add the same terms in
-  /// the same order either way. The bound must not depend on the point.
-  static SmallVector<Value> splitSums(SumOp sum, ArrayRef<BodyEmitter *> points) {
+  /// the same order either way. The bound must not depend on the point. A term's values that are the same
+  /// for every point (a row they all read) are computed once. `actives`, when given, holds an i1 per point
+  /// (null: always): a point that is not active adds no terms (its total is then meaningless); the first
+  /// point must be active wherever the others are, as shared values are computed as the first's.
+  static SmallVector<Value> splitSums(SumOp sum, ArrayRef<BodyEmitter *> points, ArrayRef<Value> actives = {}) {
     BodyEmitter &first = *points.front();
     OpBuilder &b = first.b;
     Location loc = sum.getLoc();
@@ -363,13 +366,13 @@ public:
     if (w > 1) {
       Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
       SmallVector<Value> vectorParts =
-          splitPartials(sum, *along, points, arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd, lanes * w, w,
-                        SmallVector<Value>(points.size(), zeros));
+          splitPartials(sum, *along, points, actives, arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd,
+                        lanes * w, w, SmallVector<Value>(points.size(), zeros));
       for (auto [acc, part] : llvm::zip(accs, vectorParts))
         acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
       tailBegin = arith::AddIOp::create(b, loc, mainEnd, laneStart);
     }
-    accs = splitPartials(sum, *along, points, tailBegin, bound, lanes, 1, accs);
+    accs = splitPartials(sum, *along, points, actives, tailBegin, bound, lanes, 1, accs);
     for (Value &acc : accs)
       for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
         auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
@@ -565,7 +568,8 @@ private:
   /// One loop over [begin, end) step `step` along `sum`'s index: each of `points` adds its terms of width
   /// `termWidth` to its accumulator (from `inits`); returns the accumulators.
   static SmallVector<Value> splitPartials(SumOp sum, const VaryingAnalysis &along, ArrayRef<BodyEmitter *> points,
-                                          Value begin, Value end, int64_t step, int64_t termWidth, ValueRange inits) {
+                                          ArrayRef<Value> actives, Value begin, Value end, int64_t step,
+                                          int64_t termWidth, ValueRange inits) {
     BodyEmitter &first = *points.front();
     OpBuilder &b = first.b;
     Location loc = sum.getLoc();
@@ -595,21 +599,68 @@ private:
         pre.emitOp(*o);
       hoisted.push_back(pre.scalars);
     }
+    // What every point's term computes alike: region-free loads and arithmetic whose operands are the same
+    // for all points (A3: token t's gradient row, for each of its experts), computed once in the loop.
+    SmallVector<Operation *> shared;
+    if (points.size() > 1 && !first.staged) {
+      DenseSet<Value> sharedValues{body.getArgument(0)};
+      auto same = [&](Value v) {
+        if (sharedValues.contains(v))
+          return true;
+        if (Operation *def = v.getDefiningOp(); (def && sum->isAncestor(def) && !hoistable.contains(def)) ||
+                                                (!def && v.getParentBlock() == &body))
+          return false; // a term's own value
+        return llvm::all_of(hoisted, [&](IRMapping &m) { return m.lookupOrDefault(v) == hoisted[0].lookupOrDefault(v); });
+      };
+      for (Operation &o : body.without_terminator())
+        if (!hoistable.contains(&o) && o.getNumRegions() == 0 && o.getNumResults() > 0 &&
+            (isa<memref::LoadOp>(o) || isMemoryEffectFree(&o)) && llvm::all_of(o.getOperands(), same)) {
+          shared.push_back(&o);
+          sharedValues.insert(o.getResults().begin(), o.getResults().end());
+        }
+    }
     auto loop = scf::ForOp::create(b, loc, begin, end, arith::ConstantIndexOp::create(b, loc, step), inits);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
+    BodyEmitter common(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
+    common.scalars = hoisted.front();
+    common.scalars.map(body.getArgument(0), loop.getInductionVar());
+    for (Operation *o : shared)
+      common.emitOp(*o);
     SmallVector<Value> next;
-    for (auto [point, acc, scalars] : llvm::zip(points, loop.getRegionIterArgs(), hoisted)) {
+    for (auto [i, point, acc, scalars] : llvm::enumerate(points, loop.getRegionIterArgs(), hoisted)) {
+      Value active = i < actives.size() ? actives[i] : Value();
+      std::optional<OpBuilder::InsertionGuard> inside;
+      scf::IfOp ifActive;
+      if (active) { // acc + term where the point is active, acc where not
+        inside.emplace(b);
+        ifActive = scf::IfOp::create(b, loc, TypeRange{acc.getType()}, active, /*withElseRegion=*/true);
+        b.setInsertionPointToStart(ifActive.elseBlock());
+        scf::YieldOp::create(b, loc, acc);
+        b.setInsertionPointToStart(ifActive.thenBlock());
+      }
       BodyEmitter term(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
       term.scalars = scalars;
       term.staged = point->staged;
       term.rowStores = point->rowStores;
       for (Operation *o : invariant)
         term.skip(o);
+      for (Operation *o : shared) {
+        term.skip(o);
+        for (Value r : o->getResults())
+          common.vectorized(r) ? term.vectors.map(r, common.vectors.lookup(r)) : term.scalars.map(r, common.scalars.lookup(r));
+      }
       term.scalars.map(body.getArgument(0), loop.getInductionVar());
-      next.push_back(arith::AddFOp::create(b, loc, acc, term.emitBlock(body, termWidth > 1)));
+      Value sumNow = arith::AddFOp::create(b, loc, acc, term.emitBlock(body, termWidth > 1));
       term.flushUnrolls();
+      if (active) {
+        scf::YieldOp::create(b, loc, sumNow);
+        inside.reset();
+        sumNow = ifActive.getResult(0);
+      }
+      next.push_back(sumNow);
     }
+    common.flushUnrolls();
     scf::YieldOp::create(b, loc, next);
     return SmallVector<Value>(loop.getResults());
   }
@@ -623,7 +674,7 @@ private:
     int64_t w = splitWidth(bound);
     Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
     auto partials = [&](Value begin, Value end, int64_t step, int64_t termWidth, Value init) {
-      return splitPartials(sum, along, {this}, begin, end, step, termWidth, init).front();
+      return splitPartials(sum, along, {this}, {}, begin, end, step, termWidth, init).front();
     };
     emitStagedSplitSum(sum, w, bound, mainEnd, partials);
   }

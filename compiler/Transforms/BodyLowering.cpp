@@ -147,7 +147,7 @@ int64_t streamedBytesPerRow(DomainOp op, int64_t inner) {
 
 GpuMapping gpuMapping(DomainOp op) {
   if (runsPerPoint(op))
-    return GpuMapping::WarpPerPoint;
+    return op.op()->hasAttr(kPointRowsAttr) ? GpuMapping::WarpPerPointRow : GpuMapping::WarpPerPoint;
   return GpuMapping::Rows;
 }
 

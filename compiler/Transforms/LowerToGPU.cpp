@@ -7,6 +7,8 @@
 //    or, for a domain that reduces along a contiguous dim instead (GpuMapping::WarpPerPoint), a point
 //    per warp: the 32 lanes split the reduction in V-element vectors, combine it with shuffles, and lane
 //    0 stores; grid.x then covers points instead of rows.
+//    A point kernel marked moe.point_rows (moe-group-points) runs a row of points per warp instead
+//    (emitWarpPointRow): grid.x covers rows.
 //    A scatter marked moe.row_group (moe-group-rows) runs a group of rows per block instead, its Y warps
 //    splitting the row (emitGroupRow), and grid.x is the number of groups: the domain's extents but the
 //    last two times ceil(members / 32).
@@ -81,6 +83,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
         lowerDomain(domain);
     }
     module.walk([](Operation *op) {
+      op->removeAttr(kPointRowsAttr);
       op->removeAttr(kRowInvariantAttr);
       op->removeAttr(kRowGroupAttr);
       op->removeAttr(kGroupKeyAttr);
@@ -100,6 +103,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     // A group of rows takes a whole block (its warps split the row), so that few tokens still fill the GPU.
     Value row = grouped ? Value(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x))
                         : Value(arith::AddIOp::create(b, loc, blockRow, warp));
+    bool pointRows = gpuMapping(domain) == GpuMapping::WarpPerPointRow;
     Value count = warpPerPoint ? emitPointCount(b, domain) : grouped ? emitGroupCount(b, domain) : emitRowCount(b, domain);
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, count);
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
@@ -107,6 +111,8 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     if (warpPerPoint)
       emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16);
+    else if (pointRows)
+      emitWarpPointRow(b, domain, row, lane, 16);
     else if (grouped)
       emitGroupRow(b, domain, row, lane, warp, schedule.getRowsPerBlock(), 16);
     else

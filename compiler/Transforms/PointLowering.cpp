@@ -54,14 +54,14 @@ struct InterleavedPoints {
 };
 
 /// The split, or nothing when the body does not have that shape: the sum's rows are shorter than
-/// kInterleavedRowBytes or not of a constant length;
+/// `minRowBytes` or not of a constant length;
 /// the then-block does more than pure arithmetic after the sum; a saved value is not a scalar; or what
 /// runs late reads memory that `before` writes (it would see later points' writes).
-std::optional<InterleavedPoints> interleavedPoints(DomainOp op) {
+std::optional<InterleavedPoints> interleavedPoints(DomainOp op, int64_t minRowBytes) {
   InterleavedPoints plan;
   plan.sum = contiguousReductionOf(op);
   ReductionShape shape = reductionShape(op);
-  if (!plan.sum || shape.length * shape.elemBytes < kInterleavedRowBytes)
+  if (!plan.sum || shape.length == 0 || shape.length * shape.elemBytes < minRowBytes)
     return std::nullopt;
   Block &body = op.body();
   plan.carrier = body.findAncestorOpInBlock(*plan.sum);
@@ -113,6 +113,51 @@ std::optional<InterleavedPoints> interleavedPoints(DomainOp op) {
   return plan;
 }
 
+/// The waiting points of `plan` (emitters with their saved values mapped): their sums together, then each
+/// one's late ops and write, under its flag in `actives` where that is given (see splitSums).
+void finishPoints(OpBuilder &b, InterleavedPoints plan, DomainOp op,
+                  ArrayRef<std::unique_ptr<BodyEmitter>> emitters, ArrayRef<Value> actives) {
+  Block &body = op.body();
+  SmallVector<BodyEmitter *> points;
+  for (const auto &emitter : emitters)
+    points.push_back(emitter.get());
+  SmallVector<Value> sums = BodyEmitter::splitSums(plan.sum, points, actives);
+  for (auto [i, emitter, sum] : llvm::enumerate(points, sums)) {
+    OpBuilder::InsertionGuard guard(b);
+    if (i < actives.size() && actives[i])
+      b.setInsertionPointToStart(scf::IfOp::create(b, op.op()->getLoc(), actives[i], false).thenBlock());
+    emitter->mapScalar(plan.sum.getResult(), sum);
+    if (plan.carrierIf) {
+      emitter->skip(plan.sum);
+      emitter->emitOpsOf(*plan.carrierIf.thenBlock());
+      for (auto [result, yielded] : llvm::zip(plan.carrierIf.getResults(), plan.carrierIf.thenYield().getOperands()))
+        emitter->mapScalar(result, emitter->value(yielded));
+    }
+    for (Operation *o = &body.front(); o != plan.carrier->getNextNode(); o = o->getNextNode())
+      emitter->skip(o);
+    SmallVector<Value> indices;
+    for (Value arg : body.getArguments())
+      indices.push_back(emitter->value(arg));
+    emitter->emitElement(indices);
+  }
+}
+
+/// A point that is not live (its carrier's condition false): the carrier's else-block, then what comes
+/// after the carrier, now. `early` emitted the ops before the carrier for the point at `indices`.
+void emitDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early, ValueRange indices) {
+  if (!plan.carrierIf)
+    return;
+  Block &body = op.body();
+  early.emitOpsOf(*plan.carrierIf.elseBlock());
+  for (auto [result, yielded] : llvm::zip(plan.carrierIf.getResults(), plan.carrierIf.elseYield().getOperands()))
+    early.mapScalar(result, early.value(yielded));
+  for (Operation *o = &body.front(); o != plan.carrier; o = o->getNextNode())
+    early.skip(o);
+  for (Operation *o = plan.carrier->getNextNode(); o; o = o->getNextNode())
+    early.unskip(o);
+  early.emitElement(indices);
+}
+
 void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
                         BodyEmitter::RowStoreTarget rowStores) {
   Location loc = op.op()->getLoc();
@@ -125,7 +170,7 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
     emitter->rowStores = rowStores;
     return emitter;
   };
-  std::optional<InterleavedPoints> plan = interleave && reductionWidth > 0 ? interleavedPoints(op) : std::nullopt;
+  std::optional<InterleavedPoints> plan = interleave && reductionWidth > 0 ? interleavedPoints(op, kInterleavedRowBytes) : std::nullopt;
   if (!plan) {
     auto loop = scf::ForOp::create(b, loc, begin, end, cst(1));
     OpBuilder::InsertionGuard guard(b);
@@ -144,29 +189,12 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
   // The live points in slots `at`: their sums together, then each one's late ops and write.
   auto finish = [&](ArrayRef<Value> at) {
     SmallVector<std::unique_ptr<BodyEmitter>> emitters;
-    SmallVector<BodyEmitter *> points;
     for (Value slot : at) {
       emitters.push_back(newEmitter());
       for (auto [v, array] : llvm::zip(plan->saved, slots))
         emitters.back()->mapScalar(v, memref::LoadOp::create(b, loc, array, ValueRange{slot}));
-      points.push_back(emitters.back().get());
     }
-    SmallVector<Value> sums = BodyEmitter::splitSums(plan->sum, points);
-    for (auto [emitter, sum] : llvm::zip(emitters, sums)) {
-      emitter->mapScalar(plan->sum.getResult(), sum);
-      if (plan->carrierIf) {
-        emitter->skip(plan->sum);
-        emitter->emitOpsOf(*plan->carrierIf.thenBlock());
-        for (auto [result, yielded] : llvm::zip(plan->carrierIf.getResults(), plan->carrierIf.thenYield().getOperands()))
-          emitter->mapScalar(result, emitter->value(yielded));
-      }
-      for (Operation *o = &body.front(); o != plan->carrier->getNextNode(); o = o->getNextNode())
-        emitter->skip(o);
-      SmallVector<Value> indices;
-      for (Value arg : body.getArguments())
-        indices.push_back(emitter->value(arg));
-      emitter->emitElement(indices);
-    }
+    finishPoints(b, *plan, op, emitters, {});
   };
   // Points in order; a live one waits in the next free slot, and a full set of slots runs together.
   auto loop = scf::ForOp::create(b, loc, begin, end, cst(1), ValueRange{cst(0)});
@@ -196,19 +224,8 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
       finish(all);
     }
     scf::YieldOp::create(b, loc, ValueRange{arith::SelectOp::create(b, loc, full, cst(0), next)});
-    // A point that is not live: the carrier's else-block, then the rest of the body, now.
     b.setInsertionPointToStart(ifLive.elseBlock());
-    if (plan->carrierIf) {
-      early->emitOpsOf(*plan->carrierIf.elseBlock());
-      for (auto [result, yielded] : llvm::zip(plan->carrierIf.getResults(), plan->carrierIf.elseYield().getOperands()))
-        early->mapScalar(result, early->value(yielded));
-      // Only what comes after the carrier: the ops before it ran above, for every point.
-      for (Operation *o = &body.front(); o != plan->carrier; o = o->getNextNode())
-        early->skip(o);
-      for (Operation *o = plan->carrier->getNextNode(); o; o = o->getNextNode())
-        early->unskip(o);
-      early->emitElement(indices);
-    }
+    emitDeadPoint(*plan, op, *early, indices);
     scf::YieldOp::create(b, loc, ValueRange{pending});
     b.setInsertionPointAfter(ifLive);
     scf::YieldOp::create(b, loc, ValueRange{ifLive.getResult(0)});
@@ -259,6 +276,123 @@ void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t l
   if (lanes == 32)
     emitter.splitFoldsOver(lane);
   emitter.emitElement(indices);
+}
+
+bool pointsCanInterleave(DomainOp op, int64_t minRowBytes) { return interleavedPoints(op, minRowBytes).has_value(); }
+
+void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
+  constexpr int64_t kSlots = kWarpInterleavedPoints;
+  Location loc = op.op()->getLoc();
+  ScheduleAttr schedule = op.schedule();
+  VaryingAnalysis analysis(op);
+  std::optional<InterleavedPoints> plan = interleavedPoints(op, /*minRowBytes=*/0);
+  assert(plan && "moe-group-points marks only points that interleave");
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, cst(0));
+  auto newEmitter = [&] {
+    auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
+                                                 ReductionSplit{schedule.getVector(), 32, lane}, leader);
+    emitter->splitFoldsOver(lane);
+    return emitter;
+  };
+  Block &body = op.body();
+  unsigned rank = body.getNumArguments();
+  SmallVector<Value> outer = unflattenRow(b, loc, row, op.bounds().drop_back());
+  // What a waiting point keeps (its last index, and the values its sum and late ops take from before
+  // them), in kSlots slots carried by the loop over the points; the row's indices are the same for all.
+  SmallVector<Value> kept;
+  for (Value v : plan->saved)
+    if (auto arg = dyn_cast<BlockArgument>(v); !arg || arg.getOwner() != &body || arg.getArgNumber() == rank - 1)
+      kept.push_back(v);
+  auto zero = [&](Type t) { return arith::ConstantOp::create(b, loc, b.getZeroAttr(t)).getResult(); };
+  SmallVector<Value> inits{cst(0)};
+  for (Value v : kept)
+    inits.append(kSlots, zero(v.getType()));
+  auto mapRow = [&](BodyEmitter &emitter) {
+    for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
+      emitter.mapScalar(arg, index);
+  };
+
+  // Points 0 .. n - 1 in order, then one more step (p = n) that runs the points still waiting.
+  Value members = op.bounds().back();
+  auto loop = scf::ForOp::create(b, loc, cst(0), arith::AddIOp::create(b, loc, members, cst(1)), cst(1), inits);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value p = loop.getInductionVar(), pending = loop.getRegionIterArgs()[0];
+  ValueRange slots = loop.getRegionIterArgs().drop_front();
+  Value isPoint = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, members);
+  SmallVector<Type> pointTypes{b.getI1Type()};
+  for (Value v : kept)
+    pointTypes.push_back(v.getType());
+  auto ifPoint = scf::IfOp::create(b, loc, pointTypes, isPoint, /*withElseRegion=*/true);
+  {
+    // The point's ops before its dot product; a point that is not live finishes here.
+    OpBuilder::InsertionGuard inside(b);
+    b.setInsertionPointToStart(ifPoint.thenBlock());
+    std::unique_ptr<BodyEmitter> early = newEmitter();
+    for (Operation *o = plan->carrier; o; o = o->getNextNode())
+      early->skip(o);
+    SmallVector<Value> indices(outer);
+    indices.push_back(p);
+    early->mapIndices(indices);
+    early->emitOpsOf(body);
+    Value live = plan->carrierIf ? early->value(plan->carrierIf.getCondition())
+                                 : Value(arith::ConstantIntOp::create(b, loc, 1, 1));
+    SmallVector<Value> results{live};
+    for (Value v : kept)
+      results.push_back(early->value(v));
+    {
+      OpBuilder::InsertionGuard dead(b);
+      auto ifDead = scf::IfOp::create(b, loc, arith::XOrIOp::create(b, loc, live, arith::ConstantIntOp::create(b, loc, 1, 1)),
+                                      /*withElseRegion=*/false);
+      b.setInsertionPointToStart(ifDead.thenBlock());
+      emitDeadPoint(*plan, op, *early, indices);
+    }
+    scf::YieldOp::create(b, loc, results);
+    early->flushUnrolls();
+    b.setInsertionPointToStart(ifPoint.elseBlock());
+    SmallVector<Value> none{arith::ConstantIntOp::create(b, loc, 0, 1)};
+    for (Value v : kept)
+      none.push_back(zero(v.getType()));
+    scf::YieldOp::create(b, loc, none);
+  }
+  Value live = ifPoint.getResult(0);
+  // A live point takes slot `pending`.
+  SmallVector<Value> nextSlots;
+  for (auto [k, v] : llvm::enumerate(kept))
+    for (int64_t i = 0; i < kSlots; ++i) {
+      Value here = arith::AndIOp::create(
+          b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(i)));
+      nextSlots.push_back(arith::SelectOp::create(b, loc, here, ifPoint.getResult(1 + k), slots[k * kSlots + i]));
+    }
+  Value next = arith::SelectOp::create(b, loc, live, arith::AddIOp::create(b, loc, pending, cst(1)), pending);
+  Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next, cst(kSlots));
+  Value last = arith::AndIOp::create(
+      b, loc, arith::XOrIOp::create(b, loc, isPoint, arith::ConstantIntOp::create(b, loc, 1, 1)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, next, cst(0)));
+  Value flush = arith::OrIOp::create(b, loc, full, last);
+  {
+    // The `next` waiting points run together: slot i is active when i < next, and an inactive slot
+    // stands for slot 0's point (whose values are valid) without adding terms or writing.
+    OpBuilder::InsertionGuard inside(b);
+    b.setInsertionPointToStart(scf::IfOp::create(b, loc, flush, /*withElseRegion=*/false).thenBlock());
+    SmallVector<std::unique_ptr<BodyEmitter>> emitters;
+    SmallVector<Value> actives;
+    for (int64_t i = 0; i < kSlots; ++i) {
+      Value active = i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), next));
+      emitters.push_back(newEmitter());
+      mapRow(*emitters.back());
+      for (auto [k, v] : llvm::enumerate(kept)) {
+        Value own = nextSlots[k * kSlots + i], first = nextSlots[k * kSlots];
+        emitters.back()->mapScalar(v, active ? Value(arith::SelectOp::create(b, loc, active, own, first)) : own);
+      }
+      actives.push_back(active);
+    }
+    finishPoints(b, *plan, op, emitters, actives);
+  }
+  SmallVector<Value> yielded{arith::SelectOp::create(b, loc, flush, cst(0), next)};
+  yielded.append(nextSlots);
+  scf::YieldOp::create(b, loc, yielded);
 }
 
 } // namespace moec::moe

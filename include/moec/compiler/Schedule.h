@@ -20,11 +20,12 @@ enum Optimization : uint32_t {
   kStreamingStores = 1u << 2,        // moe-lower-to-loops{streaming-stores} (CPU)
   kAccumulateRows = 1u << 3,         // moe-lower-to-loops{accumulate-rows} (CPU)
   kFillUncoveredRows = 1u << 4,      // moe-fill-uncovered-rows
-  kCarryPrefixFolds = 1u << 5,       // moe-carry-prefix-folds (CPU)
+  kCarryPrefixFolds = 1u << 5,       // moe-carry-prefix-folds
   kInterleaveReductions = 1u << 6,   // moe-lower-to-loops{interleave-reductions} (CPU)
   kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; every target)
   kGroupRows = 1u << 8,              // moe-group-rows (GPU)
-  kAllOptimizations = (1u << 9) - 1,
+  kGroupPoints = 1u << 9,            // moe-group-points (GPU)
+  kAllOptimizations = (1u << 10) - 1,
 };
 
 /// Each optimization by the name `--disable NAME` and a config's `off=NAME` give it, in bit order.
@@ -33,7 +34,7 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"streaming-stores", kStreamingStores},        {"accumulate-rows", kAccumulateRows},
     {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
     {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
-    {"group-rows", kGroupRows}};
+    {"group-rows", kGroupRows},                    {"group-points", kGroupPoints}};
 static_assert(
     [] {
       uint32_t all = 0;

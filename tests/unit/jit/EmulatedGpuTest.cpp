@@ -219,6 +219,66 @@ TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {
       }
 }
 
+// moe-group-points: A3's probs_grad runs a token's experts on one warp, the dot products of up to 8
+// routed ones together, the token's gradient row loaded once per vector for all of them. K = 1 and 3 leave
+// a partly filled batch at the row's end, 8 fills one, 11 and 17 take a second and a third; a quarter of
+// the slots dropped (-1); experts chosen at random among K + 6; H = 9 and 100 leave lanes past the row's
+// end. Bit for bit against a warp per point (the optimization off), and against the reference and the
+// CPU kernel.
+TEST(EmulatedGpu, PointRowsRunTheirDotProductsTogether) {
+  const std::string op = "moe_token_unpermute_with_routing_map_grad";
+  for (DType dt : {DType::BF16, DType::F32})
+    for (int64_t K : {1, 3, 8, 11, 17})
+      for (int64_t H : {9, 100, 520}) {
+        SCOPED_TRACE("K=" + std::to_string(K) + " H=" + std::to_string(H));
+        const int64_t T = 5, E = K + 6, R = T * K;
+        std::mt19937 &random = rng();
+        HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R}), map(DType::Bool, {T, E});
+        std::iota(ints(outIndex), ints(outIndex) + R, 0);
+        std::shuffle(ints(outIndex), ints(outIndex) + R, random);
+        std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
+        std::vector<Slot> slots;
+        for (int64_t t = 0; t < T; ++t) {
+          std::vector<int64_t> experts(E);
+          std::iota(experts.begin(), experts.end(), 0);
+          std::shuffle(experts.begin(), experts.end(), random);
+          experts.resize(K);
+          std::sort(experts.begin(), experts.end()); // slot t * K + k: the k-th routed expert
+          for (int64_t k = 0; k < K; ++k) {
+            static_cast<uint8_t *>(map.raw())[t * E + experts[k]] = 1;
+            if (random() % 4 == 0)
+              ints(outIndex)[t * K + k] = -1;
+            else
+              slots.push_back({t, ints(outIndex)[t * K + k], experts[k]});
+          }
+        }
+        Case c = unpermuteGradCase(dt, T, E, H, true, false, slots, std::move(outIndex), std::move(tokenIds),
+                                   std::move(map), random, true);
+        Schedule perPoint;
+        perPoint.disabled = kGroupPoints;
+        KernelRequest grouped = a3Request(dt, E, H, false, c), plain = a3Request(dt, E, H, false, c, perPoint);
+        auto pointKernels = [&](const KernelRequest &request) {
+          const LoadedOp &loaded = gpuRuntime().get(op, request).specialization();
+          return std::count_if(loaded.kernels.begin(), loaded.kernels.end(),
+                               [](const KernelMeta &k) { return k.pointPerWarp; });
+        };
+        EXPECT_EQ(pointKernels(grouped), 0) << "probs_grad no longer runs a row of points per warp";
+        EXPECT_EQ(pointKernels(plain), 1);
+        auto run = [&](const KernelRequest &request) {
+          DeviceCall call(CudaDriver::emulator(), c);
+          gpuRuntime().get(op, request).launch(call.tensors, nullptr, c.attrs);
+          std::map<std::string, HostTensor> out;
+          for (const auto &[name, expected] : c.expected)
+            out.emplace(name, call.download(name));
+          return out;
+        };
+        std::map<std::string, HostTensor> got = run(grouped), want = run(plain);
+        for (const auto &[name, tensor] : want)
+          EXPECT_EQ(std::memcmp(got.at(name).raw(), tensor.raw(), tensor.bytes()), 0) << name << " differs";
+        expectGpuMatchesCpu(op, grouped, std::move(c));
+      }
+}
+
 TEST(EmulatedGpu, MoeUnpermute) {
   for (DType dt : kDtypes)
     for (int64_t H : {1, 9, 72, 130})

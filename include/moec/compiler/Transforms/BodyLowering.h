@@ -57,6 +57,11 @@ constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
 constexpr llvm::StringLiteral kRowGroupAttr = "moe.row_group";
 constexpr llvm::StringLiteral kGroupKeyAttr = "moe.group_key";
 
+/// Set by moe-group-points (GPU) on a point kernel whose dot products read a row that does not depend on
+/// the point's last index (A3: token t's gradient row, for each of its experts e): moe-lower-to-gpu runs a
+/// row of points per warp (emitWarpPointRow), and the launch covers rows.
+constexpr llvm::StringLiteral kPointRowsAttr = "moe.point_rows";
+
 /// The top-level ops of the body (in order) that can be computed once per row: nothing in them, nested
 /// regions included, depends on the contiguous index, and their operands come from outside the body or
 /// from such ops.
@@ -104,9 +109,11 @@ mlir::Value emitStreamingCondition(mlir::OpBuilder &b, mlir::Location loc, mlir:
 ///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
 ///   WarpPerPoint: a domain point per warp (block, thread.y); the 32 lanes split the point's reduction
 ///                 along a contiguous dim (a dot product over H) and combine it with shuffles.
+///   WarpPerPointRow: a row of points per warp (a domain marked kPointRowsAttr), their dot products
+///                 split over the lanes as WarpPerPoint's, several at a time.
 /// WarpPerPoint is chosen when the domain does not vectorize along its last dim but a moe.sum in it
 /// reads along its own index.
-enum class GpuMapping { Rows, WarpPerPoint };
+enum class GpuMapping { Rows, WarpPerPoint, WarpPerPointRow };
 GpuMapping gpuMapping(DomainOp op);
 
 /// The length (0: not static) and widest element (bytes) of the first moe.sum that reads along its own
@@ -220,5 +227,20 @@ SumOp contiguousReductionOf(DomainOp op);
 /// schedule.vector elements; lane 0 stores.
 void emitWarpPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, mlir::Value lane, int64_t lanes,
                    int64_t vectorAlignment);
+
+/// Whether a point kernel's body has the shape whose live points' dot products can wait and run together
+/// (its dot product alone, or first in the then-block of an scf.if that says the point is live; only
+/// arithmetic after it). CPU point ranges interleave only rows of at least `minRowBytes`.
+bool pointsCanInterleave(DomainOp op, int64_t minRowBytes);
+
+/// GPU, a point kernel marked kPointRowsAttr: a row per warp (`lane` its lane id; the same lane split as
+/// emitWarpPoint's). The warp runs the row's points in order; a live point's dot product waits until
+/// kWarpInterleavedPoints have (or the row ends), and they run together, each loaded value their terms
+/// share (the row they all read) loaded once. Each point's sum adds the same terms in the same order as
+/// a warp per point: results are bit-identical.
+void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment);
+
+/// GPU: how many live points of a row of points run their dot products together (A3: a token's top-8).
+constexpr int64_t kWarpInterleavedPoints = 8;
 
 } // namespace moec::moe

@@ -222,6 +222,44 @@ def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
   }];
 }
 
+def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
+  let summary = "GPU: a row of points whose dot products read a shared row runs on one warp";
+  let description = [{
+    A point kernel (a `moe.sum` along a contiguous dim per domain point) runs a warp per point. When a
+    term of the dot product loads along the sum's index through indices that do not depend on the
+    point's last index, the points of a row read that row again each: A3 with probs computes
+    `sum(j < H) permuted_tokens[row, j] * grad[t, j]` for each expert e of token t, and reads token t's
+    gradient row once per routed expert. This pass marks such a kernel `moe.point_rows`; moe-lower-to-gpu
+    then runs a row of points (outer..., every e) per warp. The warp walks the points in order; a live
+    point's dot product waits until 8 have (or the row ends), and they run together in one loop along j,
+    what their terms share (the row they all read) loaded once per vector. Each point's partial sums add
+    the same terms in the same order, so results are bit-identical to a warp per point. The launch covers
+    rows instead of points.
+
+    It needs a warp per point (32 threads) and a body whose dot product comes first in the then-block of
+    the scf.if that says the point is live, only arithmetic after it.
+
+    ```mlir
+    moe.scatter %pg[%Tk, %c256] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, ...>} {
+    ^bb0(%t: index, %e: index):
+      ... %row = out_index[t * K + k], %live = row >= 0 ...
+      %dot = scf.if %live -> (f32) {
+        %s = moe.sum %c7168 : f32 {
+        ^bb0(%j: index):
+          %x = memref.load %pt[%row, %j] ...   // the point's own row
+          %g = memref.load %grad[%t, %j] ...   // token t's row: the same for every e
+          ...
+        }
+        scf.yield %s : f32
+      } else { ... }
+      moe.write ...
+    }
+    // becomes
+    moe.scatter %pg[%Tk, %c256] {moe.point_rows, schedule = ...} { ... }
+    ```
+  }];
+}
+
 def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
   let summary = "CPU: a row's prefix fold continues from the previous row's value";
   let description = [{
@@ -231,7 +269,9 @@ def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
     One CPU thread runs its rows in order, so this pass keeps the last row's indices and the fold's value
     in a stack cell of the kernel and, when the previous row was (same outer indices, e - 1), runs only the
     step j = e - 1 from the kept value; otherwise all e steps from init. Same steps, same order: results
-    are bit-identical. CPU only (GPU rows run in parallel).
+    are bit-identical. On the GPU (`target=gpu`) rows run in parallel: only a row of points that one warp
+    runs in order (`moe.point_rows`, moe-group-points) carries its fold from point e - 1, its cell in the
+    thread's registers once LLVM promotes it.
 
     ```mlir
     %k = moe.fold %e, %c0 {moe.row_invariant} : index { ^bb0(%j: index, %n: index): ... }
@@ -247,6 +287,9 @@ def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
     memref.store %t, %rows[%c0] ... memref.store %k, %value[%c0]
     ```
   }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 

@@ -1,0 +1,334 @@
+// moe-group-points on A3's probs_grad with probs (GPU, f32, E = 8, H = 64; the IR `moec emit --target ptx
+// --emit moe --disable group-points` prints): the dot product of point (t, e) reads token t's gradient
+// row %9[t, j], whatever e, so the kernel is marked a row of points. Then moe-carry-prefix-folds (gpu)
+// carries the slot count k = fold(j < e) from point e - 1 (a warp runs a token's points in order), and the
+// GPU lowering runs a token per warp: a loop over its 8 points and one more step, each live point's
+// values kept in 8 slots carried by the loop, and when 8 wait (or the row ends) their dot products run in
+// one loop along j: the gradient vector loaded once, then each slot's terms under its `active` flag.
+// A variant whose terms read only rows that depend on the point (@reads_only_the_point_rows) is not
+// marked, and nothing of it is carried.
+// RUN: moec-opt %s --moe-group-points | FileCheck %s --check-prefix=MARK
+// RUN: moec-opt %s --moe-group-points --moe-carry-prefix-folds=target=gpu | FileCheck %s --check-prefix=CARRY
+// RUN: moec-opt %s --moe-group-points --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
+
+// MARK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
+// MARK: moe.scatter {{.*}} {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32
+// MARK-LABEL: func.func @reads_only_the_point_rows
+// MARK-NOT: moe.point_rows
+// MARK: return
+
+// CARRY-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
+// CARRY: memref.alloca() : memref<2xindex>
+// CARRY: moe.scatter {{.*}} {moe.point_rows
+// CARRY: scf.if %{{.*}} -> (index) {
+// CARRY: } else {
+// CARRY: moe.fold
+// CARRY-LABEL: func.func @reads_only_the_point_rows
+// CARRY-NOT: memref.alloca
+// CARRY: return
+
+// A warp (thread.y) per token; points 0 .. 8 (the last step runs the points still waiting).
+// GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
+// GPU: %[[TOKEN:.*]] = arith.addi %{{.*}}, %thread_id_y : index
+// GPU: scf.for %[[P:.*]] = %c0 to %c9 step %c1 iter_args(
+// GPU: arith.cmpi ult, %[[P]], %c8 : index
+// GPU: arith.cmpi eq, %{{.*}}, %c8 : index
+// The batch's dot products: one loop along j, the gradient loaded once, each slot's terms under its flag.
+// GPU: scf.for %{{.*}} = %{{.*}} to %c64 step %c128 iter_args(
+// GPU: vector.load %{{.*}}[%[[TOKEN]], %{{.*}}] {{.*}} : memref<?x64xf32>, vector<4xf32>
+// GPU-NOT: vector.load %{{.*}}[%[[TOKEN]]
+// GPU-COUNT-8: scf.if %{{.*}} -> (vector<4xf32>) {
+// GPU-NOT: vector.load %{{.*}}[%[[TOKEN]]
+// GPU: scf.yield
+// GPU-LABEL: gpu.func @reads_only_the_point_rows
+// GPU-NOT: to %c9 step %c1
+// GPU: gpu.return
+
+module attributes {moe.dtype = "f32", moe.op = "moe_token_unpermute_with_routing_map_grad", moe.workspace = ["permuted_tokens_grad"]} {
+  func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:unpermuted_tokens_grad"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:out_index"}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permute_token_id"}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:routing_map"}, %arg4: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permuted_tokens"}, %arg5: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:probs"}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = "tensor:permuted_tokens_grad"}, %arg7: !llvm.ptr {llvm.noalias, moe.arg = "tensor:probs_grad"}, %arg8: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg9: !llvm.ptr {llvm.noalias, moe.arg = "workspace"}, %arg10: index {moe.arg = "dim:Tk"}, %arg11: index {moe.arg = "dim:R"}) {
+    %c0 = arith.constant 0 : index
+    %0 = arith.index_cast %c0 : index to i64
+    %1 = llvm.getelementptr %arg9[%0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %2 = moe.view %1[%arg11] : !llvm.ptr -> memref<?xi8>
+    %cst = arith.constant 0.000000e+00 : f32
+    %c7 = arith.constant 7 : index
+    %c6 = arith.constant 6 : index
+    %c5 = arith.constant 5 : index
+    %c4 = arith.constant 4 : index
+    %true = arith.constant true
+    %c0_i32 = arith.constant 0 : i32
+    %c3 = arith.constant 3 : index
+    %c2 = arith.constant 2 : index
+    %c0_i8 = arith.constant 0 : i8
+    %c1 = arith.constant 1 : index
+    %c1_i64 = arith.constant 1 : i64
+    %c-9223372036854775808 = arith.constant -9223372036854775808 : index
+    %c-1 = arith.constant -1 : index
+    %c64 = arith.constant 64 : index
+    %c8 = arith.constant 8 : index
+    %c0_0 = arith.constant 0 : index
+    %3 = moe.view %arg8[%c8] : !llvm.ptr -> memref<8xi64>
+    %4 = moe.view %arg7[%arg10, %c8] : !llvm.ptr -> memref<?x8xf32>
+    %5 = moe.view %arg3[%arg10, %c8] : !llvm.ptr -> memref<?x8xi8>
+    %6 = moe.view %arg1[%arg11] : !llvm.ptr -> memref<?xi32>
+    %7 = moe.view %arg6[%arg11, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %8 = moe.view %arg4[%arg11, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %9 = moe.view %arg0[%arg10, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %10 = moe.view %arg5[%arg10, %c8] : !llvm.ptr -> memref<?x8xf32>
+    %11 = arith.cmpi eq, %arg10, %c0_0 : index
+    %12 = arith.cmpi eq, %arg10, %c-1 : index
+    %13 = arith.cmpi eq, %arg11, %c-9223372036854775808 : index
+    %14 = arith.andi %12, %13 : i1
+    %15 = arith.ori %11, %14 : i1
+    scf.if %15 {
+      memref.store %c1_i64, %3[%c0_0] : memref<8xi64>
+      %18 = arith.index_cast %arg11 : index to i64
+      memref.store %18, %3[%c1] : memref<8xi64>
+    }
+    %16 = arith.select %15, %c1, %arg10 : index
+    %17 = arith.divsi %arg11, %16 : index
+    moe.scatter %4[%arg10, %c8] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>} : memref<?x8xf32> {
+    ^bb0(%arg12: index, %arg13: index):
+      %18 = moe.fold %arg13, %c0_0 : index {
+      ^bb0(%arg14: index, %arg15: index):
+        %35 = memref.load %5[%arg12, %arg14] : memref<?x8xi8>
+        %36 = arith.cmpi ne, %35, %c0_i8 : i8
+        %37 = arith.addi %arg15, %c1 : index
+        %38 = arith.select %36, %37, %arg15 : index
+        moe.yield %38 : index
+      }
+      %19 = memref.load %5[%arg12, %arg13] : memref<?x8xi8>
+      %20 = arith.cmpi ne, %19, %c0_i8 : i8
+      %21 = arith.cmpi slt, %18, %17 : index
+      %22 = arith.andi %20, %21 : i1
+      %23 = scf.if %22 -> (index) {
+        %35 = arith.muli %arg12, %17 : index
+        %36 = arith.addi %35, %18 : index
+        %37 = arith.cmpi sge, %36, %c0_0 : index
+        %38 = arith.cmpi slt, %36, %arg11 : index
+        %39 = arith.andi %37, %38 : i1
+        %40 = scf.if %39 -> (i32) {
+          %42 = memref.load %6[%36] : memref<?xi32>
+          scf.yield %42 : i32
+        } else {
+          %42 = arith.cmpi slt, %36, %c0_0 : index
+          %43 = arith.cmpi sge, %36, %arg11 : index
+          %44 = arith.ori %42, %43 : i1
+          %45 = arith.select %44, %c1, %c0_0 : index
+          %46 = arith.select %44, %36, %c0_0 : index
+          %47 = arith.index_cast %45 : index to i64
+          memref.store %47, %3[%c2] : memref<8xi64>
+          %48 = arith.index_cast %46 : index to i64
+          memref.store %48, %3[%c3] : memref<8xi64>
+          scf.yield %c0_i32 : i32
+        }
+        %41 = arith.index_cast %40 : i32 to index
+        scf.yield %41 : index
+      } else {
+        scf.yield %c-1 : index
+      }
+      %24 = arith.cmpi sge, %23, %c0_0 : index
+      %25 = arith.cmpi sge, %23, %c0_0 : index
+      %26 = arith.cmpi slt, %23, %arg11 : index
+      %27 = arith.andi %25, %26 : i1
+      %28 = arith.xori %27, %true : i1
+      %29 = arith.andi %24, %28 : i1
+      scf.if %29 {
+        %35 = arith.cmpi slt, %23, %c0_0 : index
+        %36 = arith.cmpi sge, %23, %arg11 : index
+        %37 = arith.ori %35, %36 : i1
+        %38 = arith.select %37, %c1, %c0_0 : index
+        %39 = arith.select %37, %23, %c0_0 : index
+        %40 = arith.index_cast %38 : index to i64
+        memref.store %40, %3[%c4] : memref<8xi64>
+        %41 = arith.index_cast %39 : index to i64
+        memref.store %41, %3[%c5] : memref<8xi64>
+      }
+      %30 = arith.andi %24, %27 : i1
+      %31 = arith.cmpi sge, %23, %c0_0 : index
+      %32 = arith.cmpi ult, %23, %arg11 : index
+      %33 = arith.andi %30, %32 : i1
+      scf.if %33 {
+        %c1_i8 = arith.constant 1 : i8
+        memref.store %c1_i8, %2[%23] : memref<?xi8>
+      }
+      %34 = scf.if %31 -> (f32) {
+        %35 = moe.sum %c64 : f32 {
+        ^bb0(%arg14: index):
+          %36 = arith.cmpi sge, %23, %c0_0 : index
+          %37 = arith.cmpi slt, %23, %arg11 : index
+          %38 = arith.andi %36, %37 : i1
+          %39 = scf.if %38 -> (f32) {
+            %44 = memref.load %8[%23, %arg14] : memref<?x64xf32>
+            scf.yield %44 : f32
+          } else {
+            %44 = arith.cmpi slt, %23, %c0_0 : index
+            %45 = arith.cmpi sge, %23, %arg11 : index
+            %46 = arith.ori %44, %45 : i1
+            %47 = arith.select %46, %c1, %c0_0 : index
+            %48 = arith.select %46, %23, %c0_0 : index
+            %49 = arith.index_cast %47 : index to i64
+            memref.store %49, %3[%c6] : memref<8xi64>
+            %50 = arith.index_cast %48 : index to i64
+            memref.store %50, %3[%c7] : memref<8xi64>
+            scf.yield %cst : f32
+          }
+          %40 = memref.load %9[%arg12, %arg14] : memref<?x64xf32>
+          %41 = arith.mulf %39, %40 : f32
+          %42 = memref.load %10[%arg12, %arg13] : memref<?x8xf32>
+          %43 = arith.mulf %40, %42 : f32
+          moe.row_store %43 to %7[%23, %arg14] if %30 : f32, memref<?x64xf32>
+          moe.yield %41 : f32
+        }
+        scf.yield %35 : f32
+      } else {
+        scf.yield %cst : f32
+      }
+      moe.write %34 to [%arg12, %arg13] : f32
+    }
+    return
+  }
+  func.func @reads_only_the_point_rows(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:unpermuted_tokens_grad"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:out_index"}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permute_token_id"}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:routing_map"}, %arg4: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:permuted_tokens"}, %arg5: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:probs"}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = "tensor:permuted_tokens_grad"}, %arg7: !llvm.ptr {llvm.noalias, moe.arg = "tensor:probs_grad"}, %arg8: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg9: !llvm.ptr {llvm.noalias, moe.arg = "workspace"}, %arg10: index {moe.arg = "dim:Tk"}, %arg11: index {moe.arg = "dim:R"}) {
+    %c0 = arith.constant 0 : index
+    %0 = arith.index_cast %c0 : index to i64
+    %1 = llvm.getelementptr %arg9[%0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %2 = moe.view %1[%arg11] : !llvm.ptr -> memref<?xi8>
+    %cst = arith.constant 0.000000e+00 : f32
+    %c7 = arith.constant 7 : index
+    %c6 = arith.constant 6 : index
+    %c5 = arith.constant 5 : index
+    %c4 = arith.constant 4 : index
+    %true = arith.constant true
+    %c0_i32 = arith.constant 0 : i32
+    %c3 = arith.constant 3 : index
+    %c2 = arith.constant 2 : index
+    %c0_i8 = arith.constant 0 : i8
+    %c1 = arith.constant 1 : index
+    %c1_i64 = arith.constant 1 : i64
+    %c-9223372036854775808 = arith.constant -9223372036854775808 : index
+    %c-1 = arith.constant -1 : index
+    %c64 = arith.constant 64 : index
+    %c8 = arith.constant 8 : index
+    %c0_0 = arith.constant 0 : index
+    %3 = moe.view %arg8[%c8] : !llvm.ptr -> memref<8xi64>
+    %4 = moe.view %arg7[%arg10, %c8] : !llvm.ptr -> memref<?x8xf32>
+    %5 = moe.view %arg3[%arg10, %c8] : !llvm.ptr -> memref<?x8xi8>
+    %6 = moe.view %arg1[%arg11] : !llvm.ptr -> memref<?xi32>
+    %7 = moe.view %arg6[%arg11, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %8 = moe.view %arg4[%arg11, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %9 = moe.view %arg0[%arg10, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %10 = moe.view %arg5[%arg10, %c8] : !llvm.ptr -> memref<?x8xf32>
+    %11 = arith.cmpi eq, %arg10, %c0_0 : index
+    %12 = arith.cmpi eq, %arg10, %c-1 : index
+    %13 = arith.cmpi eq, %arg11, %c-9223372036854775808 : index
+    %14 = arith.andi %12, %13 : i1
+    %15 = arith.ori %11, %14 : i1
+    scf.if %15 {
+      memref.store %c1_i64, %3[%c0_0] : memref<8xi64>
+      %18 = arith.index_cast %arg11 : index to i64
+      memref.store %18, %3[%c1] : memref<8xi64>
+    }
+    %16 = arith.select %15, %c1, %arg10 : index
+    %17 = arith.divsi %arg11, %16 : index
+    moe.scatter %4[%arg10, %c8] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>} : memref<?x8xf32> {
+    ^bb0(%arg12: index, %arg13: index):
+      %18 = moe.fold %arg13, %c0_0 : index {
+      ^bb0(%arg14: index, %arg15: index):
+        %35 = memref.load %5[%arg12, %arg14] : memref<?x8xi8>
+        %36 = arith.cmpi ne, %35, %c0_i8 : i8
+        %37 = arith.addi %arg15, %c1 : index
+        %38 = arith.select %36, %37, %arg15 : index
+        moe.yield %38 : index
+      }
+      %19 = memref.load %5[%arg12, %arg13] : memref<?x8xi8>
+      %20 = arith.cmpi ne, %19, %c0_i8 : i8
+      %21 = arith.cmpi slt, %18, %17 : index
+      %22 = arith.andi %20, %21 : i1
+      %23 = scf.if %22 -> (index) {
+        %35 = arith.muli %arg12, %17 : index
+        %36 = arith.addi %35, %18 : index
+        %37 = arith.cmpi sge, %36, %c0_0 : index
+        %38 = arith.cmpi slt, %36, %arg11 : index
+        %39 = arith.andi %37, %38 : i1
+        %40 = scf.if %39 -> (i32) {
+          %42 = memref.load %6[%36] : memref<?xi32>
+          scf.yield %42 : i32
+        } else {
+          %42 = arith.cmpi slt, %36, %c0_0 : index
+          %43 = arith.cmpi sge, %36, %arg11 : index
+          %44 = arith.ori %42, %43 : i1
+          %45 = arith.select %44, %c1, %c0_0 : index
+          %46 = arith.select %44, %36, %c0_0 : index
+          %47 = arith.index_cast %45 : index to i64
+          memref.store %47, %3[%c2] : memref<8xi64>
+          %48 = arith.index_cast %46 : index to i64
+          memref.store %48, %3[%c3] : memref<8xi64>
+          scf.yield %c0_i32 : i32
+        }
+        %41 = arith.index_cast %40 : i32 to index
+        scf.yield %41 : index
+      } else {
+        scf.yield %c-1 : index
+      }
+      %24 = arith.cmpi sge, %23, %c0_0 : index
+      %25 = arith.cmpi sge, %23, %c0_0 : index
+      %26 = arith.cmpi slt, %23, %arg11 : index
+      %27 = arith.andi %25, %26 : i1
+      %28 = arith.xori %27, %true : i1
+      %29 = arith.andi %24, %28 : i1
+      scf.if %29 {
+        %35 = arith.cmpi slt, %23, %c0_0 : index
+        %36 = arith.cmpi sge, %23, %arg11 : index
+        %37 = arith.ori %35, %36 : i1
+        %38 = arith.select %37, %c1, %c0_0 : index
+        %39 = arith.select %37, %23, %c0_0 : index
+        %40 = arith.index_cast %38 : index to i64
+        memref.store %40, %3[%c4] : memref<8xi64>
+        %41 = arith.index_cast %39 : index to i64
+        memref.store %41, %3[%c5] : memref<8xi64>
+      }
+      %30 = arith.andi %24, %27 : i1
+      %31 = arith.cmpi sge, %23, %c0_0 : index
+      %32 = arith.cmpi ult, %23, %arg11 : index
+      %33 = arith.andi %30, %32 : i1
+      scf.if %33 {
+        %c1_i8 = arith.constant 1 : i8
+        memref.store %c1_i8, %2[%23] : memref<?xi8>
+      }
+      %34 = scf.if %31 -> (f32) {
+        %35 = moe.sum %c64 : f32 {
+        ^bb0(%arg14: index):
+          %36 = arith.cmpi sge, %23, %c0_0 : index
+          %37 = arith.cmpi slt, %23, %arg11 : index
+          %38 = arith.andi %36, %37 : i1
+          %39 = scf.if %38 -> (f32) {
+            %44 = memref.load %8[%23, %arg14] : memref<?x64xf32>
+            scf.yield %44 : f32
+          } else {
+            %44 = arith.cmpi slt, %23, %c0_0 : index
+            %45 = arith.cmpi sge, %23, %arg11 : index
+            %46 = arith.ori %44, %45 : i1
+            %47 = arith.select %46, %c1, %c0_0 : index
+            %48 = arith.select %46, %23, %c0_0 : index
+            %49 = arith.index_cast %47 : index to i64
+            memref.store %49, %3[%c6] : memref<8xi64>
+            %50 = arith.index_cast %48 : index to i64
+            memref.store %50, %3[%c7] : memref<8xi64>
+            scf.yield %cst : f32
+          }
+          %40 = memref.load %8[%23, %arg14] : memref<?x64xf32>
+          %41 = arith.mulf %39, %40 : f32
+          %42 = memref.load %10[%arg12, %arg13] : memref<?x8xf32>
+          %43 = arith.mulf %40, %42 : f32
+          moe.row_store %43 to %7[%23, %arg14] if %30 : f32, memref<?x64xf32>
+          moe.yield %41 : f32
+        }
+        scf.yield %35 : f32
+      } else {
+        scf.yield %cst : f32
+      }
+      moe.write %34 to [%arg12, %arg13] : f32
+    }
+    return
+  }
+}
