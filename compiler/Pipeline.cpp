@@ -332,9 +332,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
                                  : moe::runsPerPoint(domains.front()) &&
                                        !domains.front().op()->hasAttr(moe::kPointRowsAttr);
     bool rowGroups = domains.front().op()->hasAttr(moe::kRowGroupAttr);
+    bool pointRuns = domains.front().op()->hasAttr(moe::kPointRowsAttr) && plan.domain.size() == 1;
     result.kernels.push_back({plan.name, plan.assign->target,
                               {a.getRowsPerBlock(), a.getThreads(), a.getVector(), a.getUnroll()}, plan.domain,
-                              pointPerWarp, checks, rowGroups});
+                              pointPerWarp, checks, rowGroups, pointRuns});
   }
 
   if (auto outputs = (*module)->getAttrOfType<ArrayAttr>("moe.workspace"))

@@ -15,8 +15,9 @@ namespace moec {
 namespace {
 
 // 2: kernels take a status buffer for their bounds checks; 3: and a workspace; 4: a row group is at most
-// kRowGroupMembers members (a block each).
-constexpr int kFormat = 4;
+// kRowGroupMembers members (a block each); 5: kernels may run runs of points (pointRuns), which a reader of
+// format 4 would launch a warp per point.
+constexpr int kFormat = 5;
 
 /// Only regular files: a FIFO in a bundle would block the read forever.
 std::string readFile(const std::filesystem::path &path) { return readRegularFile(path.string()); }

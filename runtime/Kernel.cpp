@@ -333,6 +333,13 @@ std::shared_ptr<const LoadedOp::CheckedCall> Kernel::checkOn(const LoadedOp &l,
     int64_t units = checked->call.rows(domain);
     if (__builtin_mul_overflow(units, runs, &units))
       fail(l, "kernel '" + l.kernels[k].name + "': its domain has more row groups than int64 holds");
+    if (l.kernels[k].pointRuns) {
+      if (domain.size() != 1)
+        fail(l, "kernel '" + l.kernels[k].name + "' runs runs of points but its domain has " +
+                    std::to_string(domain.size()) + " dims, not 1");
+      int64_t points = evalInt(*domain.front(), checked->call.bindings);
+      units = points / kPointRunLength + (points % kPointRunLength != 0);
+    }
     if (l.kernels[k].pointPerWarp && !l.plans[k].domain.empty() &&
         __builtin_mul_overflow(units, evalInt(*l.plans[k].domain.back(), checked->call.bindings), &units))
       fail(l, "kernel '" + l.kernels[k].name + "': its domain has more points than int64 holds");

@@ -47,6 +47,7 @@ nlohmann::json kernelMetaToJson(const KernelMeta &k) {
           {"unroll", k.schedule.unroll},
           {"pointPerWarp", k.pointPerWarp},
           {"rowGroups", k.rowGroups},
+          {"pointRuns", k.pointRuns},
           {"checks", checks}};
 }
 
@@ -68,6 +69,9 @@ KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const 
   if (!j.contains("rowGroups") || !j.at("rowGroups").is_boolean())
     throw std::runtime_error(where + ": 'rowGroups' must be true or false");
   k.rowGroups = j.at("rowGroups").get<bool>();
+  if (!j.contains("pointRuns") || !j.at("pointRuns").is_boolean())
+    throw std::runtime_error(where + ": 'pointRuns' must be true or false");
+  k.pointRuns = j.at("pointRuns").get<bool>();
   // The bounds checks only name what the kernel reports; the runtime still checks the tensor index
   // against the op before it uses one.
   if (!j.contains("checks") || !j.at("checks").is_array())

@@ -25,7 +25,8 @@ int main(int argc, char **argv) {
       std::cout << ": " << e.kernels.size() << " kernels in " << e.codeFile << "\n";
       for (const moec::KernelMeta &k : e.kernels)
         std::cout << "  " << k.name << " -> " << k.output << " " << k.schedule.str()
-                  << (k.pointPerWarp ? " warp-per-point" : "") << (k.rowGroups ? " row-groups" : "") << "\n";
+                  << (k.pointPerWarp ? " warp-per-point" : "") << (k.rowGroups ? " row-groups" : "")
+                  << (k.pointRuns ? " point-runs" : "") << "\n";
       for (const std::string &output : e.workspace)
         std::cout << "  workspace: a zeroed byte per row of " << output << "\n";
     }

@@ -199,6 +199,8 @@ private:
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
       if (!t.isOutput)
         func.setArgAttr(i, LLVM::LLVMDialect::getReadonlyAttrName(), b.getUnitAttr());
+      if (t.unique) // its values never repeat: nothing keyed on one is shared (moe-group-points)
+        func.setArgAttr(i, "moe.unique", b.getUnitAttr());
     }
     func.setArgAttr(op.tensors.size(), LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr()); // status
     Block *entry = func.addEntryBlock();

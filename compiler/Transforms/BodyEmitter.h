@@ -591,16 +591,28 @@ private:
           invariant.push_back(&o);
           hoistable.insert(&o);
         }
+    // Per point; an op whose operands are the first point's takes the first point's results.
     SmallVector<IRMapping> hoisted;
     for (BodyEmitter *point : points) {
       BodyEmitter pre(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
       pre.scalars = point->scalars;
-      for (Operation *o : invariant)
-        pre.emitOp(*o);
+      for (Operation *o : invariant) {
+        bool asFirst = !hoisted.empty() && llvm::all_of(o->getOperands(), [&](Value v) {
+          return pre.scalars.lookupOrDefault(v) == hoisted.front().lookupOrDefault(v);
+        });
+        if (!asFirst) {
+          pre.emitOp(*o);
+          continue;
+        }
+        for (Value r : o->getResults())
+          pre.scalars.map(r, hoisted.front().lookup(r));
+      }
       hoisted.push_back(pre.scalars);
     }
-    // What every point's term computes alike: region-free loads and arithmetic whose operands are the same
-    // for all points (A3: token t's gradient row, for each of its experts), computed once in the loop.
+    // What every point's term computes alike: loads and arithmetic whose operands are the same for all
+    // points (A3: token t's gradient row, for each of its experts), computed once in the loop. An scf.if
+    // qualifies too (a load under its bounds check) when everything in it takes only such values: its
+    // stores (a failed check's status) then store the same values the points' would.
     SmallVector<Operation *> shared;
     if (points.size() > 1 && !first.staged) {
       DenseSet<Value> sharedValues{body.getArgument(0)};
@@ -612,9 +624,20 @@ private:
           return false; // a term's own value
         return llvm::all_of(hoisted, [&](IRMapping &m) { return m.lookupOrDefault(v) == hoisted[0].lookupOrDefault(v); });
       };
+      auto computedAlike = [&](Operation &o) {
+        bool alike = true;
+        o.walk([&](Operation *inner) {
+          alike &= isa<scf::IfOp, scf::YieldOp, memref::LoadOp, memref::StoreOp>(inner) ||
+                   (inner->getNumRegions() == 0 && isMemoryEffectFree(inner));
+          for (Value v : inner->getOperands())
+            if (Operation *def = v.getDefiningOp(); !(def && o.isAncestor(def)) &&
+                                                    !(isa<BlockArgument>(v) && o.isAncestor(v.getParentBlock()->getParentOp())))
+              alike &= same(v);
+        });
+        return alike;
+      };
       for (Operation &o : body.without_terminator())
-        if (!hoistable.contains(&o) && o.getNumRegions() == 0 && o.getNumResults() > 0 &&
-            (isa<memref::LoadOp>(o) || isMemoryEffectFree(&o)) && llvm::all_of(o.getOperands(), same)) {
+        if (!hoistable.contains(&o) && o.getNumResults() > 0 && computedAlike(o)) {
           shared.push_back(&o);
           sharedValues.insert(o.getResults().begin(), o.getResults().end());
         }

@@ -28,9 +28,27 @@ namespace moec::moe {
 
 namespace {
 
-/// Whether a term of `sum` loads along the sum's index through a row that does not depend on the domain's
-/// last index: the points of a row read the same values.
-bool readsSharedRow(DomainOp domain, SumOp sum) {
+/// Whether `v` is (a cast of) a value loaded from a tensor declared `unique`: no two points share it.
+bool loadedFromUniqueTensor(Value v) {
+  while (auto cast = v.getDefiningOp<arith::IndexCastOp>())
+    v = cast.getIn();
+  auto load = v.getDefiningOp<memref::LoadOp>();
+  auto view = load ? load.getMemRef().getDefiningOp<ViewOp>() : ViewOp();
+  auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : BlockArgument();
+  auto func = arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()) : FunctionOpInterface();
+  return func && func.getArgAttr(arg.getArgNumber(), "moe.unique");
+}
+
+/// At most this many keys: each is compared for every live point.
+constexpr size_t kMaxKeys = 4;
+
+/// The keys through which a term of `sum` that loads along the sum's index depends on the point, for the
+/// first term whose loads the points of a row can share: none when it does not depend on the point's last
+/// index at all (grad[t, j]), or a few integers computed at the top of the body from the point (A3's
+/// drop-and-pad grad[tok, j], tok = permute_token_id[i]: consecutive slots of a token share it). A key
+/// loaded from a `unique` tensor never repeats: terms that need one are not shared. Nothing when no term
+/// qualifies.
+std::optional<SetVector<Operation *>> sharedRowKeys(DomainOp domain, SumOp sum) {
   Block &body = domain.body();
   // The values that depend on the point: an op's results do when it or an op nested in it uses one.
   DenseSet<Value> fromPoint{body.getArguments().back()};
@@ -46,25 +64,53 @@ bool readsSharedRow(DomainOp domain, SumOp sum) {
           changed |= fromPoint.insert(r).second;
     });
   }
-  Value j = sum.getBody().front().getArgument(0);
-  for (Operation &op : sum.getBody().front().without_terminator()) {
-    auto load = dyn_cast<memref::LoadOp>(op);
-    if (load && !load.getIndices().empty() && load.getIndices().back() == j &&
-        llvm::none_of(load->getOperands(), [&](Value v) { return fromPoint.contains(v); }))
-      return true;
+  Block &terms = sum.getBody().front();
+  Value j = terms.getArgument(0);
+  // The keys a top-level op of the sum's body takes from the point (nullopt: it takes more than keys).
+  DenseMap<Operation *, std::optional<SetVector<Operation *>>> keysOf;
+  for (Operation &op : terms.without_terminator()) {
+    std::optional<SetVector<Operation *>> keys = SetVector<Operation *>();
+    op.walk([&](Operation *inner) {
+      for (Value v : inner->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (!keys || !fromPoint.contains(v) || (def && op.isAncestor(def)))
+          continue;
+        if (def && def->getBlock() == &terms && keysOf.count(def) && keysOf[def]) {
+          keys->insert(keysOf[def]->begin(), keysOf[def]->end());
+        } else if (def && def->getBlock() == &body && def->getNumResults() == 1 && v.getType().isIntOrIndex() &&
+                   !loadedFromUniqueTensor(v)) {
+          keys->insert(def);
+        } else {
+          keys = std::nullopt;
+        }
+      }
+    });
+    keysOf[&op] = keys && keys->size() <= kMaxKeys ? keys : std::nullopt;
   }
-  return false;
+  for (Operation &op : terms.without_terminator()) {
+    bool loadsAlong = false;
+    op.walk([&](memref::LoadOp load) {
+      loadsAlong |= !load.getIndices().empty() && load.getIndices().back() == j;
+    });
+    if (loadsAlong && keysOf[&op])
+      return keysOf[&op];
+  }
+  return std::nullopt;
 }
 
 struct GroupPointsPass : impl::MoeGroupPointsBase<GroupPointsPass> {
   void runOnOperation() override {
     for (DomainOp domain : collectDomainOps(getOperation())) {
       ScheduleAttr schedule = domain.schedule();
-      if (!schedule || schedule.getThreads() != 32 || domain.bounds().size() < 2 ||
+      if (!schedule || schedule.getThreads() != 32 ||
           gpuMapping(domain) != GpuMapping::WarpPerPoint || !pointsCanInterleave(domain, /*minRowBytes=*/0))
         continue;
-      if (readsSharedRow(domain, contiguousReductionOf(domain)))
-        domain.op()->setAttr(kPointRowsAttr, UnitAttr::get(&getContext()));
+      std::optional<SetVector<Operation *>> keys = sharedRowKeys(domain, contiguousReductionOf(domain));
+      if (!keys)
+        continue;
+      domain.op()->setAttr(kPointRowsAttr, UnitAttr::get(&getContext()));
+      for (Operation *key : *keys)
+        key->setAttr(kGroupKeyAttr, UnitAttr::get(&getContext()));
     }
   }
 };

@@ -8,7 +8,7 @@
 //    per warp: the 32 lanes split the reduction in V-element vectors, combine it with shuffles, and lane
 //    0 stores; grid.x then covers points instead of rows.
 //    A point kernel marked moe.point_rows (moe-group-points) runs a row of points per warp instead
-//    (emitWarpPointRow): grid.x covers rows.
+//    (emitWarpPointRow): grid.x covers rows (a one-dim domain's runs of 32 points).
 //    A scatter marked moe.row_group (moe-group-rows) runs a group of rows per block instead, its Y warps
 //    splitting the row (emitGroupRow), and grid.x is the number of groups: the domain's extents but the
 //    last two times ceil(members / 32).
@@ -104,7 +104,10 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     Value row = grouped ? Value(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x))
                         : Value(arith::AddIOp::create(b, loc, blockRow, warp));
     bool pointRows = gpuMapping(domain) == GpuMapping::WarpPerPointRow;
-    Value count = warpPerPoint ? emitPointCount(b, domain) : grouped ? emitGroupCount(b, domain) : emitRowCount(b, domain);
+    Value count = warpPerPoint ? emitPointCount(b, domain)
+                  : pointRows  ? emitPointRowCount(b, domain)
+                  : grouped    ? emitGroupCount(b, domain)
+                               : emitRowCount(b, domain);
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, count);
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
     b.setInsertionPointToStart(guard.thenBlock());

@@ -280,6 +280,16 @@ void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t l
 
 bool pointsCanInterleave(DomainOp op, int64_t minRowBytes) { return interleavedPoints(op, minRowBytes).has_value(); }
 
+Value emitPointRowCount(OpBuilder &b, DomainOp op) {
+  Location loc = op.op()->getLoc();
+  if (op.bounds().size() > 1)
+    return emitRowCount(b, op);
+  Value run = arith::ConstantIndexOp::create(b, loc, kPointRunLength);
+  Value points = op.bounds().front();
+  return arith::DivUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, points, arith::ConstantIndexOp::create(b, loc, kPointRunLength - 1)), run);
+}
+
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
   constexpr int64_t kSlots = kWarpInterleavedPoints;
   Location loc = op.op()->getLoc();
@@ -288,6 +298,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   std::optional<InterleavedPoints> plan = interleavedPoints(op, /*minRowBytes=*/0);
   assert(plan && "moe-group-points marks only points that interleave");
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto i1 = [&](bool v) { return arith::ConstantIntOp::create(b, loc, v, 1); };
   Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, cst(0));
   auto newEmitter = [&] {
     auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
@@ -297,29 +308,39 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   };
   Block &body = op.body();
   unsigned rank = body.getNumArguments();
-  SmallVector<Value> outer = unflattenRow(b, loc, row, op.bounds().drop_back());
+  // The warp's points: its row's (outer..., every e), or a one-dim domain's run of kPointRunLength.
+  SmallVector<Value> outer;
+  Value first = cst(0), members = op.bounds().back();
+  if (rank > 1) {
+    outer = unflattenRow(b, loc, row, op.bounds().drop_back());
+  } else {
+    first = arith::MulIOp::create(b, loc, row, cst(kPointRunLength));
+    members = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, first), cst(kPointRunLength));
+  }
   // What a waiting point keeps (its last index, and the values its sum and late ops take from before
   // them), in kSlots slots carried by the loop over the points; the row's indices are the same for all.
+  // The keys (moe.group_key) are the same for all the points of a batch: a live point whose keys differ
+  // from the waiting ones' runs them first.
   SmallVector<Value> kept;
+  SmallVector<size_t> keys; // positions in `kept`
   for (Value v : plan->saved)
-    if (auto arg = dyn_cast<BlockArgument>(v); !arg || arg.getOwner() != &body || arg.getArgNumber() == rank - 1)
+    if (auto arg = dyn_cast<BlockArgument>(v); !arg || arg.getOwner() != &body || arg.getArgNumber() == rank - 1) {
+      if (Operation *def = v.getDefiningOp(); def && def->hasAttr(kGroupKeyAttr))
+        keys.push_back(kept.size());
       kept.push_back(v);
+    }
   auto zero = [&](Type t) { return arith::ConstantOp::create(b, loc, b.getZeroAttr(t)).getResult(); };
   SmallVector<Value> inits{cst(0)};
   for (Value v : kept)
     inits.append(kSlots, zero(v.getType()));
-  auto mapRow = [&](BodyEmitter &emitter) {
-    for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
-      emitter.mapScalar(arg, index);
-  };
 
   // Points 0 .. n - 1 in order, then one more step (p = n) that runs the points still waiting.
-  Value members = op.bounds().back();
   auto loop = scf::ForOp::create(b, loc, cst(0), arith::AddIOp::create(b, loc, members, cst(1)), cst(1), inits);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value p = loop.getInductionVar(), pending = loop.getRegionIterArgs()[0];
   ValueRange slots = loop.getRegionIterArgs().drop_front();
+  auto slot = [&](size_t k, int64_t i) { return slots[k * kSlots + i]; };
   Value isPoint = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, members);
   SmallVector<Type> pointTypes{b.getI1Type()};
   for (Value v : kept)
@@ -333,65 +354,71 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     for (Operation *o = plan->carrier; o; o = o->getNextNode())
       early->skip(o);
     SmallVector<Value> indices(outer);
-    indices.push_back(p);
+    indices.push_back(arith::AddIOp::create(b, loc, first, p));
     early->mapIndices(indices);
     early->emitOpsOf(body);
-    Value live = plan->carrierIf ? early->value(plan->carrierIf.getCondition())
-                                 : Value(arith::ConstantIntOp::create(b, loc, 1, 1));
+    Value live = plan->carrierIf ? early->value(plan->carrierIf.getCondition()) : Value(i1(true));
     SmallVector<Value> results{live};
     for (Value v : kept)
       results.push_back(early->value(v));
     {
       OpBuilder::InsertionGuard dead(b);
-      auto ifDead = scf::IfOp::create(b, loc, arith::XOrIOp::create(b, loc, live, arith::ConstantIntOp::create(b, loc, 1, 1)),
-                                      /*withElseRegion=*/false);
+      auto ifDead = scf::IfOp::create(b, loc, arith::XOrIOp::create(b, loc, live, i1(true)), /*withElseRegion=*/false);
       b.setInsertionPointToStart(ifDead.thenBlock());
       emitDeadPoint(*plan, op, *early, indices);
     }
     scf::YieldOp::create(b, loc, results);
     early->flushUnrolls();
     b.setInsertionPointToStart(ifPoint.elseBlock());
-    SmallVector<Value> none{arith::ConstantIntOp::create(b, loc, 0, 1)};
+    SmallVector<Value> none{i1(false)};
     for (Value v : kept)
       none.push_back(zero(v.getType()));
     scf::YieldOp::create(b, loc, none);
   }
   Value live = ifPoint.getResult(0);
-  // A live point takes slot `pending`.
-  SmallVector<Value> nextSlots;
-  for (auto [k, v] : llvm::enumerate(kept))
-    for (int64_t i = 0; i < kSlots; ++i) {
-      Value here = arith::AndIOp::create(
-          b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(i)));
-      nextSlots.push_back(arith::SelectOp::create(b, loc, here, ifPoint.getResult(1 + k), slots[k * kSlots + i]));
-    }
-  Value next = arith::SelectOp::create(b, loc, live, arith::AddIOp::create(b, loc, pending, cst(1)), pending);
-  Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next, cst(kSlots));
-  Value last = arith::AndIOp::create(
-      b, loc, arith::XOrIOp::create(b, loc, isPoint, arith::ConstantIntOp::create(b, loc, 1, 1)),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, next, cst(0)));
-  Value flush = arith::OrIOp::create(b, loc, full, last);
+  auto pointValue = [&](size_t k) { return ifPoint.getResult(1 + k); };
+  // The waiting points run when the slots are full, at the row's end, or before a live point of other keys.
+  Value otherKeys = i1(false);
+  for (size_t k : keys)
+    otherKeys = arith::OrIOp::create(
+        b, loc, otherKeys, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointValue(k), slot(k, 0)));
+  Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(kSlots));
+  Value end = arith::XOrIOp::create(b, loc, isPoint, i1(true));
+  Value flush = arith::AndIOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pending, cst(0)),
+      arith::OrIOp::create(b, loc, arith::OrIOp::create(b, loc, full, end), arith::AndIOp::create(b, loc, live, otherKeys)));
   {
-    // The `next` waiting points run together: slot i is active when i < next, and an inactive slot
-    // stands for slot 0's point (whose values are valid) without adding terms or writing.
+    // The `pending` waiting points run together: slot i is active when i < pending, and an inactive slot
+    // stands for slot 0's point (whose values are valid) without adding terms or writing. The keys are
+    // slot 0's for all: the terms that take only them and the row's values are computed once.
     OpBuilder::InsertionGuard inside(b);
     b.setInsertionPointToStart(scf::IfOp::create(b, loc, flush, /*withElseRegion=*/false).thenBlock());
     SmallVector<std::unique_ptr<BodyEmitter>> emitters;
     SmallVector<Value> actives;
     for (int64_t i = 0; i < kSlots; ++i) {
-      Value active = i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), next));
+      Value active =
+          i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
       emitters.push_back(newEmitter());
-      mapRow(*emitters.back());
+      for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
+        emitters.back()->mapScalar(arg, index);
       for (auto [k, v] : llvm::enumerate(kept)) {
-        Value own = nextSlots[k * kSlots + i], first = nextSlots[k * kSlots];
-        emitters.back()->mapScalar(v, active ? Value(arith::SelectOp::create(b, loc, active, own, first)) : own);
+        bool isKey = llvm::is_contained(keys, k);
+        Value own = slot(k, i), first = slot(k, 0);
+        emitters.back()->mapScalar(v, !active || isKey ? (isKey ? first : own)
+                                                       : Value(arith::SelectOp::create(b, loc, active, own, first)));
       }
       actives.push_back(active);
     }
     finishPoints(b, *plan, op, emitters, actives);
   }
-  SmallVector<Value> yielded{arith::SelectOp::create(b, loc, flush, cst(0), next)};
-  yielded.append(nextSlots);
+  // A live point takes the first free slot.
+  Value base = arith::SelectOp::create(b, loc, flush, cst(0), pending);
+  SmallVector<Value> yielded{arith::SelectOp::create(b, loc, live, arith::AddIOp::create(b, loc, base, cst(1)), base)};
+  for (auto [k, v] : llvm::enumerate(kept))
+    for (int64_t i = 0; i < kSlots; ++i) {
+      Value here = arith::AndIOp::create(b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, cst(i)));
+      yielded.push_back(arith::SelectOp::create(b, loc, here, pointValue(k), slot(k, i)));
+    }
   scf::YieldOp::create(b, loc, yielded);
 }
 

@@ -318,7 +318,7 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
 std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
   std::vector<KernelMeta> kernels;
   for (const KernelInfo &k : compiled.kernels)
-    kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp, k.checks, k.rowGroups});
+    kernels.push_back({k.name, k.output, k.schedule, k.pointPerWarp, k.checks, k.rowGroups, k.pointRuns});
   return kernels;
 }
 

@@ -269,8 +269,15 @@ MUTATIONS = [
     ("point-rows-last-batch-dropped",
      "a GPU row of points never runs the dot products still waiting when its row ends (fewer than 8 routed experts)",
      [("compiler/Transforms/PointLowering.cpp",
-       "  Value flush = arith::OrIOp::create(b, loc, full, last);\n",
-       "  Value flush = full;\n  (void)last;\n")],
+       "arith::OrIOp::create(b, loc, arith::OrIOp::create(b, loc, full, end), ",
+       "arith::OrIOp::create(b, loc, full, ")],
+     r"EmulatedGpu", None),
+    ("point-rows-keys-ignored",
+     "a GPU row of points lets points of other keys join a batch (drop-and-pad slots of other tokens get the first's "
+     "gradient row)",
+     [("compiler/Transforms/PointLowering.cpp",
+       "arith::AndIOp::create(b, loc, live, otherKeys)",
+       "arith::AndIOp::create(b, loc, live, i1(false))")],
      r"EmulatedGpu", None),
     ("point-rows-shares-point-values",
      "points' interleaved dot products share any load whose operands are outside the sum (each point then reads "

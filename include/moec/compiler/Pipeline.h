@@ -73,6 +73,9 @@ struct KernelInfo {
   /// rowsPerBlock warps splitting the row; grid.x = the groups: the product of the domain's extents but the
   /// last two.
   bool rowGroups = false;
+  /// GPU: a warp per run of up to kPointRunLength points of a one-dim domain (moe-group-points); the grid
+  /// covers ceil(points / kPointRunLength) runs.
+  bool pointRuns = false;
 };
 
 /// Milliseconds spent in each part of compile().

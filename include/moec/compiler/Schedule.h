@@ -90,6 +90,10 @@ enum class TargetKind { CPU, GPU, Ascend };
 /// for each index of the dims before the members'.
 constexpr int64_t kRowGroupMembers = 32;
 
+/// GPU: a row of points (moe-group-points) of a one-dim domain is a run of at most this many consecutive
+/// points, a warp each; the runtime counts ceil(points / 32) runs.
+constexpr int64_t kPointRunLength = 32;
+
 /// What is wrong with `s` as a schedule for `target`, naming the field ("'threads': 2048 is not in [1,
 /// 1024]"), or "" when nothing is: threads in [1, 1024] (whole warps on a GPU), threads * rowsPerBlock <=
 /// 1024, vector 1, 2, 4, 8 or 16, unroll in [0, 64]; buffers (0, 1 or 2) and chunk (0 to 2^24) on Ascend

@@ -56,6 +56,9 @@ struct KernelMeta {
   // GPU: a block per group of rows: grid.x is all domain extents but the last two, times the runs of up to
   // kRowGroupMembers indices of the second-last one.
   bool rowGroups = false;
+  // GPU: a warp per run of up to kPointRunLength points of a one-dim domain (moe-group-points): the launch
+  // covers ceil(points / kPointRunLength) runs.
+  bool pointRuns = false;
 };
 
 /// Runs kernel `k` of a CPU specialization: its entry point, the ABI's pointers and scalars, its rows (or

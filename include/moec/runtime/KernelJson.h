@@ -19,7 +19,8 @@ namespace moec {
 int64_t integerField(const nlohmann::json &j, const std::string &field, int64_t min, int64_t max,
                      const std::string &where);
 
-/// {"name", "output", "rowsPerBlock", "threads", "vector", "unroll", "pointPerWarp", "checks", "rowGroups"};
+/// {"name", "output", "rowsPerBlock", "threads", "vector", "unroll", "pointPerWarp", "checks", "rowGroups",
+/// "pointRuns"};
 /// each check is [tensor, line, col] (dsl::IndexCheck).
 nlohmann::json kernelMetaToJson(const KernelMeta &k);
 

@@ -234,11 +234,16 @@ void emitWarpPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, mlir::Val
 bool pointsCanInterleave(DomainOp op, int64_t minRowBytes);
 
 /// GPU, a point kernel marked kPointRowsAttr: a row per warp (`lane` its lane id; the same lane split as
-/// emitWarpPoint's). The warp runs the row's points in order; a live point's dot product waits until
-/// kWarpInterleavedPoints have (or the row ends), and they run together, each loaded value their terms
-/// share (the row they all read) loaded once. Each point's sum adds the same terms in the same order as
-/// a warp per point: results are bit-identical.
+/// emitWarpPoint's), or for a one-dim domain a run of kPointRunLength points. The warp runs its points in
+/// order; a live point's dot product waits until kWarpInterleavedPoints have (or the row ends, or a live
+/// point's keys, the ops marked kGroupKeyAttr, differ), and they run together, each loaded value their
+/// terms share (the row they all read) loaded once. Each point's sum adds the same terms in the same
+/// order as a warp per point: results are bit-identical.
 void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment);
+
+/// The number of warps of a point kernel marked kPointRowsAttr: its rows, or for a one-dim domain its runs
+/// of kPointRunLength points.
+mlir::Value emitPointRowCount(mlir::OpBuilder &b, DomainOp op);
 
 /// GPU: how many live points of a row of points run their dot products together (A3: a token's top-8).
 constexpr int64_t kWarpInterleavedPoints = 8;
