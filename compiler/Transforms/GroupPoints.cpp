@@ -16,6 +16,7 @@
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "moe-group-points"
@@ -28,10 +29,24 @@ namespace moec::moe {
 
 namespace {
 
-/// Whether `v` is (a cast of) a value loaded from a tensor declared `unique`: no two points share it.
+/// Whether `v` is (a cast of) a value loaded from a tensor declared `unique`, or an scf.if that yields
+/// one or a constant (a checked load, -1 where the check fails): no two live points share it.
 bool loadedFromUniqueTensor(Value v) {
   while (auto cast = v.getDefiningOp<arith::IndexCastOp>())
     v = cast.getIn();
+  if (auto ifOp = v.getDefiningOp<scf::IfOp>()) {
+    unsigned n = cast<OpResult>(v).getResultNumber();
+    bool unique = false;
+    for (Block *block : {ifOp.thenBlock(), ifOp.elseBlock()}) {
+      Value yielded = block ? block->getTerminator()->getOperand(n) : Value();
+      if (yielded && !matchPattern(yielded, m_Constant())) {
+        if (!loadedFromUniqueTensor(yielded))
+          return false;
+        unique = true;
+      }
+    }
+    return unique;
+  }
   auto load = v.getDefiningOp<memref::LoadOp>();
   auto view = load ? load.getMemRef().getDefiningOp<ViewOp>() : ViewOp();
   auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : BlockArgument();
@@ -43,7 +58,7 @@ bool loadedFromUniqueTensor(Value v) {
 constexpr size_t kMaxKeys = 4;
 
 /// The keys through which a term of `sum` that loads along the sum's index depends on the point, for the
-/// first term whose loads the points of a row can share: none when it does not depend on the point's last
+/// term with the fewest keys whose loads the points of a row can share: none when it does not depend on the point's last
 /// index at all (grad[t, j]), or a few integers computed at the top of the body from the point (A3's
 /// drop-and-pad grad[tok, j], tok = permute_token_id[i]: consecutive slots of a token share it). A key
 /// loaded from a `unique` tensor never repeats: terms that need one are not shared. Nothing when no term
@@ -87,15 +102,17 @@ std::optional<SetVector<Operation *>> sharedRowKeys(DomainOp domain, SumOp sum) 
     });
     keysOf[&op] = keys && keys->size() <= kMaxKeys ? keys : std::nullopt;
   }
+  // The term with the fewest keys (none: a row all the points read).
+  std::optional<SetVector<Operation *>> best;
   for (Operation &op : terms.without_terminator()) {
     bool loadsAlong = false;
     op.walk([&](memref::LoadOp load) {
       loadsAlong |= !load.getIndices().empty() && load.getIndices().back() == j;
     });
-    if (loadsAlong && keysOf[&op])
-      return keysOf[&op];
+    if (loadsAlong && keysOf[&op] && (!best || keysOf[&op]->size() < best->size()))
+      best = keysOf[&op];
   }
-  return std::nullopt;
+  return best;
 }
 
 struct GroupPointsPass : impl::MoeGroupPointsBase<GroupPointsPass> {

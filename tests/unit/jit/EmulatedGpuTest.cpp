@@ -219,14 +219,41 @@ TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {
       }
 }
 
+/// A3's probs_grad on case `c` runs rows of points (moe-group-points; `runs`: a one-dim domain's runs of
+/// points), and matches, bit for bit, a warp per point (the optimization off), then the reference and the
+/// CPU kernel.
+void expectA3RunsAsPointRows(DType dt, int64_t E, int64_t H, bool pad, bool runs, Case c) {
+  const std::string op = "moe_token_unpermute_with_routing_map_grad";
+  Schedule perPoint;
+  perPoint.disabled = kGroupPoints;
+  KernelRequest grouped = a3Request(dt, E, H, pad, c), plain = a3Request(dt, E, H, pad, c, perPoint);
+  auto kernelsThat = [&](const KernelRequest &request, bool KernelMeta::*flag) {
+    const LoadedOp &loaded = gpuRuntime().get(op, request).specialization();
+    return std::count_if(loaded.kernels.begin(), loaded.kernels.end(), [&](const KernelMeta &k) { return k.*flag; });
+  };
+  EXPECT_EQ(kernelsThat(grouped, &KernelMeta::pointPerWarp), 0) << "probs_grad no longer runs rows of points";
+  EXPECT_EQ(kernelsThat(grouped, &KernelMeta::pointRuns), runs ? 1 : 0);
+  EXPECT_EQ(kernelsThat(plain, &KernelMeta::pointPerWarp), 1);
+  auto run = [&](const KernelRequest &request) {
+    DeviceCall call(CudaDriver::emulator(), c);
+    gpuRuntime().get(op, request).launch(call.tensors, nullptr, c.attrs);
+    std::map<std::string, HostTensor> out;
+    for (const auto &[name, expected] : c.expected)
+      out.emplace(name, call.download(name));
+    return out;
+  };
+  std::map<std::string, HostTensor> got = run(grouped), want = run(plain);
+  for (const auto &[name, tensor] : want)
+    EXPECT_EQ(std::memcmp(got.at(name).raw(), tensor.raw(), tensor.bytes()), 0) << name << " differs";
+  expectGpuMatchesCpu(op, grouped, std::move(c));
+}
+
 // moe-group-points: A3's probs_grad runs a token's experts on one warp, the dot products of up to 8
 // routed ones together, the token's gradient row loaded once per vector for all of them. K = 1 and 3 leave
 // a partly filled batch at the row's end, 8 fills one, 11 and 17 take a second and a third; a quarter of
 // the slots dropped (-1); experts chosen at random among K + 6; H = 9 and 100 leave lanes past the row's
-// end. Bit for bit against a warp per point (the optimization off), and against the reference and the
-// CPU kernel.
+// end.
 TEST(EmulatedGpu, PointRowsRunTheirDotProductsTogether) {
-  const std::string op = "moe_token_unpermute_with_routing_map_grad";
   for (DType dt : {DType::BF16, DType::F32})
     for (int64_t K : {1, 3, 8, 11, 17})
       for (int64_t H : {9, 100, 520}) {
@@ -252,30 +279,51 @@ TEST(EmulatedGpu, PointRowsRunTheirDotProductsTogether) {
               slots.push_back({t, ints(outIndex)[t * K + k], experts[k]});
           }
         }
-        Case c = unpermuteGradCase(dt, T, E, H, true, false, slots, std::move(outIndex), std::move(tokenIds),
-                                   std::move(map), random, true);
-        Schedule perPoint;
-        perPoint.disabled = kGroupPoints;
-        KernelRequest grouped = a3Request(dt, E, H, false, c), plain = a3Request(dt, E, H, false, c, perPoint);
-        auto pointKernels = [&](const KernelRequest &request) {
-          const LoadedOp &loaded = gpuRuntime().get(op, request).specialization();
-          return std::count_if(loaded.kernels.begin(), loaded.kernels.end(),
-                               [](const KernelMeta &k) { return k.pointPerWarp; });
-        };
-        EXPECT_EQ(pointKernels(grouped), 0) << "probs_grad no longer runs a row of points per warp";
-        EXPECT_EQ(pointKernels(plain), 1);
-        auto run = [&](const KernelRequest &request) {
-          DeviceCall call(CudaDriver::emulator(), c);
-          gpuRuntime().get(op, request).launch(call.tensors, nullptr, c.attrs);
-          std::map<std::string, HostTensor> out;
-          for (const auto &[name, expected] : c.expected)
-            out.emplace(name, call.download(name));
-          return out;
-        };
-        std::map<std::string, HostTensor> got = run(grouped), want = run(plain);
-        for (const auto &[name, tensor] : want)
-          EXPECT_EQ(std::memcmp(got.at(name).raw(), tensor.raw(), tensor.bytes()), 0) << name << " differs";
-        expectGpuMatchesCpu(op, grouped, std::move(c));
+        expectA3RunsAsPointRows(dt, E, H, false, false,
+                                unpermuteGradCase(dt, T, E, H, true, false, slots, std::move(outIndex),
+                                                  std::move(tokenIds), std::move(map), random, true));
+      }
+}
+
+// moe-group-points with keys: A3's drop-and-pad probs_grad runs over slots i, the dot product of slot i's
+// row with token permute_token_id[i]'s gradient row; a warp takes a run of 32 slots, and a batch of up to
+// 8 live slots shares one token (a live slot of another token runs the waiting ones first), its row
+// loaded once per vector. Slots sorted by token (runs of a token, the forward op's order) or shuffled (a
+// new token at nearly every slot); an expert's 19 slots hold 19 of 23 tokens, a fifth dropped (-1); R = 4 * 19
+// = 76 slots: two full runs of 32 and a partial one; H = 9 and 520 leave lanes past the row's end.
+TEST(EmulatedGpu, KeyedPointRunsShareOneTokensRow) {
+  for (DType dt : {DType::BF16, DType::F32})
+    for (bool sorted : {true, false})
+      for (int64_t H : {9, 72, 520}) {
+        SCOPED_TRACE(std::string(sorted ? "sorted" : "shuffled") + " H=" + std::to_string(H));
+        const int64_t T = 23, E = 4, C = 19, R = E * C;
+        std::mt19937 &random = rng();
+        std::vector<int32_t> tokenOfRow(R), tokens(T); // an expert's C rows hold C distinct tokens
+        std::iota(tokens.begin(), tokens.end(), 0);
+        for (int64_t e = 0; e < E; ++e) {
+          std::shuffle(tokens.begin(), tokens.end(), random);
+          std::copy_n(tokens.begin(), C, tokenOfRow.begin() + e * C);
+        }
+        HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
+        std::iota(ints(outIndex), ints(outIndex) + R, 0);
+        if (sorted)
+          std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
+            return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
+          });
+        else
+          std::shuffle(ints(outIndex), ints(outIndex) + R, random);
+        std::vector<Slot> slots;
+        for (int64_t i = 0; i < R; ++i) {
+          int32_t row = ints(outIndex)[i];
+          ints(tokenIds)[i] = tokenOfRow[row];
+          if (random() % 5 == 0)
+            ints(outIndex)[i] = -1;
+          else
+            slots.push_back({tokenOfRow[row], row, row / C});
+        }
+        expectA3RunsAsPointRows(dt, E, H, true, true,
+                                unpermuteGradCase(dt, T, E, H, true, true, slots, std::move(outIndex),
+                                                  std::move(tokenIds), HostTensor(DType::Bool, {T, E}), random, true));
       }
 }
 
