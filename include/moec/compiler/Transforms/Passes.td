@@ -236,6 +236,14 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
     the same terms in the same order, so results are bit-identical to a warp per point. The launch covers
     rows instead of points.
 
+    The shared row may depend on the point through at most four integers computed at the top of the body,
+    its keys (their ops marked `moe.group_key`): A3's drop-and-pad probs_grad runs over slots i and reads
+    token permute_token_id[i]'s row, and the forward op orders a token's slots one after another. A batch
+    then holds points of one key (a live point of another runs the waiting ones first), and a one-dim
+    domain runs as runs of 32 consecutive points, a warp each (`pointRuns` in the kernel metadata). A key
+    loaded from a tensor declared `unique` (out_index) never repeats, so a term that needs one is not
+    shared; of the terms that qualify, the one with the fewest keys is chosen.
+
     It needs a warp per point (32 threads) and a body whose dot product comes first in the then-block of
     the scf.if that says the point is live, only arithmetic after it.
 
