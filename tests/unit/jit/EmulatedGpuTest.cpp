@@ -180,42 +180,49 @@ TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
       }
 }
 
+/// A3 drop-and-pad on 23 tokens, E = 4 experts of capacity 19 (R = 76 slots: two full runs of 32 and a
+/// partial one): an expert's 19 slots hold 19 distinct tokens; slots sorted by token (the forward op's
+/// order: runs of a token) or shuffled (a new token at nearly every slot); a fifth dropped (-1: its row
+/// stays the fill's zeros).
+Case padCaseByToken(DType dt, int64_t H, bool sorted, bool probs, std::mt19937 &random) {
+  const int64_t T = 23, E = 4, C = 19, R = E * C;
+  std::vector<int32_t> tokenOfRow(R), tokens(T);
+  std::iota(tokens.begin(), tokens.end(), 0);
+  for (int64_t e = 0; e < E; ++e) {
+    std::shuffle(tokens.begin(), tokens.end(), random);
+    std::copy_n(tokens.begin(), C, tokenOfRow.begin() + e * C);
+  }
+  HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
+  std::iota(ints(outIndex), ints(outIndex) + R, 0);
+  if (sorted)
+    std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
+      return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
+    });
+  else
+    std::shuffle(ints(outIndex), ints(outIndex) + R, random);
+  std::vector<Slot> slots;
+  for (int64_t i = 0; i < R; ++i) {
+    int32_t row = ints(outIndex)[i];
+    ints(tokenIds)[i] = tokenOfRow[row];
+    if (random() % 5 == 0)
+      ints(outIndex)[i] = -1;
+    else
+      slots.push_back({tokenOfRow[row], row, row / C});
+  }
+  return unpermuteGradCase(dt, T, E, H, probs, true, slots, std::move(outIndex), std::move(tokenIds),
+                           HostTensor(DType::Bool, {T, E}), random, true);
+}
+
 // moe-group-rows with keys: A3's drop-and-pad slots i copy token permute_token_id[i]'s gradient row, and a
 // block's run of 32 slots loads it again only where the token (or whether the slot is dropped) changes from
-// the slot before. Slots sorted by token (the forward op's order: runs of a token), and shuffled (a new
-// token at nearly every slot); a fifth dropped (-1); R = 4 * 19 = 76 slots: two full runs and a partial
-// one; H = 9 and 520 leave lanes past the row's end. Against the reference, and bit for bit against the
-// CPU kernel.
+// the slot before (padCaseByToken: sorted and shuffled slots); H = 9 and 520 leave lanes past the row's end.
+// Against the reference, and bit for bit against the CPU kernel.
 TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {
   for (DType dt : {DType::BF16, DType::F32})
     for (bool sorted : {true, false})
       for (int64_t H : {9, 72, 520}) {
         SCOPED_TRACE(std::string(sorted ? "sorted" : "shuffled") + " H=" + std::to_string(H));
-        const int64_t T = 7, E = 4, C = 19, R = E * C;
-        std::mt19937 &random = rng();
-        std::vector<int32_t> tokenOfRow(R);
-        for (int32_t &t : tokenOfRow)
-          t = int32_t(random() % T);
-        HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
-        std::iota(ints(outIndex), ints(outIndex) + R, 0);
-        if (sorted)
-          std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
-            return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
-          });
-        else
-          std::shuffle(ints(outIndex), ints(outIndex) + R, random);
-        std::vector<Slot> slots;
-        for (int64_t i = 0; i < R; ++i) {
-          int32_t row = ints(outIndex)[i];
-          ints(tokenIds)[i] = tokenOfRow[row];
-          if (random() % 5 == 0)
-            ints(outIndex)[i] = -1; // dropped: its row stays the fill's zeros
-          else
-            slots.push_back({tokenOfRow[row], row, row / C});
-        }
-        expectA3RunsAsGroups(dt, E, H, true,
-                             unpermuteGradCase(dt, T, E, H, false, true, slots, std::move(outIndex),
-                                               std::move(tokenIds), HostTensor(DType::Bool, {T, E}), random, true));
+        expectA3RunsAsGroups(dt, 4, H, true, padCaseByToken(dt, H, sorted, false, rng()));
       }
 }
 
@@ -288,42 +295,14 @@ TEST(EmulatedGpu, PointRowsRunTheirDotProductsTogether) {
 // moe-group-points with keys: A3's drop-and-pad probs_grad runs over slots i, the dot product of slot i's
 // row with token permute_token_id[i]'s gradient row; a warp takes a run of 32 slots, and a batch of up to
 // 8 live slots shares one token (a live slot of another token runs the waiting ones first), its row
-// loaded once per vector. Slots sorted by token (runs of a token, the forward op's order) or shuffled (a
-// new token at nearly every slot); an expert's 19 slots hold 19 of 23 tokens, a fifth dropped (-1); R = 4 * 19
-// = 76 slots: two full runs of 32 and a partial one; H = 9 and 520 leave lanes past the row's end.
+// loaded once per vector (padCaseByToken: sorted and shuffled slots); H = 9 and 520 leave lanes past the
+// row's end.
 TEST(EmulatedGpu, KeyedPointRunsShareOneTokensRow) {
   for (DType dt : {DType::BF16, DType::F32})
     for (bool sorted : {true, false})
       for (int64_t H : {9, 72, 520}) {
         SCOPED_TRACE(std::string(sorted ? "sorted" : "shuffled") + " H=" + std::to_string(H));
-        const int64_t T = 23, E = 4, C = 19, R = E * C;
-        std::mt19937 &random = rng();
-        std::vector<int32_t> tokenOfRow(R), tokens(T); // an expert's C rows hold C distinct tokens
-        std::iota(tokens.begin(), tokens.end(), 0);
-        for (int64_t e = 0; e < E; ++e) {
-          std::shuffle(tokens.begin(), tokens.end(), random);
-          std::copy_n(tokens.begin(), C, tokenOfRow.begin() + e * C);
-        }
-        HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
-        std::iota(ints(outIndex), ints(outIndex) + R, 0);
-        if (sorted)
-          std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
-            return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
-          });
-        else
-          std::shuffle(ints(outIndex), ints(outIndex) + R, random);
-        std::vector<Slot> slots;
-        for (int64_t i = 0; i < R; ++i) {
-          int32_t row = ints(outIndex)[i];
-          ints(tokenIds)[i] = tokenOfRow[row];
-          if (random() % 5 == 0)
-            ints(outIndex)[i] = -1;
-          else
-            slots.push_back({tokenOfRow[row], row, row / C});
-        }
-        expectA3RunsAsPointRows(dt, E, H, true, true,
-                                unpermuteGradCase(dt, T, E, H, true, true, slots, std::move(outIndex),
-                                                  std::move(tokenIds), HostTensor(DType::Bool, {T, E}), random, true));
+        expectA3RunsAsPointRows(dt, 4, H, true, true, padCaseByToken(dt, H, sorted, true, rng()));
       }
 }
 
