@@ -24,11 +24,12 @@ void BM_Parse(benchmark::State &state) {
 BENCHMARK(BM_Parse)->Unit(benchmark::kMicrosecond);
 
 /// DSL text -> target code, with the stage split as counters (ms per compile).
-void compileBench(benchmark::State &state, moec::Target target) {
+void compileBench(benchmark::State &state, moec::Target target, const moec::BuiltinOp &builtin,
+                  const moec::Specialization &spec) {
   moec::StageTimes sum;
   for (auto _ : state) {
-    auto op = moec::dsl::loadOpText(coreOp().path, coreOp().source);
-    moec::CompiledOp compiled = moec::compile(*op, deepseekV3(target));
+    auto op = moec::dsl::loadOpText(builtin.path, builtin.source);
+    moec::CompiledOp compiled = moec::compile(*op, spec);
     benchmark::DoNotOptimize(compiled.ptx.data());
     sum.frontend += compiled.times.frontend;
     sum.passes += compiled.times.passes;
@@ -42,13 +43,29 @@ void compileBench(benchmark::State &state, moec::Target target) {
   state.counters[target.kind == moec::TargetKind::GPU ? "ptx_ms" : "jit_ms"] = avg(sum.codegen);
 }
 
-void BM_CompileToPTX_sm90(benchmark::State &state) { compileBench(state, moec::Target::ptx("sm_90")); }
+void compileCore(benchmark::State &state, moec::Target target) {
+  compileBench(state, target, coreOp(), deepseekV3(target));
+}
+
+void BM_CompileToPTX_sm90(benchmark::State &state) { compileCore(state, moec::Target::ptx("sm_90")); }
 BENCHMARK(BM_CompileToPTX_sm90)->Unit(benchmark::kMillisecond);
 
-void BM_CompileToPTX_sm80(benchmark::State &state) { compileBench(state, moec::Target::ptx("sm_80")); }
+void BM_CompileToPTX_sm80(benchmark::State &state) { compileCore(state, moec::Target::ptx("sm_80")); }
 BENCHMARK(BM_CompileToPTX_sm80)->Unit(benchmark::kMillisecond);
 
-void BM_CompileToCPU(benchmark::State &state) { compileBench(state, moec::Target::cpu()); }
+void BM_CompileToCPU(benchmark::State &state) { compileCore(state, moec::Target::cpu()); }
 BENCHMARK(BM_CompileToCPU)->Unit(benchmark::kMillisecond);
+
+/// The largest kernel: A3 with probs at DeepSeek-V3's shape, whose probs_grad runs a token's experts on one
+/// warp (moe-group-points, 8 dot products at a time); arg 1: with that optimization off.
+void BM_CompileA3ProbsToPTX_sm90(benchmark::State &state) {
+  moec::Target target = moec::Target::ptx("sm_90");
+  moec::Specialization spec{moec::dsl::DType::BF16, {{"H", 7168}, {"E", 256}}, target, {},
+                            {"routing_map", "permuted_tokens", "probs"}};
+  if (state.range(0))
+    spec.schedule.disabled = moec::kGroupPoints;
+  compileBench(state, target, *moec::findBuiltinOp("moe_token_unpermute_with_routing_map_grad"), spec);
+}
+BENCHMARK(BM_CompileA3ProbsToPTX_sm90)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 } // namespace

@@ -372,7 +372,11 @@ public:
         acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
       tailBegin = arith::AddIOp::create(b, loc, mainEnd, laneStart);
     }
-    accs = splitPartials(sum, *along, points, actives, tailBegin, bound, lanes, 1, accs);
+    // The elements the vectors leave, one at a time: none when the vectors divide a constant bound.
+    APInt boundValue;
+    bool whole = w > 1 && matchPattern(bound, m_ConstantInt(&boundValue)) && boundValue.getSExtValue() % w == 0;
+    if (!whole)
+      accs = splitPartials(sum, *along, points, actives, tailBegin, bound, lanes, 1, accs);
     for (Value &acc : accs)
       for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
         auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };

@@ -2,7 +2,8 @@
 //
 // A domain that reduces along a contiguous dim runs point by point: on the CPU a range of points per
 // thread, their dot products interleaved so that their gathered rows stream together; on the GPU a warp
-// per point, its lanes splitting the reduction; on Ascend a point at a time through UB buffers.
+// per point, its lanes splitting the reduction, or a warp per row of points whose dot products share a row
+// (moe-group-points), up to 8 of them at a time; on Ascend a point at a time through UB buffers.
 //===----------------------------------------------------------------------===//
 #include "BodyEmitter.h"
 
