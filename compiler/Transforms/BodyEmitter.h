@@ -173,6 +173,13 @@ inline int64_t vectorAccessAlignment(Value memref, int64_t width, int64_t baseAl
   return std::max(align, elemBytes);
 }
 
+/// ceil(n / length): the runs of up to `length` consecutive indices of a dim of n (a row group's members, a
+/// one-dim row of points).
+inline Value emitRunCount(OpBuilder &b, Location loc, Value n, int64_t length) {
+  Value rounded = arith::AddIOp::create(b, loc, n, arith::ConstantIndexOp::create(b, loc, length - 1));
+  return arith::DivUIOp::create(b, loc, rounded, arith::ConstantIndexOp::create(b, loc, length));
+}
+
 /// A builder at the start of the function `b` inserts into (for stack arrays allocated once per call).
 inline OpBuilder builderAtFunctionEntry(OpBuilder &b) {
   Operation *func = b.getInsertionBlock()->getParentOp();

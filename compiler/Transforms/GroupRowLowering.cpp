@@ -8,17 +8,9 @@
 
 namespace moec::moe {
 
-/// The number of runs of up to kRowGroupMembers members in `members`.
-static Value memberRuns(OpBuilder &b, Location loc, Value members) {
-  Value full = arith::ConstantIndexOp::create(b, loc, kRowGroupMembers);
-  return arith::DivUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, members, arith::ConstantIndexOp::create(b, loc, kRowGroupMembers - 1)),
-      full);
-}
-
 Value emitGroupCount(OpBuilder &b, DomainOp op) {
   Location loc = op.op()->getLoc();
-  Value groups = memberRuns(b, loc, op.bounds()[op.bounds().size() - 2]);
+  Value groups = emitRunCount(b, loc, op.bounds()[op.bounds().size() - 2], kRowGroupMembers);
   for (Value bound : op.bounds().drop_back(2))
     groups = arith::MulIOp::create(b, loc, groups, bound);
   return groups;
@@ -80,7 +72,7 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
   Value members = op.bounds()[op.bounds().size() - 2], inner = op.bounds().back();
-  Value runs = memberRuns(b, loc, members);
+  Value runs = emitRunCount(b, loc, members, kRowGroupMembers);
   SmallVector<Value> outer =
       unflattenRow(b, loc, arith::DivUIOp::create(b, loc, group, runs), op.bounds().drop_back(2));
   SmallVector<Value> keys;

@@ -282,13 +282,9 @@ void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t l
 bool pointsCanInterleave(DomainOp op, int64_t minRowBytes) { return interleavedPoints(op, minRowBytes).has_value(); }
 
 Value emitPointRowCount(OpBuilder &b, DomainOp op) {
-  Location loc = op.op()->getLoc();
   if (op.bounds().size() > 1)
     return emitRowCount(b, op);
-  Value run = arith::ConstantIndexOp::create(b, loc, kPointRunLength);
-  Value points = op.bounds().front();
-  return arith::DivUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, points, arith::ConstantIndexOp::create(b, loc, kPointRunLength - 1)), run);
+  return emitRunCount(b, op.op()->getLoc(), op.bounds().front(), kPointRunLength);
 }
 
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
