@@ -72,6 +72,9 @@ KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const 
   if (!j.contains("pointRuns") || !j.at("pointRuns").is_boolean())
     throw std::runtime_error(where + ": 'pointRuns' must be true or false");
   k.pointRuns = j.at("pointRuns").get<bool>();
+  // Each says what the launch covers: at most one of them holds.
+  if (int(k.pointPerWarp) + int(k.rowGroups) + int(k.pointRuns) > 1)
+    throw std::runtime_error(where + ": at most one of 'pointPerWarp', 'rowGroups' and 'pointRuns' may be true");
   // The bounds checks only name what the kernel reports; the runtime still checks the tensor index
   // against the op before it uses one.
   if (!j.contains("checks") || !j.at("checks").is_array())

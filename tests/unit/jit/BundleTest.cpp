@@ -378,6 +378,12 @@ TEST(Bundle, NumbersAreCheckedIntegersInRange) {
   EXPECT_TRUE(reports(openError(kernelField("unroll", 65)), "'unroll': 65 is not in [0, 64]"));
   EXPECT_TRUE(reports(openError(kernelField("unroll", -1)), "'unroll': -1 is not in [0, 64]"));
   EXPECT_TRUE(reports(openError(kernelField("pointPerWarp", 1)), "'pointPerWarp' must be true or false"));
+  EXPECT_TRUE(reports(openError(kernelField("pointRuns", 1)), "'pointRuns' must be true or false"));
+  EXPECT_TRUE(reports(openError([](nlohmann::json &index, const fs::path &) {
+                        index["entries"][0]["kernels"][0]["pointRuns"] = true;
+                        index["entries"][0]["kernels"][0]["rowGroups"] = true;
+                      }),
+                      "at most one of 'pointPerWarp', 'rowGroups' and 'pointRuns' may be true"));
   EXPECT_TRUE(reports(openError(kernelField("name", 7)), "'name' must be a non-empty string"));
 }
 
