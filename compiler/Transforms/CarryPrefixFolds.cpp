@@ -153,6 +153,10 @@ struct CarryPrefixFoldsPass : impl::MoeCarryPrefixFoldsBase<CarryPrefixFoldsPass
   using MoeCarryPrefixFoldsBase::MoeCarryPrefixFoldsBase;
 
   void runOnOperation() override {
+    if (target != "cpu" && target != "gpu") {
+      getOperation().emitError() << "moe-carry-prefix-folds: target must be cpu or gpu, got '" << target << "'";
+      return signalPassFailure();
+    }
     OpBuilder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>())
       for (DomainOp domain : collectDomainOps(func))
