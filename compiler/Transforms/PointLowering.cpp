@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "BodyEmitter.h"
 
+#include "llvm/ADT/MapVector.h"
+
 namespace moec::moe {
 
 Value emitPointCount(OpBuilder &b, DomainOp op) {
@@ -238,6 +240,99 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
   b.setInsertionPointToStart(rest.getBody());
   finish({rest.getInductionVar()});
 }
+
+/// `v` (an integer or float of at most 64 bits) as lane `from` (an i32) of the warp holds it.
+Value shuffleFromLane(OpBuilder &b, Location loc, Value v, Value from) {
+  Type type = v.getType();
+  unsigned bits = type.getIntOrFloatBitWidth();
+  Type i32 = b.getI32Type();
+  auto shuffle = [&](Value word) {
+    return gpu::ShuffleOp::create(b, loc, word, from, arith::ConstantIntOp::create(b, loc, 32, 32),
+                                  gpu::ShuffleMode::IDX)
+        .getShuffleResult();
+  };
+  if (type.isF32() || type.isInteger(32))
+    return shuffle(v);
+  Type integer = b.getIntegerType(bits);
+  Value word = isa<FloatType>(type) ? Value(arith::BitcastOp::create(b, loc, integer, v)) : v;
+  Value moved;
+  if (bits < 32) {
+    moved = arith::TruncIOp::create(b, loc, integer, shuffle(arith::ExtUIOp::create(b, loc, i32, word)));
+  } else {
+    Value shift = arith::ConstantIntOp::create(b, loc, 32, 64);
+    Value low = shuffle(arith::TruncIOp::create(b, loc, i32, word));
+    Value high = shuffle(arith::TruncIOp::create(b, loc, i32, arith::ShRUIOp::create(b, loc, word, shift)));
+    moved = arith::OrIOp::create(b, loc, arith::ExtUIOp::create(b, loc, integer, low),
+                                 arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, integer, high), shift));
+  }
+  return isa<FloatType>(type) ? Value(arith::BitcastOp::create(b, loc, type, moved)) : moved;
+}
+
+/// The loads of a row of points marked kLaneLoadAttr (moe-lane-point-loads), by address: `registers`
+/// holds, per distinct address, a load reading it (for its memref and the row's indices) and its offset;
+/// `registerOf` each marked load's register.
+struct LaneLoads {
+  SmallVector<std::pair<memref::LoadOp, int64_t>> registers;
+  llvm::MapVector<Operation *, size_t> registerOf; // in the body's order: the IR is deterministic
+
+  explicit LaneLoads(DomainOp op) {
+    op.body().walk([&](memref::LoadOp load) {
+      std::optional<int64_t> offset =
+          load->hasAttr(kLaneLoadAttr) ? lanePointLoadOffset(op, load) : std::optional<int64_t>();
+      if (!offset)
+        return;
+      auto same = llvm::find_if(registers, [&](auto &reg) {
+        return reg.first.getMemRef() == load.getMemRef() && reg.second == *offset &&
+               llvm::equal(reg.first.getIndices().drop_back(), load.getIndices().drop_back());
+      });
+      registerOf[load] = same - registers.begin();
+      if (same == registers.end())
+        registers.push_back({load, *offset});
+    });
+  }
+
+  /// For each register, the value at point `at` (the last index before the offset), 0 where an index is
+  /// out of the tensor's bounds; `outer` the row's indices.
+  SmallVector<Value> load(OpBuilder &b, Location loc, Block &body, ArrayRef<Value> outer, Value at) {
+    SmallVector<Value> values;
+    for (auto [load, offset] : registers) {
+      SmallVector<Value> indices;
+      for (Value index : load.getIndices().drop_back()) {
+        auto arg = dyn_cast<BlockArgument>(index);
+        if (arg && arg.getOwner() == &body)
+          indices.push_back(outer[arg.getArgNumber()]);
+        else if (Operation *def = index.getDefiningOp(); def && body.getParentOp()->isAncestor(def))
+          indices.push_back(b.clone(*def)->getResult(0)); // a constant
+        else
+          indices.push_back(index);
+      }
+      indices.push_back(arith::AddIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, offset)));
+      auto type = cast<MemRefType>(load.getMemRef().getType());
+      auto view = load.getMemRef().getDefiningOp<ViewOp>();
+      Value inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
+      for (auto [d, index] : llvm::enumerate(indices)) {
+        Value size = !type.isDynamicDim(d) ? Value(arith::ConstantIndexOp::create(b, loc, type.getDimSize(d)))
+                     : view && view.getSizes().size() == indices.size()
+                         ? view.getSizes()[d]
+                         : Value(memref::DimOp::create(b, loc, load.getMemRef(), d));
+        Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+        inBounds = arith::AndIOp::create(
+            b, loc, inBounds,
+            arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, index, zero),
+                                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, size)));
+      }
+      auto checked = scf::IfOp::create(b, loc, TypeRange{load.getType()}, inBounds, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(checked.thenBlock());
+      scf::YieldOp::create(b, loc, ValueRange{memref::LoadOp::create(b, loc, load.getMemRef(), indices)});
+      b.setInsertionPointToStart(checked.elseBlock());
+      scf::YieldOp::create(
+          b, loc, ValueRange{arith::ConstantOp::create(b, loc, b.getZeroAttr(load.getType())).getResult()});
+      values.push_back(checked.getResult(0));
+    }
+    return values;
+  }
+};
 } // namespace
 
 void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
@@ -288,7 +383,7 @@ Value emitPointRowCount(OpBuilder &b, DomainOp op) {
 }
 
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
-  constexpr int64_t kSlots = kWarpInterleavedPoints;
+  constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = 32;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -330,14 +425,40 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   SmallVector<Value> inits{cst(0)};
   for (Value v : kept)
     inits.append(kSlots, zero(v.getType()));
+  // The loads the walk makes along the points, 32 points' values at a time (a lane each), carried.
+  LaneLoads laneLoads(op);
+  for (auto [load, offset] : laneLoads.registers)
+    inits.push_back(zero(load.getType()));
 
   // Points 0 .. n - 1 in order, then one more step (p = n) that runs the points still waiting.
   auto loop = scf::ForOp::create(b, loc, cst(0), arith::AddIOp::create(b, loc, members, cst(1)), cst(1), inits);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value p = loop.getInductionVar(), pending = loop.getRegionIterArgs()[0];
-  ValueRange slots = loop.getRegionIterArgs().drop_front();
+  ValueRange slots = loop.getRegionIterArgs().slice(1, kept.size() * kSlots);
+  ValueRange registers = loop.getRegionIterArgs().take_back(laneLoads.registers.size());
   auto slot = [&](size_t k, int64_t i) { return slots[k * kSlots + i]; };
+  // Every 32 points the lanes load the next 32 points' values; point p's is lane p % 32's.
+  SmallVector<Value> loaded;
+  llvm::MapVector<Operation *, Value> fromLanes;
+  if (!laneLoads.registers.empty()) {
+    Value inChunk = arith::AndIOp::create(b, loc, p, cst(kWarpLanes - 1));
+    Value chunkStart = arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, inChunk, cst(0)),
+                                             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, members));
+    auto reload = scf::IfOp::create(b, loc, TypeRange(registers), chunkStart, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(reload.thenBlock());
+      Value at = arith::AddIOp::create(b, loc, first, arith::AddIOp::create(b, loc, p, lane));
+      scf::YieldOp::create(b, loc, laneLoads.load(b, loc, body, outer, at));
+      b.setInsertionPointToStart(reload.elseBlock());
+      scf::YieldOp::create(b, loc, registers);
+    }
+    loaded.assign(reload.getResults().begin(), reload.getResults().end());
+    Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(), inChunk);
+    for (auto [load, reg] : laneLoads.registerOf)
+      fromLanes[load] = shuffleFromLane(b, loc, loaded[reg], from);
+  }
   Value isPoint = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, members);
   SmallVector<Type> pointTypes{b.getI1Type()};
   for (Value v : kept)
@@ -350,6 +471,10 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     std::unique_ptr<BodyEmitter> early = newEmitter();
     for (Operation *o = plan->carrier; o; o = o->getNextNode())
       early->skip(o);
+    for (auto [load, value] : fromLanes) {
+      early->skip(load);
+      early->mapScalar(load->getResult(0), value);
+    }
     SmallVector<Value> indices(outer);
     indices.push_back(arith::AddIOp::create(b, loc, first, p));
     early->mapIndices(indices);
@@ -416,6 +541,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       Value here = arith::AndIOp::create(b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, cst(i)));
       yielded.push_back(arith::SelectOp::create(b, loc, here, pointValue(k), slot(k, i)));
     }
+  yielded.append(loaded);
   scf::YieldOp::create(b, loc, yielded);
 }
 

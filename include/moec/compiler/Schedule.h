@@ -25,7 +25,8 @@ enum Optimization : uint32_t {
   kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; every target)
   kGroupRows = 1u << 8,              // moe-group-rows (GPU)
   kGroupPoints = 1u << 9,            // moe-group-points (GPU)
-  kAllOptimizations = (1u << 10) - 1,
+  kLanePointLoads = 1u << 10,        // moe-lane-point-loads (GPU)
+  kAllOptimizations = (1u << 11) - 1,
 };
 
 /// Each optimization by the name `--disable NAME` and a config's `off=NAME` give it, in bit order.
@@ -34,7 +35,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"streaming-stores", kStreamingStores},        {"accumulate-rows", kAccumulateRows},
     {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
     {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
-    {"group-rows", kGroupRows},                    {"group-points", kGroupPoints}};
+    {"group-rows", kGroupRows},                    {"group-points", kGroupPoints},
+    {"lane-point-loads", kLanePointLoads}};
 static_assert(
     [] {
       uint32_t all = 0;

@@ -62,6 +62,14 @@ constexpr llvm::StringLiteral kGroupKeyAttr = "moe.group_key";
 /// row of points per warp (emitWarpPointRow), and the launch covers rows.
 constexpr llvm::StringLiteral kPointRowsAttr = "moe.point_rows";
 
+/// Set by moe-lane-point-loads (GPU) on a load of a row of points whose address moves with the point by
+/// one element (lanePointLoadOffset): emitWarpPointRow loads 32 points' values at once, a lane each.
+constexpr llvm::StringLiteral kLaneLoadAttr = "moe.lane_load";
+
+/// For a load in a point kernel's body: the constant c when it reads a read-only tensor at the point's
+/// last index + c in its last dim, every other index the same for the whole row; nothing otherwise.
+std::optional<int64_t> lanePointLoadOffset(DomainOp domain, mlir::memref::LoadOp load);
+
 /// The top-level ops of the body (in order) that can be computed once per row: nothing in them, nested
 /// regions included, depends on the contiguous index, and their operands come from outside the body or
 /// from such ops.

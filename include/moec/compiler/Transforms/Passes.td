@@ -268,6 +268,37 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
   }];
 }
 
+def MoeLanePointLoads : Pass<"moe-lane-point-loads", "::mlir::ModuleOp"> {
+  let summary = "GPU: a row of points loads the values it walks 32 points at a time, a lane each";
+  let description = [{
+    A row of points (`moe.point_rows`, moe-group-points) runs on one warp that walks its points in order,
+    every lane running each point's scalar code alike. A load whose address moves with the point by one
+    element (A3: `routing_map[t, e]`, and the carried prefix fold's step `routing_map[t, e - 1]`;
+    drop-and-pad: `permute_token_id[i]`) is then a request per point that moves a 32-byte sector for one
+    or four bytes, each a dependent step of the walk. This pass marks such loads `moe.lane_load`: in the
+    ops the walk runs for each point (before its dot product's carrier, not inside a fold or sum), from a
+    read-only tensor, at the point's last index plus a constant in the tensor's last dim, every other index
+    the same for the whole row. moe-lower-to-gpu then loads 32 consecutive points' values at once, a lane
+    each (one coalesced request, each lane's indices checked against the tensor's dims), at the start of
+    every 32 points, and the walk takes each point's value from its lane with `shfl.sync.idx`. The same
+    values reach the same ops: results are bit-identical.
+
+    ```mlir
+    moe.scatter %pg[%Tk, %c256] {moe.point_rows, ...} {
+    ^bb0(%t: index, %e: index):
+      %prev = arith.subi %e, %c1 : index
+      ... scf.if %continues { %a = memref.load %map[%t, %prev] ... }   // the carried fold's step
+      %b = memref.load %map[%t, %e] : memref<?x256xi8>
+      %c = scf.if %live -> (f32) { %s = moe.sum ... { ... memref.load %probs[%t, %e] ... } }
+      ...
+    }
+    // becomes: the loads the walk makes marked, the one inside the sum left as it is
+      ... %a = memref.load %map[%t, %prev] {moe.lane_load} ...
+      %b = memref.load %map[%t, %e] {moe.lane_load} : memref<?x256xi8>
+    ```
+  }];
+}
+
 def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
   let summary = "CPU: a row's prefix fold continues from the previous row's value";
   let description = [{
