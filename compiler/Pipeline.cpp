@@ -6,7 +6,7 @@
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-compact-predicated-folds
 //     │ moe-hoist-row-invariants ── moe-group-rows, moe-group-points (ptx) ── moe-carry-prefix-folds
-//     │ ── moe-lane-point-loads (ptx)
+//     │ ── moe-lane-point-access (ptx)
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), canonicalize, cse          [loops]
@@ -301,8 +301,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (hoist && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
     moePasses.addPass(moe::createMoeCarryPrefixFolds({isGpu ? "gpu" : "cpu"}));
   // GPU: a row of points loads its points' values along the walk 32 at a time, a lane each.
-  if (isGpu && !(spec.schedule.disabled & kLanePointLoads))
-    moePasses.addPass(moe::createMoeLanePointLoads());
+  if (isGpu && !(spec.schedule.disabled & kLanePointAccess))
+    moePasses.addPass(moe::createMoeLanePointAccess());
   if (isAscend) {
     const ascend::Chip &chip = *spec.target.chip;
     // A tuned config may fix the UB buffering, the chunk and the rows per pass (0: the pass's choice).

@@ -145,11 +145,9 @@ void finishPoints(OpBuilder &b, InterleavedPoints plan, DomainOp op,
   }
 }
 
-/// A point that is not live (its carrier's condition false): the carrier's else-block, then what comes
-/// after the carrier, now. `early` emitted the ops before the carrier for the point at `indices`.
-void emitDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early, ValueRange indices) {
-  if (!plan.carrierIf)
-    return;
+/// A point that is not live (its carrier's condition false): the carrier's else-block, now, and `early`
+/// (which emitted the ops before the carrier) set to emit what comes after the carrier.
+void enterDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early) {
   Block &body = op.body();
   early.emitOpsOf(*plan.carrierIf.elseBlock());
   for (auto [result, yielded] : llvm::zip(plan.carrierIf.getResults(), plan.carrierIf.elseYield().getOperands()))
@@ -158,6 +156,13 @@ void emitDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early, Valu
     early.skip(o);
   for (Operation *o = plan.carrier->getNextNode(); o; o = o->getNextNode())
     early.unskip(o);
+}
+
+/// A point that is not live, at `indices`: all of it, its write included, now.
+void emitDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early, ValueRange indices) {
+  if (!plan.carrierIf)
+    return;
+  enterDeadPoint(plan, op, early);
   early.emitElement(indices);
 }
 
@@ -268,7 +273,7 @@ Value shuffleFromLane(OpBuilder &b, Location loc, Value v, Value from) {
   return isa<FloatType>(type) ? Value(arith::BitcastOp::create(b, loc, type, moved)) : moved;
 }
 
-/// The loads of a row of points marked kLaneLoadAttr (moe-lane-point-loads), by address: `registers`
+/// The loads of a row of points marked kLaneLoadAttr (moe-lane-point-access), by address: `registers`
 /// holds, per distinct address, a load reading it (for its memref and the row's indices) and its offset;
 /// `registerOf` each marked load's register.
 struct LaneLoads {
@@ -429,6 +434,13 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   LaneLoads laneLoads(op);
   for (auto [load, offset] : laneLoads.registers)
     inits.push_back(zero(load.getType()));
+  // The writes of the points that are not live, 32 at a time: lane l keeps point (32 * chunk + l)'s value
+  // and whether it writes it.
+  auto write = cast<WriteOp>(body.getTerminator());
+  bool laneWrites = plan->carrierIf && op.op()->hasAttr(kLaneWritesAttr);
+  Type written = write.getValue().getType();
+  if (laneWrites)
+    inits.append({zero(written), i1(false)});
 
   // Points 0 .. n - 1 in order, then one more step (p = n) that runs the points still waiting.
   auto loop = scf::ForOp::create(b, loc, cst(0), arith::AddIOp::create(b, loc, members, cst(1)), cst(1), inits);
@@ -436,13 +448,14 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   b.setInsertionPointToStart(loop.getBody());
   Value p = loop.getInductionVar(), pending = loop.getRegionIterArgs()[0];
   ValueRange slots = loop.getRegionIterArgs().slice(1, kept.size() * kSlots);
-  ValueRange registers = loop.getRegionIterArgs().take_back(laneLoads.registers.size());
+  ValueRange registers = loop.getRegionIterArgs().slice(1 + slots.size(), laneLoads.registers.size());
+  ValueRange laneWrite = loop.getRegionIterArgs().drop_front(1 + slots.size() + registers.size());
   auto slot = [&](size_t k, int64_t i) { return slots[k * kSlots + i]; };
+  Value inChunk = arith::AndIOp::create(b, loc, p, cst(kWarpLanes - 1));
   // Every 32 points the lanes load the next 32 points' values; point p's is lane p % 32's.
   SmallVector<Value> loaded;
   llvm::MapVector<Operation *, Value> fromLanes;
   if (!laneLoads.registers.empty()) {
-    Value inChunk = arith::AndIOp::create(b, loc, p, cst(kWarpLanes - 1));
     Value chunkStart = arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, inChunk, cst(0)),
                                              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, members));
     auto reload = scf::IfOp::create(b, loc, TypeRange(registers), chunkStart, /*withElseRegion=*/true);
@@ -463,6 +476,8 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   SmallVector<Type> pointTypes{b.getI1Type()};
   for (Value v : kept)
     pointTypes.push_back(v.getType());
+  if (laneWrites) // a point that is not live: the value it writes, and whether it writes it
+    pointTypes.append({written, b.getI1Type()});
   auto ifPoint = scf::IfOp::create(b, loc, pointTypes, isPoint, /*withElseRegion=*/true);
   {
     // The point's ops before its dot product; a point that is not live finishes here.
@@ -483,10 +498,20 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     SmallVector<Value> results{live};
     for (Value v : kept)
       results.push_back(early->value(v));
-    {
+    Value notLive = arith::XOrIOp::create(b, loc, live, i1(true));
+    if (laneWrites) {
+      auto ifDead = scf::IfOp::create(b, loc, TypeRange{written, b.getI1Type()}, notLive, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard dead(b);
-      auto ifDead = scf::IfOp::create(b, loc, arith::XOrIOp::create(b, loc, live, i1(true)), /*withElseRegion=*/false);
       b.setInsertionPointToStart(ifDead.thenBlock());
+      enterDeadPoint(*plan, op, *early);
+      Value value = early->emitWrittenValue(indices);
+      scf::YieldOp::create(b, loc, ValueRange{value, write.getGuard() ? early->value(write.getGuard()) : i1(true)});
+      b.setInsertionPointToStart(ifDead.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{zero(written), i1(false)});
+      results.append(ifDead.getResults().begin(), ifDead.getResults().end());
+    } else {
+      OpBuilder::InsertionGuard dead(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, notLive, /*withElseRegion=*/false).thenBlock());
       emitDeadPoint(*plan, op, *early, indices);
     }
     scf::YieldOp::create(b, loc, results);
@@ -495,6 +520,8 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     SmallVector<Value> none{i1(false)};
     for (Value v : kept)
       none.push_back(zero(v.getType()));
+    if (laneWrites)
+      none.append({zero(written), i1(false)});
     scf::YieldOp::create(b, loc, none);
   }
   Value live = ifPoint.getResult(0);
@@ -542,6 +569,30 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       yielded.push_back(arith::SelectOp::create(b, loc, here, pointValue(k), slot(k, i)));
     }
   yielded.append(loaded);
+  if (laneWrites) {
+    // Point p's lane takes its write; after a chunk's last point, the lanes whose points were not live
+    // write them, together.
+    Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, inChunk);
+    Value chunkStart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, inChunk, cst(0));
+    Value value = arith::SelectOp::create(b, loc, mine, ifPoint.getResult(1 + kept.size()), laneWrite[0]);
+    Value writes = arith::SelectOp::create(b, loc, mine, ifPoint.getResult(2 + kept.size()),
+                                           arith::SelectOp::create(b, loc, chunkStart, i1(false), laneWrite[1]));
+    Value chunkEnd = arith::AndIOp::create(
+        b, loc, isPoint,
+        arith::OrIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, inChunk, cst(kWarpLanes - 1)),
+                             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                                   arith::AddIOp::create(b, loc, p, cst(1)), members)));
+    {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, loc, arith::AndIOp::create(b, loc, chunkEnd, writes), /*withElseRegion=*/false).thenBlock());
+      SmallVector<Value> at(outer);
+      at.push_back(arith::AddIOp::create(b, loc, first,
+                                         arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, p, inChunk), lane)));
+      memref::StoreOp::create(b, loc, value, op.output(), at);
+    }
+    yielded.append({value, writes});
+  }
   scf::YieldOp::create(b, loc, yielded);
 }
 

@@ -287,9 +287,9 @@ MUTATIONS = [
        "        return true;\n")],
      r"EmulatedGpu", None),
     ("lane-loads-offset-dropped",
-     "moe-lane-point-loads reads a load at point e - 1 as one at e (the carried slot count's step then counts "
+     "moe-lane-point-access reads a load at point e - 1 as one at e (the carried slot count's step then counts "
      "expert e)",
-     [("compiler/Transforms/LanePointLoads.cpp",
+     [("compiler/Transforms/LanePointAccess.cpp",
        "    return -c.getSExtValue();\n",
        "    return 0;\n")],
      r"EmulatedGpu\.(LanePoint|PointRows)", None),
@@ -298,6 +298,13 @@ MUTATIONS = [
      [("compiler/Transforms/PointLowering.cpp",
        "      Value at = arith::AddIOp::create(b, loc, first, arith::AddIOp::create(b, loc, p, lane));\n",
        "      Value at = arith::AddIOp::create(b, loc, first, lane);\n")],
+     r"EmulatedGpu\.(LanePoint|PointRows)", None),
+    ("lane-writes-last-chunk-dropped",
+     "a row of points' lanes write the points that are not live only after a full 32 (a row's last, partial "
+     "chunk keeps them)",
+     [("compiler/Transforms/PointLowering.cpp",
+       "arith::AddIOp::create(b, loc, p, cst(1)), members)));\n",
+       "arith::AddIOp::create(b, loc, p, cst(1)), cst(-1))));\n")],
      r"EmulatedGpu\.(LanePoint|PointRows)", None),
     ("group-rows-speculates-any-load",
      "moe-group-rows takes any load in a guarded value for one that cannot fault",

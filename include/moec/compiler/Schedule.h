@@ -25,7 +25,7 @@ enum Optimization : uint32_t {
   kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; every target)
   kGroupRows = 1u << 8,              // moe-group-rows (GPU)
   kGroupPoints = 1u << 9,            // moe-group-points (GPU)
-  kLanePointLoads = 1u << 10,        // moe-lane-point-loads (GPU)
+  kLanePointAccess = 1u << 10,        // moe-lane-point-access (GPU)
   kAllOptimizations = (1u << 11) - 1,
 };
 
@@ -36,7 +36,7 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
     {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
     {"group-rows", kGroupRows},                    {"group-points", kGroupPoints},
-    {"lane-point-loads", kLanePointLoads}};
+    {"lane-point-access", kLanePointAccess}};
 static_assert(
     [] {
       uint32_t all = 0;

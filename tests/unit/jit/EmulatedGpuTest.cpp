@@ -297,11 +297,11 @@ TEST(EmulatedGpu, PointRowsRunTheirDotProductsTogether) {
       }
 }
 
-// moe-lane-point-loads: the warp walking a token's experts loads the routing map 32 experts at a time, a
+// moe-lane-point-access: the warp walking a token's experts loads the routing map 32 experts at a time, a
 // lane each (the carried slot count's step reads expert e - 1: its lanes start one before), and takes each
 // expert's byte from its lane. E = 32 is one full warp of experts, 33 leaves one in a second, 70 a partial
 // third; the walk reaches the next 32 experts with the routed ones' dot products still waiting.
-TEST(EmulatedGpu, LanePointLoadsCoverEveryWarpOfPoints) {
+TEST(EmulatedGpu, LanePointAccessCoversEveryWarpOfPoints) {
   for (DType dt : {DType::BF16, DType::F32})
     for (int64_t E : {32, 33, 70})
       for (int64_t K : {2, 9}) {

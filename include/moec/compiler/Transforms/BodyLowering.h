@@ -62,9 +62,12 @@ constexpr llvm::StringLiteral kGroupKeyAttr = "moe.group_key";
 /// row of points per warp (emitWarpPointRow), and the launch covers rows.
 constexpr llvm::StringLiteral kPointRowsAttr = "moe.point_rows";
 
-/// Set by moe-lane-point-loads (GPU) on a load of a row of points whose address moves with the point by
+/// Set by moe-lane-point-access (GPU) on a load of a row of points whose address moves with the point by
 /// one element (lanePointLoadOffset): emitWarpPointRow loads 32 points' values at once, a lane each.
 constexpr llvm::StringLiteral kLaneLoadAttr = "moe.lane_load";
+/// Set by moe-lane-point-access (GPU) on a row of points whose write is a scalar at the point's indices:
+/// emitWarpPointRow writes the points that are not live 32 at a time, a lane each.
+constexpr llvm::StringLiteral kLaneWritesAttr = "moe.lane_writes";
 
 /// For a load in a point kernel's body: the constant c when it reads a read-only tensor at the point's
 /// last index + c in its last dim, every other index the same for the whole row; nothing otherwise.

@@ -268,8 +268,8 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
   }];
 }
 
-def MoeLanePointLoads : Pass<"moe-lane-point-loads", "::mlir::ModuleOp"> {
-  let summary = "GPU: a row of points loads the values it walks 32 points at a time, a lane each";
+def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
+  let summary = "GPU: a row of points loads and writes the values it walks 32 points at a time, a lane each";
   let description = [{
     A row of points (`moe.point_rows`, moe-group-points) runs on one warp that walks its points in order,
     every lane running each point's scalar code alike. A load whose address moves with the point by one
@@ -280,8 +280,13 @@ def MoeLanePointLoads : Pass<"moe-lane-point-loads", "::mlir::ModuleOp"> {
     read-only tensor, at the point's last index plus a constant in the tensor's last dim, every other index
     the same for the whole row. moe-lower-to-gpu then loads 32 consecutive points' values at once, a lane
     each (one coalesced request, each lane's indices checked against the tensor's dims), at the start of
-    every 32 points, and the walk takes each point's value from its lane with `shfl.sync.idx`. The same
-    values reach the same ops: results are bit-identical.
+    every 32 points, and the walk takes each point's value from its lane with `shfl.sync.idx`.
+
+    A point that is not live writes at once, one lane storing one element (A3: probs_grad[t, e] = 0 for
+    each of a token's E - K unrouted experts). When the write is a scalar at the point's own indices, the
+    pass marks the domain `moe.lane_writes`: the walk hands such a point's value to the point's lane, and
+    after every 32 points (or the row's last) the lanes whose points were not live store theirs, one
+    coalesced store. The same values reach the same ops and the same elements: results are bit-identical.
 
     ```mlir
     moe.scatter %pg[%Tk, %c256] {moe.point_rows, ...} {
@@ -293,6 +298,7 @@ def MoeLanePointLoads : Pass<"moe-lane-point-loads", "::mlir::ModuleOp"> {
       ...
     }
     // becomes: the loads the walk makes marked, the one inside the sum left as it is
+    moe.scatter %pg[%Tk, %c256] {moe.lane_writes, moe.point_rows, ...} {
       ... %a = memref.load %map[%t, %prev] {moe.lane_load} ...
       %b = memref.load %map[%t, %e] {moe.lane_load} : memref<?x256xi8>
     ```

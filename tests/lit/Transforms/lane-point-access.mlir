@@ -1,16 +1,19 @@
-// moe-lane-point-loads on the rows of points of group-points.mlir (its input: A3's probs_grad with probs,
+// moe-lane-point-access on the rows of points of group-points.mlir (its input: A3's probs_grad with probs,
 // f32, E = 8, H = 64, and the drop-and-pad one over slots): the loads the warp's walk makes at the point's
 // index (+ a constant) are marked: routing_map[t, e], and the carried slot count's step routing_map[t, e - 1];
 // permute_token_id[i] and the slot's out_index entry in drop-and-pad. The loads in the dot product
 // (probs[t, e]) and at other indices (out_index[t * C + k], the fold's routing_map[t, j]) are not, nor is
-// anything in a kernel that is not a row of points (@reads_only_the_point_rows).
-// RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-carry-prefix-folds=target=gpu --moe-lane-point-loads | FileCheck %s --check-prefix=MARK
-// RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-carry-prefix-folds=target=gpu --moe-lane-point-loads --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
+// anything in a kernel that is not a row of points (@reads_only_the_point_rows). A3's probs_grad writes
+// probs_grad[t, e], at the point's own indices: its writes go through lanes (moe.lane_writes); the
+// drop-and-pad one writes [e, c] computed from slot i: not.
+// RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-carry-prefix-folds=target=gpu --moe-lane-point-access | FileCheck %s --check-prefix=MARK
+// RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-carry-prefix-folds=target=gpu --moe-lane-point-access --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 // @walk (below): a read-only tensor at e + 1 is marked; a tensor the kernel may write, and a load whose
-// point index is not in the last dim, are not.
-// RUN: moec-opt %s --moe-lane-point-loads | FileCheck %s --check-prefix=WALK
+// point index is not in the last dim, are not; its write at [t, e] goes through lanes.
+// RUN: moec-opt %s --moe-lane-point-access | FileCheck %s --check-prefix=WALK
 
 // MARK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
+// MARK: moe.scatter {{.*}} {moe.lane_writes, moe.point_rows, schedule
 // MARK: memref.load %5[%arg12, %{{.*}}] {moe.lane_load} : memref<?x8xi8>
 // MARK: moe.fold
 // MARK-NOT: moe.lane_load
@@ -19,13 +22,16 @@
 // MARK-LABEL: func.func @reads_only_the_point_rows
 // MARK-NOT: moe.lane_load
 // MARK-LABEL: func.func @pad_slots_by_token
+// MARK: moe.scatter {{.*}} {moe.point_rows, schedule
 // MARK: memref.load %4[%arg12] {moe.lane_load} : memref<?xi32>
 // MARK: memref.load %5[%arg12] {moe.lane_load} : memref<?xi32>
 // MARK-NOT: moe.lane_load
 // MARK: return
 
 // Every 32 points (and not at the walk's extra last step) the lanes load points p + lane and p + lane - 1,
-// each checked against the tensor's dims; each step takes its point's bytes from lane p % 32.
+// each checked against the tensor's dims; each step takes its point's bytes from lane p % 32. A point that
+// is not live hands its value to its lane, and after a chunk's last point (p % 32 = 31, or the row's last)
+// those lanes store them.
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // GPU: scf.for %[[P:.*]] = %c0 to %c9 step %c1 iter_args(
 // GPU: %[[IN:.*]] = arith.andi %[[P]], %c31 : index
@@ -42,9 +48,16 @@
 // GPU: %[[FROM:.*]] = arith.index_cast %[[IN]] : index to i32
 // GPU-COUNT-2: gpu.shuffle  idx %{{.*}}, %[[FROM]], %c32_i32 : i32
 // GPU-NOT: memref.load %{{.*}}[%{{.*}}, %[[P]]] : memref<?x8xi8>
+// GPU: arith.cmpi eq, %thread_id_x, %[[IN]] : index
+// GPU: arith.cmpi eq, %[[IN]], %c31 : index
+// GPU: scf.if %{{.*}} {
+// GPU-NEXT: %[[BASE:.*]] = arith.subi %[[P]], %[[IN]] : index
+// GPU-NEXT: %[[OWN:.*]] = arith.addi %[[BASE]], %thread_id_x : index
+// GPU-NEXT: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[OWN]]] : memref<?x8xf32>
 // GPU: gpu.return
 
 // WALK-LABEL: func.func @walk
+// WALK: moe.scatter {{.*}} {moe.lane_writes, moe.point_rows
 // WALK: memref.load %{{.*}}[%arg5, %[[NEXT:.*]]] {moe.lane_load} : memref<?x16xi8>
 // WALK-NEXT: memref.load %{{.*}}[%arg5, %arg6] : memref<?x16xi8>
 // WALK-NEXT: memref.load %{{.*}}[%arg6, %arg5] : memref<?x16xi8>
