@@ -87,6 +87,8 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       op->removeAttr(kRowInvariantAttr);
       op->removeAttr(kRowGroupAttr);
       op->removeAttr(kGroupKeyAttr);
+      op->removeAttr(kLaneLoadAttr);
+      op->removeAttr(kLaneWritesAttr);
     });
   }
 

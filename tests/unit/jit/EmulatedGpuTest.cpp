@@ -140,6 +140,34 @@ TEST(EmulatedGpu, UnpermuteWithRoutingMapGrad) {
       }
 }
 
+/// A3 with a routing map (and probs, or not): T tokens each routed to K random experts of E (sorted: slot
+/// t * K + k is the k-th), slots in a random order, a quarter of them dropped (-1).
+Case routedCase(DType dt, int64_t T, int64_t K, int64_t E, int64_t H, bool probs) {
+  const int64_t R = T * K;
+  std::mt19937 &random = rng();
+  HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R}), map(DType::Bool, {T, E});
+  std::iota(ints(outIndex), ints(outIndex) + R, 0);
+  std::shuffle(ints(outIndex), ints(outIndex) + R, random);
+  std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
+  std::vector<Slot> slots;
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<int64_t> experts(E);
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), random);
+    experts.resize(K);
+    std::sort(experts.begin(), experts.end());
+    for (int64_t k = 0; k < K; ++k) {
+      static_cast<uint8_t *>(map.raw())[t * E + experts[k]] = 1;
+      if (random() % 4 == 0)
+        ints(outIndex)[t * K + k] = -1;
+      else
+        slots.push_back({t, ints(outIndex)[t * K + k], experts[k]});
+    }
+  }
+  return unpermuteGradCase(dt, T, E, H, probs, false, slots, std::move(outIndex), std::move(tokenIds), std::move(map),
+                           random, true);
+}
+
 /// A3's data gradient on case `c` runs as row groups (moe-group-rows), and matches the reference and, bit
 /// for bit, the CPU kernel.
 void expectA3RunsAsGroups(DType dt, int64_t E, int64_t H, bool pad, Case c) {
@@ -151,32 +179,15 @@ void expectA3RunsAsGroups(DType dt, int64_t E, int64_t H, bool pad, Case c) {
 }
 
 // moe-group-rows: A3's slots of a token run as one block's group, 32 slots at a time, the token's gradient
-// read once per vector for all of them. K = 33 and 40 take a second, partly filled run (a second block); dropped slots
-// (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520 leave lanes past the row's end in
+// read once per vector for all of them. K = 33 and 40 take a second, partly filled run (a second block); experts
+// chosen at random among K + 3; dropped slots (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520 leave lanes past the row's end in
 // the last trip along it. Against the reference, and bit for bit against the CPU kernel.
 TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
   for (DType dt : {DType::BF16, DType::F32})
     for (int64_t K : {1, 33, 40})
       for (int64_t H : {9, 72, 520}) {
         SCOPED_TRACE("K=" + std::to_string(K) + " H=" + std::to_string(H));
-        const int64_t T = 5, E = K + 3, R = T * K;
-        std::mt19937 &random = rng();
-        HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R}), map(DType::Bool, {T, E});
-        std::iota(ints(outIndex), ints(outIndex) + R, 0);
-        std::shuffle(ints(outIndex), ints(outIndex) + R, random);
-        std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
-        std::vector<Slot> slots;
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t k = 0; k < K; ++k) {
-            static_cast<uint8_t *>(map.raw())[t * E + k] = 1;
-            if (random() % 4 == 0)
-              ints(outIndex)[t * K + k] = -1; // dropped
-            else
-              slots.push_back({t, ints(outIndex)[t * K + k], k});
-          }
-        expectA3RunsAsGroups(dt, E, H, false,
-                             unpermuteGradCase(dt, T, E, H, false, false, slots, std::move(outIndex),
-                                               std::move(tokenIds), std::move(map), random, true));
+        expectA3RunsAsGroups(dt, K + 3, H, false, routedCase(dt, 5, K, K + 3, H, /*probs=*/false));
       }
 }
 
@@ -255,34 +266,6 @@ void expectA3RunsAsPointRows(DType dt, int64_t E, int64_t H, bool pad, bool runs
   expectGpuMatchesCpu(op, grouped, std::move(c));
 }
 
-/// A3 with a routing map and probs: T tokens each routed to K random experts of E (sorted: slot t * K + k
-/// is the k-th), slots in a random order, a quarter of them dropped (-1).
-Case routedProbsCase(DType dt, int64_t T, int64_t K, int64_t E, int64_t H) {
-  const int64_t R = T * K;
-  std::mt19937 &random = rng();
-  HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R}), map(DType::Bool, {T, E});
-  std::iota(ints(outIndex), ints(outIndex) + R, 0);
-  std::shuffle(ints(outIndex), ints(outIndex) + R, random);
-  std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
-  std::vector<Slot> slots;
-  for (int64_t t = 0; t < T; ++t) {
-    std::vector<int64_t> experts(E);
-    std::iota(experts.begin(), experts.end(), 0);
-    std::shuffle(experts.begin(), experts.end(), random);
-    experts.resize(K);
-    std::sort(experts.begin(), experts.end());
-    for (int64_t k = 0; k < K; ++k) {
-      static_cast<uint8_t *>(map.raw())[t * E + experts[k]] = 1;
-      if (random() % 4 == 0)
-        ints(outIndex)[t * K + k] = -1;
-      else
-        slots.push_back({t, ints(outIndex)[t * K + k], experts[k]});
-    }
-  }
-  return unpermuteGradCase(dt, T, E, H, true, false, slots, std::move(outIndex), std::move(tokenIds), std::move(map),
-                           random, true);
-}
-
 // moe-group-points: A3's probs_grad runs a token's experts on one warp, the dot products of up to 8
 // routed ones together, the token's gradient row loaded once per vector for all of them. K = 1 and 3 leave
 // a partly filled batch at the row's end, 8 fills one, 11 and 17 take a second and a third; a quarter of
@@ -293,7 +276,7 @@ TEST(EmulatedGpu, PointRowsRunTheirDotProductsTogether) {
     for (int64_t K : {1, 3, 8, 11, 17})
       for (int64_t H : {9, 100, 520}) {
         SCOPED_TRACE("K=" + std::to_string(K) + " H=" + std::to_string(H));
-        expectA3RunsAsPointRows(dt, K + 6, H, false, false, routedProbsCase(dt, 5, K, K + 6, H));
+        expectA3RunsAsPointRows(dt, K + 6, H, false, false, routedCase(dt, 5, K, K + 6, H, /*probs=*/true));
       }
 }
 
@@ -306,7 +289,7 @@ TEST(EmulatedGpu, LanePointAccessCoversEveryWarpOfPoints) {
     for (int64_t E : {32, 33, 70})
       for (int64_t K : {2, 9}) {
         SCOPED_TRACE("E=" + std::to_string(E) + " K=" + std::to_string(K));
-        expectA3RunsAsPointRows(dt, E, 72, false, false, routedProbsCase(dt, 6, K, E, 72));
+        expectA3RunsAsPointRows(dt, E, 72, false, false, routedCase(dt, 6, K, E, 72, /*probs=*/true));
       }
 }
 
