@@ -300,7 +300,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // from the row before.
   if (hoist && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
     moePasses.addPass(moe::createMoeCarryPrefixFolds({isGpu ? "gpu" : "cpu"}));
-  // GPU: a row of points loads its points' values along the walk 32 at a time, a lane each.
+  // GPU: a row of points loads and writes its points' values along the walk 32 at a time, a lane each.
   if (isGpu && !(spec.schedule.disabled & kLanePointAccess))
     moePasses.addPass(moe::createMoeLanePointAccess());
   if (isAscend) {

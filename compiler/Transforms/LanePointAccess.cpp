@@ -84,8 +84,11 @@ struct LanePointAccessPass : impl::MoeLanePointAccessBase<LanePointAccessPass> {
           if (lanePointLoadOffset(domain, load))
             load->setAttr(kLaneLoadAttr, UnitAttr::get(&getContext()));
         });
+      // A deferred write must not be read back by a later point (outputs are not read; checked anyway).
+      bool readsOutput = false;
+      body.walk([&](memref::LoadOp load) { readsOutput |= load.getMemRef() == domain.output(); });
       auto write = dyn_cast<WriteOp>(body.getTerminator());
-      if (write && write.getValue().getType().isIntOrFloat() &&
+      if (write && !readsOutput && write.getValue().getType().isIntOrFloat() &&
           llvm::equal(write.getIndices(), body.getArguments()))
         domain.op()->setAttr(kLaneWritesAttr, UnitAttr::get(&getContext()));
     }
