@@ -9,7 +9,8 @@
 //     │ ── moe-lane-point-access (ptx)
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
-//     │ loop nests through UB buffers, then the CPU path below), canonicalize, cse          [loops]
+//     │ loop nests through UB buffers, then the CPU path below), moe-prefetch-gathered-rows (cpu),
+//     │ canonicalize, cse                                                               [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
 //     │ cpu: arith-expand (bf16), scf-to-cf,      ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
@@ -370,6 +371,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     loopPasses.addPass(moe::createMoeLowerToLoops(
         {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows),
          !(spec.schedule.disabled & kInterleaveReductions)}));
+  // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head.
+  if (!isGpu && !isAscend && !(spec.schedule.disabled & kPrefetchGatheredRows))
+    loopPasses.addPass(moe::createMoePrefetchGatheredRows());
   // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());
   loopPasses.addPass(createCanonicalizerPass());

@@ -45,9 +45,12 @@ uint32_t parseOff(const std::string &value) {
 }
 
 // The spaces. CPU: `rows` is the least rows a worker takes at once (small batches stay on fewer threads);
-// `off` may turn streaming (non-temporal) stores off. GPU: threads along the row, rows per block.
-const std::vector<Knob> kCpuKnobs = {
-    {"off", {0, kStreamingStores}}, {"rows", {1, 16, 128}}, {"unroll", {1, 4, 8}}, {"vector", {2, 4, 8, 16}}};
+// `off` may turn streaming (non-temporal) stores or the software prefetch of gathered rows off (it loses at
+// some shapes: C2 at Mixtral's E = 8). GPU: threads along the row, rows per block.
+const std::vector<Knob> kCpuKnobs = {{"off", {0, kStreamingStores, kPrefetchGatheredRows}},
+                                     {"rows", {1, 16, 128}},
+                                     {"unroll", {1, 4, 8}},
+                                     {"vector", {2, 4, 8, 16}}};
 const std::vector<Knob> kGpuKnobs = {{"threads", {32, 64, 128, 256, 512}},
                                      {"rows", {1, 2, 4, 8}},
                                      {"unroll", {1, 4, 8}},

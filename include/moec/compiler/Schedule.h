@@ -26,7 +26,8 @@ enum Optimization : uint32_t {
   kGroupRows = 1u << 8,              // moe-group-rows (GPU)
   kGroupPoints = 1u << 9,            // moe-group-points (GPU)
   kLanePointAccess = 1u << 10,        // moe-lane-point-access (GPU)
-  kAllOptimizations = (1u << 11) - 1,
+  kPrefetchGatheredRows = 1u << 11,   // moe-prefetch-gathered-rows (CPU)
+  kAllOptimizations = (1u << 12) - 1,
 };
 
 /// Each optimization by the name `--disable NAME` and a config's `off=NAME` give it, in bit order.
@@ -36,7 +37,7 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
     {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
     {"group-rows", kGroupRows},                    {"group-points", kGroupPoints},
-    {"lane-point-access", kLanePointAccess}};
+    {"lane-point-access", kLanePointAccess},       {"prefetch-gathered-rows", kPrefetchGatheredRows}};
 static_assert(
     [] {
       uint32_t all = 0;

@@ -106,8 +106,8 @@ bool runsPerPoint(DomainOp op);
 void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth,
                     bool interleave, bool streamingStores);
 
-/// The widest non-temporal vector store (AVX2: 32 bytes).
-constexpr int64_t kMaxNontemporalAlignment = 32;
+/// The widest non-temporal vector store (AVX-512: a whole 64-byte line; AVX2 splits it in two).
+constexpr int64_t kMaxNontemporalAlignment = 64;
 /// Outputs from this size on are written with streaming stores (a typical last-level cache slice).
 constexpr int64_t kStreamingStoreBytes = 4 << 20;
 

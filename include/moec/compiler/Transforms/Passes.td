@@ -461,6 +461,49 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::ModuleOp"> {
+  let summary = "CPU: software prefetch of the rows that loops along a row gather";
+  let description = [{
+    Runs on the loops (after moe-lower-to-loops). A loop along a row that reads a row chosen by data
+    (`x[idx[n * K + k], h]`: a vector load whose last index is the loop's, the others computed from a load)
+    stalls at each new row and each 4 KiB page of it: the hardware prefetchers learn a stream only after a
+    few misses. On one thread of a 2-core EPYC the best hand-written B2 loop (Mixtral's shapes) read at 0.5
+    of a same-run memcpy without software prefetch and 0.7 with both of these:
+
+    1. Each gathered vector load also prefetches its row 768 bytes further on, clamped to the row's last
+       element.
+    2. Where the loop along the row runs in the loop over rows (under `scf.if`s at most), and the gathered
+       row's indices are computed from the row index only, by pure ops and loads of tensors the function
+       never writes, at the top of the two loops' bodies (so every row computes them), the next row's
+       indices are computed ahead, before the loop along this row, when the next row is in this thread's
+       range. Each load they take is clamped into its tensor (and skipped when the tensor is empty), and
+       so is the row; its first 768 bytes are prefetched, a cache line at a time.
+
+    Prefetches change no result. Every address they compute lies inside its tensor.
+
+    ```mlir
+    scf.for %n = %begin to %end step %c1 {
+      scf.for %h = %c0 to %c4096 step %c16 {
+        %i = memref.load %idx[%n] : memref<?xi32>
+        %r = arith.index_cast %i : i32 to index
+        %v = vector.load %x[%r, %h] : memref<?x4096xbf16>, vector<16xbf16>
+        ...
+    // becomes
+    scf.for %n = %begin to %end step %c1 {
+      %next = arith.addi %n, %c1 : index
+      scf.if (%next < %end) {
+        %i1 = memref.load %idx[clamped %next] ...    // the next row's index
+        memref.prefetch %x[clamped %r1, %c0], read, locality<3>, data   // and %c32, %c64, ... to 768 bytes
+      }
+      scf.for %h = %c0 to %c4096 step %c16 {
+        ...
+        memref.prefetch %x[%r, min(%h + 384, 4095)], read, locality<3>, data
+        %v = vector.load %x[%r, %h] ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
+}
+
 def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
   let summary = "GPU: turns each kernel into a gpu.func; rows map to the grid, the row to threads";
   let description = [{

@@ -1,0 +1,120 @@
+// moe-prefetch-gathered-rows on CPU loops. @gather (B2's shape): x's row is chosen by idx[n], loaded at the
+// top of the loop along the row: the load prefetches 768 bytes (384 bf16) on, clamped to the row's last
+// element, and before each row's loop the next row's index (clamped into idx, skipped when idx is empty)
+// and the first 768 bytes of its row (skipped when the index is outside x) are prefetched, a line (32
+// elements) at a time, when the next row is in the range. @sequential reads row n itself: no prefetch.
+// @written_index: the index tensor is written in the function: the row is prefetched along the row, but
+// the next row's index is not computed ahead. @conditional_index: the index is loaded under a condition
+// (not by every row): along the row only.
+// RUN: moec-opt %s --moe-prefetch-gathered-rows --canonicalize | FileCheck %s
+
+// CHECK-LABEL: func.func @gather
+// CHECK: scf.for %[[N:.*]] = %[[B:.*]] to %[[E:.*]] step %[[C1:.*]] {
+// CHECK:   %[[NEXT:.*]] = arith.addi %[[N]], %[[C1]] : index
+// CHECK:   %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[E]] : index
+// CHECK:   scf.if %[[MORE]] {
+// CHECK:     %[[DIM:.*]] = memref.dim %arg1, %{{.*}} : memref<?xi32>
+// CHECK:     %[[CL:.*]] = arith.select %{{.*}}, %[[NEXT]], %{{.*}} : index
+// CHECK:     scf.if %{{.*}} {
+// CHECK:       %[[I1:.*]] = memref.load %arg1[%[[CL]]] : memref<?xi32>
+// CHECK:       %[[R1:.*]] = arith.index_cast %[[I1]] : i32 to index
+// CHECK:       scf.if %{{.*}} {
+// CHECK:         memref.prefetch %arg0[%[[R1]], %c0{{.*}}], read, locality<3>, data
+// CHECK:         memref.prefetch %arg0[%[[R1]], %c32], read, locality<3>, data
+// CHECK-COUNT-9: memref.prefetch %arg0[%[[R1]], %c{{[0-9]+}}], read, locality<3>, data
+// CHECK-NEXT:    memref.prefetch %arg0[%[[R1]], %c352], read, locality<3>, data
+// CHECK-NEXT:  }
+// CHECK:   scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:     %[[I:.*]] = memref.load %arg1[%[[N]]] : memref<?xi32>
+// CHECK:     %[[R:.*]] = arith.index_cast %[[I]] : i32 to index
+// CHECK:     %[[AHEAD:.*]] = arith.addi %[[H]], %c384 : index
+// CHECK:     %[[AT:.*]] = arith.minui %[[AHEAD]], %c4095 : index
+// CHECK:     memref.prefetch %arg0[%[[R]], %[[AT]]], read, locality<3>, data
+// CHECK:     vector.load %arg0[%[[R]], %[[H]]]
+func.func @gather(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: memref<?x4096xbf16>, %begin: index, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  scf.for %n = %begin to %end step %c1 {
+    scf.for %h = %c0 to %c4096 step %c16 {
+      %i = memref.load %idx[%n] : memref<?xi32>
+      %r = arith.index_cast %i : i32 to index
+      %v = vector.load %x[%r, %h] : memref<?x4096xbf16>, vector<16xbf16>
+      vector.store %v, %out[%n, %h] : memref<?x4096xbf16>, vector<16xbf16>
+    }
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @sequential
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @sequential(%x: memref<?x4096xbf16>, %out: memref<?x4096xbf16>, %begin: index, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  scf.for %n = %begin to %end step %c1 {
+    scf.for %h = %c0 to %c4096 step %c16 {
+      %v = vector.load %x[%n, %h] : memref<?x4096xbf16>, vector<16xbf16>
+      vector.store %v, %out[%n, %h] : memref<?x4096xbf16>, vector<16xbf16>
+    }
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @written_index
+// CHECK: scf.for
+// CHECK-NOT: memref.prefetch
+// CHECK: scf.for
+// CHECK: memref.prefetch %arg0[%{{.*}}, %{{.*}}], read, locality<3>, data
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @written_index(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: memref<?x4096xbf16>, %begin: index, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant 0 : i32
+  scf.for %n = %begin to %end step %c1 {
+    scf.for %h = %c0 to %c4096 step %c16 {
+      %i = memref.load %idx[%n] : memref<?xi32>
+      %r = arith.index_cast %i : i32 to index
+      %v = vector.load %x[%r, %h] : memref<?x4096xbf16>, vector<16xbf16>
+      vector.store %v, %out[%n, %h] : memref<?x4096xbf16>, vector<16xbf16>
+    }
+    memref.store %zero, %idx[%n] : memref<?xi32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @conditional_index
+// CHECK: scf.for
+// CHECK-NOT: memref.prefetch
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: memref.prefetch %arg0[%{{.*}}, %{{.*}}], read, locality<3>, data
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @conditional_index(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: memref<?x4096xbf16>, %live: i1, %begin: index, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  %zeros = arith.constant dense<0.0> : vector<16xbf16>
+  scf.for %n = %begin to %end step %c1 {
+    scf.for %h = %c0 to %c4096 step %c16 {
+      %v = scf.if %live -> (vector<16xbf16>) {
+        %i = memref.load %idx[%n] : memref<?xi32>
+        %r = arith.index_cast %i : i32 to index
+        %l = vector.load %x[%r, %h] : memref<?x4096xbf16>, vector<16xbf16>
+        scf.yield %l : vector<16xbf16>
+      } else {
+        scf.yield %zeros : vector<16xbf16>
+      }
+      vector.store %v, %out[%n, %h] : memref<?x4096xbf16>, vector<16xbf16>
+    }
+  }
+  return
+}
