@@ -337,4 +337,11 @@ MUTATIONS = [
        "      at.push_back(offset);\n      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);\n",
        "      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);\n      at.push_back(c0);\n")],
      r"AscendSimulator", None),
+    ("prefetch-next-index-unclamped",
+     "moe-prefetch-gathered-rows loads the next row's index without clamping it into its tensor (an index "
+     "the row loop's code computes past the tensor's end, for a row it would have skipped, is read)",
+     [("compiler/Transforms/PrefetchGatheredRows.cpp",
+       "        indices.push_back(clampIndex(b, loc, mapping.lookupOrDefault(index), size));\n",
+       "        indices.push_back(mapping.lookupOrDefault(index));\n")],
+     None, "Transforms/prefetch-gathered-rows"),
 ]
