@@ -58,13 +58,11 @@ bool dependsOnLoad(Value v, DenseSet<Value> &seen) {
   return llvm::any_of(def->getOperands(), [&](Value operand) { return dependsOnLoad(operand, seen); });
 }
 
-/// The ops inside `rows` that `v` is computed from, in the order they can be cloned in (the row loop's
-/// body first, then `along`'s), or nothing when one of them is not a pure op without regions or a load
-/// of a memref in `readOnly`, sits elsewhere than at the top of the two bodies (it would not run for
-/// every row), or uses a block argument other than the row index.
-std::optional<SmallVector<Operation *>> rowSliceOf(Value v, scf::ForOp rows, scf::ForOp along,
-                                                   const DenseSet<Value> &readOnly) {
-  SetVector<Operation *> slice;
+/// Adds to `slice` the ops inside `rows` that `v` is computed from; false when one of them is not a pure
+/// op without regions or a load of a memref in `readOnly`, sits elsewhere than at the top of the two
+/// loops' bodies (it would not run for every row), or uses a block argument other than the row index.
+bool addRowSlice(Value v, scf::ForOp rows, scf::ForOp along, const DenseSet<Value> &readOnly,
+                 SetVector<Operation *> &slice) {
   SmallVector<Value> work{v};
   while (!work.empty()) {
     Value value = work.pop_back_val();
@@ -72,26 +70,21 @@ std::optional<SmallVector<Operation *>> rowSliceOf(Value v, scf::ForOp rows, scf
     if (!def) {
       if (rows->isAncestor(cast<BlockArgument>(value).getOwner()->getParentOp()) &&
           value != rows.getInductionVar())
-        return std::nullopt;
+        return false;
       continue;
     }
     if (!rows->isAncestor(def) || slice.contains(def))
       continue;
     if ((def->getBlock() != rows.getBody() && def->getBlock() != along.getBody()) || def->getNumRegions() > 0)
-      return std::nullopt;
+      return false;
     auto load = dyn_cast<memref::LoadOp>(def);
     if (load ? !readOnly.contains(load.getMemRef()) : !isMemoryEffectFree(def))
-      return std::nullopt;
+      return false;
     slice.insert(def);
     for (Value operand : def->getOperands())
       work.push_back(operand);
   }
-  SmallVector<Operation *> ordered(slice.begin(), slice.end());
-  llvm::sort(ordered, [&](Operation *x, Operation *y) {
-    bool xRow = x->getBlock() == rows.getBody(), yRow = y->getBlock() == rows.getBody();
-    return xRow != yRow ? xRow : x->isBeforeInBlock(y);
-  });
-  return ordered;
+  return true;
 }
 
 /// Whether `index` lies in [0, size).
@@ -106,11 +99,9 @@ Value clampIndex(OpBuilder &b, Location loc, Value index, Value size) {
   return arith::SelectOp::create(b, loc, isInside(b, loc, index, size), index, arith::ConstantIndexOp::create(b, loc, 0));
 }
 
+/// Dim `d` of `memref` (a constant where the type has it).
 Value dimOf(OpBuilder &b, Location loc, Value memref, int64_t d) {
-  auto type = cast<MemRefType>(memref.getType());
-  if (!type.isDynamicDim(d))
-    return arith::ConstantIndexOp::create(b, loc, type.getDimSize(d));
-  return memref::DimOp::create(b, loc, memref, d);
+  return b.createOrFold<memref::DimOp>(loc, memref, d);
 }
 
 struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGatheredRowsPass> {
@@ -185,13 +176,10 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     auto rows = dyn_cast_or_null<scf::ForOp>(parent);
     if (!rows || rows.getNumRegionIterArgs() != 0)
       return;
-    SetVector<Operation *> all;
-    for (Value index : load.getIndices().drop_back()) {
-      std::optional<SmallVector<Operation *>> slice = rowSliceOf(index, rows, along, readOnly);
-      if (!slice)
+    SetVector<Operation *> slice;
+    for (Value index : load.getIndices().drop_back())
+      if (!addRowSlice(index, rows, along, readOnly, slice))
         return;
-      all.insert(slice->begin(), slice->end());
-    }
     // The next row's indices, before the loop along this row, when there is a next row in this range.
     OpBuilder b(along);
     Location loc = load.getLoc();
@@ -201,7 +189,8 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     b.setInsertionPointToStart(ifMore.thenBlock());
     IRMapping mapping;
     mapping.map(rows.getInductionVar(), next);
-    SmallVector<Operation *> ordered(all.begin(), all.end());
+    // In an order they can be cloned in: the row loop's body first, then the loop along the row's.
+    SmallVector<Operation *> ordered(slice.begin(), slice.end());
     llvm::sort(ordered, [&](Operation *x, Operation *y) {
       bool xRow = x->getBlock() == rows.getBody(), yRow = y->getBlock() == rows.getBody();
       return xRow != yRow ? xRow : x->isBeforeInBlock(y);
@@ -214,18 +203,15 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
       }
       // A tensor with no elements has no row to prefetch: skip the rest.
       SmallVector<Value> indices;
-      Value empty;
+      Value nonEmpty;
       for (auto [d, index] : llvm::enumerate(sliceLoad.getIndices())) {
         Value size = dimOf(b, loc, sliceLoad.getMemRef(), d);
-        Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, size, arith::ConstantIndexOp::create(b, loc, 0));
-        empty = empty ? Value(arith::OrIOp::create(b, loc, empty, none)) : none;
+        Value some = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, size, arith::ConstantIndexOp::create(b, loc, 0));
+        nonEmpty = nonEmpty ? Value(arith::AndIOp::create(b, loc, nonEmpty, some)) : some;
         indices.push_back(clampIndex(b, loc, mapping.lookupOrDefault(index), size));
       }
-      if (empty) {
-        auto ifAny = scf::IfOp::create(b, loc, arith::XOrIOp::create(b, loc, empty, arith::ConstantIntOp::create(b, loc, 1, 1)),
-                                       /*withElseRegion=*/false);
-        b.setInsertionPointToStart(ifAny.thenBlock());
-      }
+      if (nonEmpty)
+        b.setInsertionPointToStart(scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false).thenBlock());
       mapping.map(sliceLoad.getResult(), memref::LoadOp::create(b, loc, sliceLoad.getMemRef(), indices).getResult());
     }
     auto type = cast<MemRefType>(load.getBase().getType());
