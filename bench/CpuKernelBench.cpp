@@ -64,6 +64,7 @@ void runCase(benchmark::State &state, const Mode &mode, const Shape &shape, moec
   statics["H"] = shape.H;
   if (std::string(mode.op) == "moe_init_routing_v2_grad") {
     statics["top_k"] = shape.K;
+    statics[moec::gpucheck::kRoutingExperts] = shape.E; // the inputs' routing: B2 has no E
   } else {
     statics["E"] = shape.E;
     if (std::string(mode.op) == "moe_unpermute")
@@ -74,7 +75,7 @@ void runCase(benchmark::State &state, const Mode &mode, const Shape &shape, moec
   moec::KernelRequest request;
   request.dtype = dtype;
   for (const auto &[name, value] : statics)
-    if (name != moec::gpucheck::kRoutingTopK)
+    if (name != moec::gpucheck::kRoutingTopK && name != moec::gpucheck::kRoutingExperts)
       (name == "H" || name == "E" || name == "K" ? request.dims : request.attrs)[name] = value;
   request.with = mode.with;
   moec::Kernel kernel = runtime().get(mode.op, request);

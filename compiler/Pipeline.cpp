@@ -372,7 +372,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
         {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows),
          !(spec.schedule.disabled & kInterleaveReductions)}));
   // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head.
-  if (!isGpu && !isAscend && !(spec.schedule.disabled & kPrefetchGatheredRows))
+  if (!isGpu && !isAscend && optimizationOn(spec.schedule, kPrefetchGatheredRows))
     loopPasses.addPass(moe::createMoePrefetchGatheredRows());
   // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());

@@ -33,7 +33,7 @@ row() { # label, op, then arguments that use $H $E $K
 echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}: fraction of a same-run memcpy on as many threads"
 echo "| op, mode | DeepSeek-V3 | Qwen3 | Mixtral |"
 echo "|---|---|---|---|"
-b2=(moe_init_routing_v2_grad --dim 'H=$H' --attr 'top_k=$K')
+b2=(moe_init_routing_v2_grad --dim 'H=$H' --attr 'top_k=$K' --experts '$E')
 row "B2 dropless" "${b2[@]}"
 row "B2 active_num" "${b2[@]}" --active
 row "B2 drop_pad_mode=1" "${b2[@]}" --attr drop_pad_mode=1

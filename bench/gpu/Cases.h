@@ -92,26 +92,32 @@ inline HostTensor randomFloats(DType dtype, std::vector<int64_t> shape, std::mt1
   return t;
 }
 
-/// B2 (moe_init_routing_v2_grad): N tokens, K experts each, E experts (drop/pad capacity C = N*K/E
-/// rounded down to at least 1), dropless / active (half the rows) / drop-pad.
+/// B2 (moe_init_routing_v2_grad): N tokens, each routed to K distinct experts of E (0: max(8, K)), chosen at
+/// random; expanded_row_idx holds each slot's row in B1's layout, expert-major and then in slot order, as a
+/// real routing makes it: dropless R = N*K rows; active, the first half of them (the later experts' rows are
+/// not live); drop/pad, a capacity C = N*K/E rows per expert (at least 1), later slots dropped (-1).
 inline Case initRoutingGrad(DType dtype, int64_t N, int64_t K, int64_t H, int dropPad, bool active, std::mt19937 &rng,
-                            bool reference = true) {
+                            bool reference = true, int64_t E = 0) {
   Case c;
-  int64_t E = 8, C = std::max<int64_t>(1, N * K / E), R = dropPad ? E * C : active ? N * K / 2 : N * K;
+  E = E ? E : std::max<int64_t>(8, K);
+  if (K > E)
+    throw std::invalid_argument("B2's routing needs top_k <= experts, got top_k " + std::to_string(K) +
+                                " of " + std::to_string(E) + " experts");
+  int64_t C = std::max<int64_t>(1, N * K / E), R = dropPad ? E * C : active ? N * K / 2 : N * K;
+  std::vector<int64_t> ofSlot(N * K), experts(E), routed(E, 0);
+  for (int64_t n = 0; n < N; ++n) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);
+    for (int64_t k = 0; k < K; ++k)
+      ++routed[ofSlot[n * K + k] = experts[k]];
+  }
+  std::vector<int64_t> first(E, 0), rank(E, 0); // where each expert's rows start, and how many it has so far
+  for (int64_t e = 1; e < E; ++e)
+    first[e] = first[e - 1] + routed[e - 1];
   HostTensor idx(DType::I32, {N * K});
-  if (dropPad) {
-    std::vector<int64_t> rank(E, 0);
-    std::uniform_int_distribution<int64_t> expert(0, E - 1);
-    std::vector<int64_t> ofSlot(N * K);
-    for (auto &e : ofSlot)
-      e = expert(rng);
-    for (int64_t e = 0; e < E; ++e) // B1 order: expert-major, then slot order
-      for (int64_t j = 0; j < N * K; ++j)
-        if (ofSlot[j] == e)
-          ints(idx)[j] = rank[e] < C ? int32_t(e * C + rank[e]++) : -1;
-  } else {
-    std::iota(ints(idx), ints(idx) + N * K, 0);
-    std::shuffle(ints(idx), ints(idx) + N * K, rng);
+  for (int64_t j = 0; j < N * K; ++j) {
+    int64_t e = ofSlot[j], r = rank[e]++;
+    ints(idx)[j] = int32_t(!dropPad ? first[e] + r : r < C ? e * C + r : -1);
   }
   HostTensor grad = dropPad ? randomFloats(dtype, {E, C, H}, rng) : randomFloats(dtype, {R, H}, rng);
   HostTensor out(dtype, {N, H});
@@ -341,6 +347,8 @@ inline int64_t productionTokens(int64_t H) { return H == 7168 ? 4096 : 8192; }
 /// The statics key of A3's routing top-K (`moec bench --topk`): A3 has no top-K of its own (R = tokens x K
 /// at run time), so the inputs choose one.
 constexpr const char *kRoutingTopK = "routing_top_k";
+/// The statics key of B2's expert count (`moec bench --experts`): B2 has no E, so the inputs choose one.
+constexpr const char *kRoutingExperts = "routing_experts";
 
 /// The case of `op` specialized to `statics` (static dims and attributes by public name) with the optional
 /// inputs `present`, at `tokens` tokens; `active`: B2's active_num mode. A3 routes each token to K experts,
@@ -355,7 +363,8 @@ inline Case caseFor(const std::string &op, DType dtype, const std::map<std::stri
   };
   const int64_t H = get("H", 0);
   if (op == "moe_init_routing_v2_grad")
-    return initRoutingGrad(dtype, tokens, get("top_k", 1), H, int(get("drop_pad_mode", 0)), active, rng, reference);
+    return initRoutingGrad(dtype, tokens, get("top_k", 1), H, int(get("drop_pad_mode", 0)), active, rng, reference,
+                           get(kRoutingExperts, 0));
   const int64_t E = get("E", 8);
   const int64_t K = get(kRoutingTopK, std::min<int64_t>(8, E));
   if (op == "moe_token_unpermute_with_routing_map_grad" && (K < 1 || K > E))

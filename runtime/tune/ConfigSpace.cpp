@@ -9,10 +9,11 @@ namespace moec::tune {
 
 namespace {
 
-std::string offText(uint32_t disabled) {
+/// "a+b": the names of the optimizations in `bits`.
+std::string optimizationsText(uint32_t bits) {
   std::string text;
   for (const auto &[name, bit] : kOptimizationsByName)
-    if (disabled & bit)
+    if (bits & bit)
       text += (text.empty() ? "" : "+") + std::string(name);
   return text;
 }
@@ -25,7 +26,9 @@ int64_t parseCount(const std::string &field, const std::string &value) {
   return v;
 }
 
-uint32_t parseOff(const std::string &value) {
+/// The optimizations "a+b" names ("none": no one) for the config field `field` ("off", "on"), each in
+/// `allowed`.
+uint32_t parseOptimizations(const std::string &field, const std::string &value, uint32_t allowed) {
   uint32_t bits = 0;
   if (value == "none")
     return 0;
@@ -34,8 +37,9 @@ uint32_t parseOff(const std::string &value) {
     size_t plus = value.find('+', start);
     std::string name = value.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
     uint32_t bit = optimizationByName(name);
-    if (!bit)
-      throw std::invalid_argument("'off': unknown optimization '" + name + "' (known: " + optimizationNames() + ")");
+    if (!(bit & allowed))
+      throw std::invalid_argument("'" + field + "': " + (bit ? "'" + name + "' is not an opt-in optimization" : "unknown optimization '" + name + "'") +
+                                  " (known: " + optimizationNames(allowed) + ")");
     bits |= bit;
     if (plus == std::string::npos)
       break;
@@ -45,9 +49,11 @@ uint32_t parseOff(const std::string &value) {
 }
 
 // The spaces. CPU: `rows` is the least rows a worker takes at once (small batches stay on fewer threads);
-// `off` may turn streaming (non-temporal) stores or the software prefetch of gathered rows off (it loses at
-// some shapes: C2 at Mixtral's E = 8). GPU: threads along the row, rows per block.
-const std::vector<Knob> kCpuKnobs = {{"off", {0, kStreamingStores, kPrefetchGatheredRows}},
+// `off` may turn streaming (non-temporal) stores off, `on` the software prefetch of gathered rows on (it wins
+// where rows come from many scattered streams, and loses where the hardware already streams them: C2 at
+// Mixtral's E = 8). GPU: threads along the row, rows per block.
+const std::vector<Knob> kCpuKnobs = {{"off", {0, kStreamingStores}},
+                                     {"on", {0, kPrefetchGatheredRows}},
                                      {"rows", {1, 16, 128}},
                                      {"unroll", {1, 4, 8}},
                                      {"vector", {2, 4, 8, 16}}};
@@ -74,13 +80,15 @@ void setKnob(Schedule &s, const std::string &name, int64_t value) {
     s.unroll = value;
   else if (name == "off")
     s.disabled = uint32_t(value);
+  else if (name == "on")
+    s.enabled = uint32_t(value);
   else if (name == "buffers")
     s.buffers = value;
   else if (name == "chunk")
     s.chunk = value;
   else
     throw std::invalid_argument("unknown field '" + name +
-                                "' (known: vector, threads, rows, unroll, off; on ascend buffers, chunk)");
+                                "' (known: vector, threads, rows, unroll, off, on; on ascend buffers, chunk)");
 }
 
 /// Ascend: the compiler's rules (0: its choice), then what the row and the chip rule out. The UB check is
@@ -125,7 +133,9 @@ std::string configText(const Schedule &s) {
            ",rows=" + std::to_string(s.rowsPerBlock) + ",unroll=" + std::to_string(s.unroll) +
            (s.buffers || s.chunk ? ",buffers=" + std::to_string(s.buffers) + ",chunk=" + std::to_string(s.chunk) : "");
   if (s.disabled)
-    text += ",off=" + offText(s.disabled);
+    text += ",off=" + optimizationsText(s.disabled);
+  if (s.enabled)
+    text += ",on=" + optimizationsText(s.enabled);
   return text;
 }
 
@@ -146,7 +156,9 @@ Schedule parseConfig(const std::string &text) {
       throw std::invalid_argument("field '" + name + "' is given twice");
     seen[name] = true;
     if (name == "off")
-      s.disabled = parseOff(value);
+      s.disabled = parseOptimizations(name, value, kAllOptimizations);
+    else if (name == "on")
+      s.enabled = parseOptimizations(name, value, kOptInOptimizations);
     else
       setKnob(s, name, parseCount(name, value));
     if (comma == std::string::npos)

@@ -37,7 +37,8 @@ struct BenchOptions {
   TargetOptions target;
   std::vector<std::string> dims, attrs, with;
   int64_t tokens = 0;
-  int64_t topK = 0; // A3's routing top-K (0: the inputs' default)
+  int64_t topK = 0;    // A3's routing top-K (0: the inputs' default)
+  int64_t experts = 0; // B2's routing expert count (0: the inputs' default)
   bool active = false;
   int reps = 5;
   double budget = 1.0;
@@ -161,6 +162,11 @@ void runBench(BenchOptions o) {
                                                " takes its top-K as a dim or attribute)");
     statics[gpucheck::kRoutingTopK] = o.topK;
   }
+  if (o.experts) {
+    if (o.op != "moe_init_routing_v2_grad")
+      throw CLI::ValidationError("--experts", "only for moe_init_routing_v2_grad (" + o.op + " takes E as a dim)");
+    statics[gpucheck::kRoutingExperts] = o.experts;
+  }
 
   Runtime::Options options;
   options.target = o.target.resolveTarget();
@@ -195,6 +201,10 @@ void registerBenchCommand(CLI::App &app) {
   cmd->add_option("--topk", o->topK,
                   "moe_token_unpermute_with_routing_map_grad: experts per token in the inputs' routing (default 8, E "
                   "when fewer; drop_and_pad: capacity tokens x K / E)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("--experts", o->experts,
+                  "moe_init_routing_v2_grad: experts in the inputs' routing (default max(8, top_k)); each expert's rows "
+                  "are contiguous in grad_expanded_x, as B1 lays them out")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   cmd->add_option("--reps", o->reps, "cpu: at least this many timed runs (median and minimum reported)")
       ->capture_default_str();

@@ -110,17 +110,23 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
 }
 
 std::string sweepCsv(const TuneResult &result) {
-  std::string csv = "tokens,bucket,config,vector,threads,rows,unroll,off,buffers,chunk,family,status,median_us,min_us,"
+  std::string csv = "tokens,bucket,config,vector,threads,rows,unroll,off,on,buffers,chunk,family,status,median_us,min_us,"
                     "baseline_us,fraction_of_baseline,is_heuristic,is_best,why\n";
   for (const auto &[tokens, points] : byTokens(result)) {
     const TunePoint *best = fastest(points);
     for (const TunePoint *p : points) {
       const Schedule &s = p->config;
-      std::string off = p->text.find(",off=") == std::string::npos ? "" : p->text.substr(p->text.find(",off=") + 5);
+      auto field = [&](const std::string &name) { // "a+b" of ",name=a+b", or ""
+        size_t at = p->text.find("," + name + "=");
+        if (at == std::string::npos)
+          return std::string();
+        at += name.size() + 2;
+        return p->text.substr(at, p->text.find(',', at) - at);
+      };
       double fraction = p->baselineUs > 0 && p->medianUs > 0 ? p->baselineUs / p->medianUs : 0;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{},{},{}\n", tokens,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{},{},{}\n", tokens,
                          tune::tokenBucket(tokens), csvField(p->text), s.vector, s.threads, s.rowsPerBlock, s.unroll,
-                         csvField(off), s.buffers, s.chunk, csvField(s == Schedule{} ? "heuristic" : tune::familyOf(s)),
+                         csvField(field("off")), csvField(field("on")), s.buffers, s.chunk, csvField(s == Schedule{} ? "heuristic" : tune::familyOf(s)),
                          statusName(p->status), p->medianUs, p->minUs, p->baselineUs, fraction,
                          s == Schedule{} ? 1 : 0, p == best ? 1 : 0, csvField(p->why));
     }

@@ -13,7 +13,8 @@
 namespace moec {
 
 /// The compiler's optional optimizations, each a pass that changes how a kernel runs but never what it
-/// computes (tests check results bit for bit with each one off). A Schedule can turn them off.
+/// computes (tests check results bit for bit with each one off, and each opt-in one on). A Schedule can
+/// turn them off; the opt-in ones (kOptInOptimizations) run only where a Schedule turns them on.
 enum Optimization : uint32_t {
   kHoistRowInvariants = 1u << 0,    // moe-hoist-row-invariants
   kCompactPredicatedFolds = 1u << 1, // moe-compact-predicated-folds
@@ -28,9 +29,13 @@ enum Optimization : uint32_t {
   kLanePointAccess = 1u << 10,        // moe-lane-point-access (GPU)
   kPrefetchGatheredRows = 1u << 11,   // moe-prefetch-gathered-rows (CPU)
   kAllOptimizations = (1u << 12) - 1,
+  // Off unless asked for (`--enable NAME`, a config's `on=NAME`): they win at some shapes and lose at
+  // others, by more than a rule the compiler can check tells apart, so `moec tune` decides.
+  kOptInOptimizations = kPrefetchGatheredRows,
 };
 
-/// Each optimization by the name `--disable NAME` and a config's `off=NAME` give it, in bit order.
+/// Each optimization by the name `--disable NAME` / `--enable NAME` and a config's `off=NAME` / `on=NAME`
+/// give it, in bit order.
 inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = {
     {"hoist-row-invariants", kHoistRowInvariants}, {"compact-predicated-folds", kCompactPredicatedFolds},
     {"streaming-stores", kStreamingStores},        {"accumulate-rows", kAccumulateRows},
@@ -47,11 +52,13 @@ static_assert(
     }() == kAllOptimizations,
     "every optimization has a name");
 
-/// "hoist-row-invariants, compact-predicated-folds, ...": the names, for messages and help.
-inline std::string optimizationNames() {
+/// "hoist-row-invariants, compact-predicated-folds, ...": the names of the optimizations in `mask`, for
+/// messages and help.
+inline std::string optimizationNames(uint32_t mask = kAllOptimizations) {
   std::string text;
   for (const auto &[name, bit] : kOptimizationsByName)
-    text += (text.empty() ? "" : ", ") + std::string(name);
+    if (mask & bit)
+      text += (text.empty() ? "" : ", ") + std::string(name);
   return text;
 }
 
@@ -68,23 +75,30 @@ struct Schedule {
   int64_t threads = 0;      // GPU: threads along the contiguous dim (block.x)
   int64_t vector = 0;       // contiguous elements handled together (1 = scalar)
   int64_t unroll = 0;       // moe.sum unroll factor
-  uint32_t disabled = 0;    // Optimization bits turned off (0: all on)
+  uint32_t disabled = 0;    // Optimization bits turned off (0: all on, but the opt-in ones)
+  uint32_t enabled = 0;     // opt-in Optimization bits turned on (kOptInOptimizations)
   // Ascend only (0: the compiler's choice), with rowsPerBlock the most rows that share a UB pass:
   int64_t buffers = 0; // copies of each streamed UB buffer: 1 (single, in place) or 2 (double-buffered queues)
   int64_t chunk = 0;   // the most elements of a row per UB pass
 
   bool operator==(const Schedule &o) const {
     return rowsPerBlock == o.rowsPerBlock && threads == o.threads && vector == o.vector && unroll == o.unroll &&
-           disabled == o.disabled && buffers == o.buffers && chunk == o.chunk;
+           disabled == o.disabled && enabled == o.enabled && buffers == o.buffers && chunk == o.chunk;
   }
-  /// "r1.t256.v8.u8" (".d3" appended when optimizations are off, ".b2.c4096" for Ascend's knobs): stable
-  /// text for cache keys.
+  /// "r1.t256.v8.u8" (".d3" appended when optimizations are off, ".e2048" when opt-in ones are on,
+  /// ".b2.c4096" for Ascend's knobs): stable text for cache keys.
   std::string str() const {
     return "r" + std::to_string(rowsPerBlock) + ".t" + std::to_string(threads) + ".v" + std::to_string(vector) +
            ".u" + std::to_string(unroll) + (disabled ? ".d" + std::to_string(disabled) : "") +
+           (enabled ? ".e" + std::to_string(enabled) : "") +
            (buffers || chunk ? ".b" + std::to_string(buffers) + ".c" + std::to_string(chunk) : "");
   }
 };
+
+/// Whether optimization `o` runs under `s`: not turned off, and turned on when it is opt-in.
+inline bool optimizationOn(const Schedule &s, Optimization o) {
+  return !(s.disabled & o) && (!(o & kOptInOptimizations) || (s.enabled & o));
+}
 
 enum class TargetKind { CPU, GPU, Ascend };
 
@@ -127,6 +141,9 @@ inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool re
     return range("unroll", s.unroll, 0, 64);
   if (s.disabled & ~uint32_t(kAllOptimizations))
     return "'disabled': " + std::to_string(s.disabled) + " names an unknown optimization";
+  if (s.enabled & ~uint32_t(kOptInOptimizations))
+    return "'enabled': " + std::to_string(s.enabled) + " names an optimization that is not opt-in (the others are on "
+           "unless turned off)";
   if (s.buffers < 0 || s.buffers > 2)
     return range("buffers", s.buffers, 0, 2);
   constexpr int64_t kMaxChunk = int64_t(1) << 24; // elements: beyond any UB

@@ -3,7 +3,8 @@
 // A config is a Schedule (compiler/Schedule.h) written as plain text that prints and parses:
 //
 //   vector=8,threads=1,rows=16,unroll=4                (every field; 0 means the compiler's choice)
-//   vector=8,threads=1,rows=16,unroll=4,off=streaming-stores   (optimizations turned off, '+'-joined)
+//   vector=8,threads=1,rows=16,unroll=4,off=streaming-stores   (optimizations turned off, '+'-joined;
+//   on=prefetch-gathered-rows turns opt-in ones on)
 //   heuristic                                          (Schedule{}: every field the compiler's choice)
 //   buffers=2,chunk=4096,rows=64                       (ascend: the UB plan; the vector code the compiler's)
 //
@@ -24,7 +25,7 @@
 
 namespace moec::tune {
 
-/// The text of `s`: "vector=8,threads=1,rows=16,unroll=4[,off=a+b]", "buffers=2,chunk=4096,rows=64" for an
+/// The text of `s`: "vector=8,threads=1,rows=16,unroll=4[,off=a+b][,on=c]", "buffers=2,chunk=4096,rows=64" for an
 /// Ascend config, or "heuristic" for Schedule{}.
 std::string configText(const Schedule &s);
 

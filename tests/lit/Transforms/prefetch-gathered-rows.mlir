@@ -1,33 +1,58 @@
 // moe-prefetch-gathered-rows on CPU loops. @gather (B2's shape): x's row is chosen by idx[n], loaded at the
-// top of the loop along the row: the load prefetches 768 bytes (384 bf16) on, clamped to the row's last
-// element, and before each row's loop the next row's index (clamped into idx, skipped when idx is empty)
-// and the first 768 bytes of its row (skipped when the index is outside x) are prefetched, a line (32
-// elements) at a time, when the next row is in the range. @sequential reads row n itself: no prefetch.
+// top of the loop along the row. A table of the 64 recent rows (a stack array filled with -2) tells a row
+// the hardware already streams (the row before it is recent) from one it does not. Before each row's loop
+// the row's index (its load clamped into idx, 0 when idx is empty) is checked against the table and added
+// to it; along the row the load prefetches 768 bytes (384 bf16) on, clamped to the row's last element, or
+// its own element where the row is streamed; and when the next row is in the range its index (computed
+// the same way) is checked, and the first 768 bytes of its row are prefetched, a line (32 elements) at a
+// time, when that row is inside x and not streamed. @sequential reads row n itself: no prefetch.
 // @written_index: the index tensor is written in the function: the row is prefetched along the row, but
-// the next row's index is not computed ahead. @conditional_index: the index is loaded under a condition
-// (not by every row): along the row only.
+// no index is computed ahead. @conditional_index: the index is loaded under a condition (not by every
+// row): along the row only.
 // RUN: moec-opt %s --moe-prefetch-gathered-rows --canonicalize | FileCheck %s
 
 // CHECK-LABEL: func.func @gather
+// CHECK-DAG: %[[NONE:.*]] = arith.constant -2 : index
+// CHECK-DAG: %[[MASK:.*]] = arith.constant 63 : index
+// CHECK-DAG: %[[FAR:.*]] = arith.constant 384 : index
+// CHECK: %[[TABLE:.*]] = memref.alloca() : memref<64xindex>
+// CHECK: scf.for %[[SLOT:.*]] = %{{.*}} to %c64 step %{{.*}} {
+// CHECK-NEXT: memref.store %[[NONE]], %[[TABLE]][%[[SLOT]]] : memref<64xindex>
 // CHECK: scf.for %[[N:.*]] = %[[B:.*]] to %[[E:.*]] step %[[C1:.*]] {
+// CHECK:   %[[CUR_CL:.*]] = arith.select %{{.*}}, %[[N]], %{{.*}} : index
+// CHECK:   %[[CUR_I:.*]] = scf.if %{{.*}} -> (i32) {
+// CHECK:     memref.load %arg1[%[[CUR_CL]]] : memref<?xi32>
+// CHECK:   %[[CUR:.*]] = arith.index_cast %[[CUR_I]] : i32 to index
+// CHECK:   %[[PREV:.*]] = arith.subi %[[CUR]], %[[C1]] : index
+// CHECK:   %[[PREV_SLOT:.*]] = arith.andi %[[PREV]], %[[MASK]] : index
+// CHECK:   %[[SEEN:.*]] = memref.load %[[TABLE]][%[[PREV_SLOT]]] : memref<64xindex>
+// CHECK:   %[[STREAMED:.*]] = arith.cmpi eq, %[[SEEN]], %[[PREV]] : index
+// CHECK:   %[[CUR_SLOT:.*]] = arith.andi %[[CUR]], %[[MASK]] : index
+// CHECK:   memref.store %[[CUR]], %[[TABLE]][%[[CUR_SLOT]]] : memref<64xindex>
+// CHECK:   %[[DIST:.*]] = arith.select %[[STREAMED]], %{{.*}}, %[[FAR]] : index
 // CHECK:   %[[NEXT:.*]] = arith.addi %[[N]], %[[C1]] : index
 // CHECK:   %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[E]] : index
 // CHECK:   scf.if %[[MORE]] {
-// CHECK:     %[[DIM:.*]] = memref.dim %arg1, %{{.*}} : memref<?xi32>
 // CHECK:     %[[CL:.*]] = arith.select %{{.*}}, %[[NEXT]], %{{.*}} : index
-// CHECK:     scf.if %{{.*}} {
-// CHECK:       %[[I1:.*]] = memref.load %arg1[%[[CL]]] : memref<?xi32>
-// CHECK:       %[[R1:.*]] = arith.index_cast %[[I1]] : i32 to index
-// CHECK:       scf.if %{{.*}} {
-// CHECK:         memref.prefetch %arg0[%[[R1]], %c0{{.*}}], read, locality<3>, data
-// CHECK:         memref.prefetch %arg0[%[[R1]], %c32], read, locality<3>, data
+// CHECK:     %[[I1:.*]] = scf.if %{{.*}} -> (i32) {
+// CHECK:       memref.load %arg1[%[[CL]]] : memref<?xi32>
+// CHECK:     %[[R1:.*]] = arith.index_cast %[[I1]] : i32 to index
+// CHECK:     %[[NPREV:.*]] = arith.subi %[[R1]], %[[C1]] : index
+// CHECK:     %[[NSLOT:.*]] = arith.andi %[[NPREV]], %[[MASK]] : index
+// CHECK:     %[[NSEEN:.*]] = memref.load %[[TABLE]][%[[NSLOT]]] : memref<64xindex>
+// CHECK:     %[[NEW:.*]] = arith.cmpi ne, %[[NSEEN]], %[[NPREV]] : index
+// CHECK:     %[[IN:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK:     %[[WANTED:.*]] = arith.andi %[[NEW]], %[[IN]] : i1
+// CHECK:     scf.if %[[WANTED]] {
+// CHECK:       memref.prefetch %arg0[%[[R1]], %c0{{.*}}], read, locality<3>, data
+// CHECK:       memref.prefetch %arg0[%[[R1]], %c32], read, locality<3>, data
 // CHECK-COUNT-9: memref.prefetch %arg0[%[[R1]], %c{{[0-9]+}}], read, locality<3>, data
 // CHECK-NEXT:    memref.prefetch %arg0[%[[R1]], %c352], read, locality<3>, data
 // CHECK-NEXT:  }
 // CHECK:   scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:     %[[I:.*]] = memref.load %arg1[%[[N]]] : memref<?xi32>
 // CHECK:     %[[R:.*]] = arith.index_cast %[[I]] : i32 to index
-// CHECK:     %[[AHEAD:.*]] = arith.addi %[[H]], %c384 : index
+// CHECK:     %[[AHEAD:.*]] = arith.addi %[[H]], %[[DIST]] : index
 // CHECK:     %[[AT:.*]] = arith.minui %[[AHEAD]], %c4095 : index
 // CHECK:     memref.prefetch %arg0[%[[R]], %[[AT]]], read, locality<3>, data
 // CHECK:     vector.load %arg0[%[[R]], %[[H]]]

@@ -36,19 +36,22 @@ TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
     ModeRun call(mode, *op, dtype, kTokens, kH, rng, emulated);
     // One row per task at least: every run splits its rows over the workers, so what carries state from
     // row to row (moe-carry-prefix-folds) starts mid-way at chunk boundaries.
-    auto run = [&](uint32_t disabled) {
+    auto run = [&](uint32_t disabled, uint32_t enabled) {
       Schedule s;
       s.disabled = disabled;
+      s.enabled = enabled;
       s.rowsPerBlock = emulated ? 0 : 1;
       return call(s);
     };
-    CpuRunResult plain = run(kAllOptimizations);
-    std::vector<uint32_t> offs = {0u}; // all on, then each one off alone: a new optimization is in the table
+    CpuRunResult plain = run(kAllOptimizations, 0);
+    // All on (the opt-in ones too), then each one off alone (an opt-in one: on alone): a new optimization
+    // is in the table.
+    std::vector<std::pair<uint32_t, uint32_t>> schedules = {{0u, uint32_t(kOptInOptimizations)}};
     for (const auto &[name, bit] : kOptimizationsByName)
-      offs.push_back(bit);
-    for (uint32_t disabled : offs) {
-      SCOPED_TRACE("disabled optimizations: " + std::to_string(disabled));
-      expectSameBytes(run(disabled), plain);
+      schedules.push_back(bit & kOptInOptimizations ? std::pair{0u, uint32_t(bit)} : std::pair{uint32_t(bit), 0u});
+    for (auto [disabled, enabled] : schedules) {
+      SCOPED_TRACE("disabled optimizations: " + std::to_string(disabled) + ", enabled: " + std::to_string(enabled));
+      expectSameBytes(run(disabled, enabled), plain);
     }
   }
 }

@@ -60,6 +60,13 @@ TEST(ConfigText, EveryConfigOfEverySpaceRoundTrips) {
   EXPECT_EQ(s.threads, 1);
   EXPECT_EQ(s.disabled, uint32_t(kStreamingStores | kAccumulateRows));
   EXPECT_EQ(tune::configText(s), "vector=8,threads=1,rows=16,unroll=4,off=streaming-stores+accumulate-rows");
+  Schedule on = tune::parseConfig("vector=8,threads=1,rows=16,unroll=4,on=prefetch-gathered-rows");
+  EXPECT_EQ(on.enabled, uint32_t(kPrefetchGatheredRows));
+  EXPECT_EQ(on.disabled, 0u);
+  EXPECT_EQ(tune::configText(on), "vector=8,threads=1,rows=16,unroll=4,on=prefetch-gathered-rows");
+  Schedule off = on;
+  off.enabled = 0;
+  EXPECT_NE(on.str(), off.str()) << "an opt-in optimization turned on is part of the cache key";
 }
 
 TEST(ConfigText, BadTextNamesTheField) {
@@ -79,6 +86,8 @@ TEST(ConfigText, BadTextNamesTheField) {
   EXPECT_NE(message("vector=8,").find("ends with ','"), std::string::npos);
   EXPECT_NE(message("vector").find("not NAME=VALUE"), std::string::npos);
   EXPECT_NE(message("off=fast-math").find("unknown optimization 'fast-math'"), std::string::npos);
+  EXPECT_NE(message("on=streaming-stores").find("'on': 'streaming-stores' is not an opt-in optimization"),
+            std::string::npos);
 }
 
 TEST(ConfigSpace, PrunesWhatTheShapeRulesOut) {
