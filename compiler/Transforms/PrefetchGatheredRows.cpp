@@ -2,17 +2,20 @@
 //
 // A CPU loop along a row that reads a gathered row (x[idx[n], h], the row chosen by data) waits on memory
 // at every new row: the hardware prefetchers learn a stream only after a few misses, and they stop at each
-// 4 KiB page. One thread then reads at about half a memcpy's bandwidth (B2 at Mixtral's shapes, 1 thread:
-// 0.5 of a memcpy for the best hand-written loop; with both prefetches below, 0.7).
+// 4 KiB page. One thread then reads at about half a memcpy's bandwidth (B2 over rows in random order, 1
+// thread: 0.5 of a memcpy for the best hand-written loop; with both prefetches below, 0.7).
 //   1. In the loop along the row, each gathered vector load also prefetches the same row kPrefetchBytes
 //      further on (clamped to the row's last element).
 //   2. Where that loop runs in a loop over rows and the gathered row's index is computed from the row loop's
 //      index by pure ops and loads of tensors the function never writes, the next row's index is computed
 //      ahead (its loads clamped into their tensors) and the first kPrefetchBytes of its gathered row are
 //      prefetched before the current row's loop starts.
-// Prefetches change no result; every address they compute lies inside its tensor. They cost where the
-// hardware already streams the rows: C2 at Mixtral's E = 8 reads 8 nearly sequential streams of rows and
-// loses (0.78 -> 0.59 of a memcpy, 1 thread), so `moec tune`'s CPU space can turn the pass off.
+// Where the hardware already streams the rows (each expert's rows read in order, as B2 and C2 read them at
+// Mixtral's 8 experts), software prefetches only cost. So where (2) applies, a table of recently gathered
+// rows tells those rows apart (checkAndRecordRow): a streamed row is not prefetched ahead, nor is a streamed
+// next row. Even so the pass loses on realistic routing about as often as it wins (bench/cpu/RESULTS.md,
+// "2026-12-02, late"), so it is opt-in (kOptInOptimizations) and `moec tune` decides.
+// Prefetches change no result; every address they compute lies inside its tensor.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/Passes.h"
 

@@ -467,8 +467,8 @@ def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::Module
     Runs on the loops (after moe-lower-to-loops). A loop along a row that reads a row chosen by data
     (`x[idx[n * K + k], h]`: a vector load whose last index is the loop's, the others computed from a load)
     stalls at each new row and each 4 KiB page of it: the hardware prefetchers learn a stream only after a
-    few misses. On one thread of a 2-core EPYC the best hand-written B2 loop (Mixtral's shapes) read at 0.5
-    of a same-run memcpy without software prefetch and 0.7 with both of these:
+    few misses. On one thread of a 2-core EPYC the best hand-written B2 loop over rows in random order read
+    at 0.5 of a same-run memcpy without software prefetch and 0.7 with both of these:
 
     1. Each gathered vector load also prefetches its row 768 bytes further on, clamped to the row's last
        element.
@@ -476,13 +476,23 @@ def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::Module
        row's indices are computed from the row index only, by pure ops and loads of tensors the function
        never writes, at the top of the two loops' bodies (so every row computes them), the next row's
        indices are computed ahead, before the loop along this row, when the next row is in this thread's
-       range. Each load they take is clamped into its tensor (and skipped when the tensor is empty); when
+       range. Each load they take is clamped into its tensor (and yields 0 when the tensor is empty); when
        the row index lies inside the gathered tensor (-1, no row, prefetches nothing), the row's first
        768 bytes are prefetched, a cache line at a time.
 
-    Prefetches change no result. Every address they compute lies inside its tensor. They cost where the
-    hardware already streams the rows (C2 at Mixtral's 8 experts, each expert's rows read in order: 0.78
-    -> 0.59 of a memcpy on one thread); `moec tune`'s CPU space can turn the pass off (`off=`).
+    Where the hardware already streams the rows, software prefetches only cost: B2 and C2 at Mixtral's 8
+    experts read each expert's rows in order, 8 streams (B2: 1.2 of a memcpy without, 0.7 with). So where
+    (2) applies, a table of the 64 recently gathered rows of each tensor (a stack array, indexed by the
+    low bits of a row's linear number) tells a streamed row (the row before it is recent) from a scattered
+    one: each row's number is checked and added before its loop, a streamed row prefetches the element
+    it loads instead of one 768 bytes on (no branch in the loop), and a streamed next row is not
+    prefetched. B2 at Mixtral's shapes then loses less (1.05-1.1 against 1.2), but on realistic routing
+    the pass still loses more often than it wins (C2 at Mixtral: 0.6 against 0.8; B2 at Qwen3: 0.70
+    against 0.76; C2 at DeepSeek-V3 and Qwen3 gain 0.02-0.06), so it is opt-in: `--enable
+    prefetch-gathered-rows`, or `on=prefetch-gathered-rows` in `moec tune`'s CPU space.
+
+    Prefetches change no result. Every address they compute lies inside its tensor, and every table
+    slot inside the table.
 
     ```mlir
     scf.for %n = %begin to %end step %c1 {
@@ -492,15 +502,22 @@ def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::Module
         %v = vector.load %x[%r, %h] : memref<?x4096xbf16>, vector<16xbf16>
         ...
     // becomes
+    %recent = memref.alloca() : memref<64xindex>                // filled with -2
     scf.for %n = %begin to %end step %c1 {
+      %r0 = index_cast(memref.load %idx[clamped %n])            // this row's index
+      %streamed = (%recent[(%r0 - 1) & 63] == %r0 - 1)
+      memref.store %r0, %recent[%r0 & 63]
+      %ahead = arith.select %streamed, %c0, %c384 : index
       %next = arith.addi %n, %c1 : index
       scf.if (%next < %end) {
-        %i1 = memref.load %idx[clamped %next] ...    // the next row's index
-        scf.if (%r1 in x) { memref.prefetch %x[%r1, %c0], read, locality<3>, data   // %c32, ... to 768 B }
+        %r1 = index_cast(memref.load %idx[clamped %next])       // the next row's index
+        scf.if (%r1 in x && %recent[(%r1 - 1) & 63] != %r1 - 1) {
+          memref.prefetch %x[%r1, %c0], read, locality<3>, data   // %c32, ... to 768 B
+        }
       }
       scf.for %h = %c0 to %c4096 step %c16 {
         ...
-        memref.prefetch %x[%r, min(%h + 384, 4095)], read, locality<3>, data
+        memref.prefetch %x[%r, min(%h + %ahead, 4095)], read, locality<3>, data
         %v = vector.load %x[%r, %h] ...
     ```
   }];
