@@ -344,4 +344,11 @@ MUTATIONS = [
        "        indices.push_back(clampIndex(b, loc, mapping.lookupOrDefault(index), size));\n",
        "        indices.push_back(mapping.lookupOrDefault(index));\n")],
      None, "Transforms/prefetch-gathered-rows"),
+    ("recent-rows-unmasked",
+     "moe-prefetch-gathered-rows records a row in its table of recent rows at the row's number itself, not "
+     "its low bits (a store past the 64-slot stack array for any row beyond 63)",
+     [("compiler/Transforms/PrefetchGatheredRows.cpp",
+       "      memref::StoreOp::create(b, loc, number, table, ValueRange{arith::AndIOp::create(b, loc, number, mask)});\n",
+       "      memref::StoreOp::create(b, loc, number, table, ValueRange{number});\n")],
+     None, "Transforms/prefetch-gathered-rows"),
 ]
