@@ -365,6 +365,88 @@ void emitAccumulatedSteps(OpBuilder &b, DomainOp op, Operation *accumulated, Arr
   rowStart->flushUnrolls();
 }
 
+/// An accumulated reduction's steps for a row with at most kJammedSteps of them, added in registers for
+/// each vector instead of through the row's accumulators: for each vector, init, then step j's term when j
+/// is below the bound (the same for every vector of the row: a well-predicted branch), in step order, as
+/// every other lowering adds them. Step j's row-invariant work runs once per row, for step min(j, bound - 1)
+/// so that a step past the bound reads only what a live step reads (the bound is at least 1 here).
+class DirectSteps {
+public:
+  DirectSteps(OpBuilder &b, DomainOp op, Operation *accumulated, ArrayRef<Value> rowIndices,
+              llvm::function_ref<std::unique_ptr<BodyEmitter>(int64_t)> newEmitter)
+      : accumulated(accumulated), newEmitter(newEmitter) {
+    rowStart = newEmitter(1);
+    rowStart->mapIndices(rowIndices);
+    bound = rowStart->value(accumulated->getOperand(0));
+    auto fold = dyn_cast<FoldOp>(accumulated);
+    init = fold ? rowStart->value(fold.getInit())
+                : Value(arith::ConstantOp::create(b, op.op()->getLoc(), b.getF32FloatAttr(0.0f))); // as emitSum's
+  }
+  ~DirectSteps() {
+    for (std::unique_ptr<BodyEmitter> &start : stepStarts)
+      start->flushUnrolls();
+    rowStart->flushUnrolls();
+  }
+
+  /// Whether the row's bound is in [1, kJammedSteps].
+  Value fits(OpBuilder &b, Location loc) {
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    return arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, bound, cst(1)),
+                                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, bound, cst(kJammedSteps)));
+  }
+
+  /// Each step's row-invariant work, at `b`'s point (where the bound fits).
+  void prepare(OpBuilder &b, Location loc) {
+    Block &stepBody = accumulated->getRegion(0).front();
+    Value last = arith::SubIOp::create(b, loc, bound, arith::ConstantIndexOp::create(b, loc, 1));
+    for (int64_t j = 0; j < kJammedSteps; ++j) {
+      std::unique_ptr<BodyEmitter> &start = stepStarts.emplace_back(newEmitter(1));
+      start->startFrom(*rowStart);
+      Value step = arith::MinUIOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, j), last);
+      start->premap(stepBody.getArgument(0), step);
+      start->emitRowInvariantOps(stepBody);
+    }
+  }
+
+  /// The reduction's value at the element `indices` (w lanes).
+  Value sum(OpBuilder &b, Location loc, ArrayRef<Value> indices, int64_t w) {
+    Value acc = w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, init.getType()), init));
+    for (auto [j, start] : llvm::enumerate(stepStarts)) {
+      auto add = [&] { // at b's point
+        std::unique_ptr<BodyEmitter> stepEmitter = newEmitter(w);
+        stepEmitter->startFrom(*start);
+        stepEmitter->mapIndices(indices);
+        Value next = stepEmitter->emitReductionStep(accumulated, acc);
+        stepEmitter->flushUnrolls();
+        return next;
+      };
+      if (j == 0) { // the bound is at least 1
+        acc = add();
+        continue;
+      }
+      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, arith::ConstantIndexOp::create(b, loc, j), bound);
+      auto ifLive = scf::IfOp::create(b, loc, TypeRange{acc.getType()}, live, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifLive.thenBlock());
+        Value next = add();
+        scf::YieldOp::create(b, loc, next);
+        b.setInsertionPointToStart(ifLive.elseBlock());
+        scf::YieldOp::create(b, loc, acc);
+      }
+      acc = ifLive.getResult(0);
+    }
+    return acc;
+  }
+
+private:
+  Operation *accumulated;
+  llvm::function_ref<std::unique_ptr<BodyEmitter>(int64_t)> newEmitter;
+  std::unique_ptr<BodyEmitter> rowStart;
+  std::vector<std::unique_ptr<BodyEmitter>> stepStarts;
+  Value bound, init;
+};
+
 int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
   VaryingAnalysis analysis(op);
   int64_t width = analysis.blocker() ? 1 : op.schedule().getVector();
@@ -517,13 +599,23 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
   Value accumulators;
+  // A row with at most kJammedSteps steps (C2's K live experts of E) skips the accumulators: each vector
+  // adds its steps in registers, as a fully unrolled reduction would (directSteps, below).
+  std::optional<DirectSteps> direct;
+  scf::IfOp fewSteps;
+  std::optional<OpBuilder::InsertionGuard> branchGuard;
   if (accumulated) {
     int64_t length = cast<arith::ConstantIndexOp>(inner.getDefiningOp()).value();
     OpBuilder entry = builderAtFunctionEntry(b);
     accumulators = memref::AllocaOp::create(entry, loc, MemRefType::get({length}, b.getF32Type()));
+    direct.emplace(b, op, accumulated, rowIndices, newEmitter);
+    fewSteps = scf::IfOp::create(b, loc, direct->fits(b, loc), /*withElseRegion=*/true);
+    branchGuard.emplace(b);
+    b.setInsertionPointToStart(fewSteps.elseBlock());
     emitAccumulatedSteps(b, op, accumulated, rowIndices, width, RowSpan{cst(0), inner, Value()}, accumulators, nullptr,
                          newEmitter);
   }
+  bool directNow = false; // which branch of fewSteps the loops below go to
   auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
     auto loop = scf::ForOp::create(b, loc, begin, end, cst(step));
     OpBuilder::InsertionGuard guard(b);
@@ -533,30 +625,43 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
     if (accumulated)
       emitter->premap(accumulated->getResult(0),
-                      loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
+                      directNow ? direct->sum(b, loc, indices, w)
+                                : loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
     emitter->emitElement(indices);
   };
-  if (width > 1) {
-    Value vectorBegin = arith::MulIOp::create(b, loc, laneStart, cst(width));
-    if (rowTarget.streamingStores && rowTarget.outputAligned) {
-      auto aligned = scf::IfOp::create(b, loc, rowTarget.outputAligned, /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(aligned.thenBlock());
-      emitLoop(vectorBegin, mainEnd, laneStride * width, width);
-      b.setInsertionPointToStart(aligned.elseBlock());
-      rowTarget.streamingStores = false;
-      rowTarget.outputAlignment = 0;
-      emitLoop(vectorBegin, mainEnd, laneStride * width, width);
-    } else {
-      emitLoop(vectorBegin, mainEnd, laneStride * width, width);
+  auto emitLoops = [&](RowTarget target) {
+    RowTarget saved = rowTarget;
+    rowTarget = target;
+    if (width > 1) {
+      Value vectorBegin = arith::MulIOp::create(b, loc, laneStart, cst(width));
+      if (rowTarget.streamingStores && rowTarget.outputAligned) {
+        auto aligned = scf::IfOp::create(b, loc, rowTarget.outputAligned, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(aligned.thenBlock());
+        emitLoop(vectorBegin, mainEnd, laneStride * width, width);
+        b.setInsertionPointToStart(aligned.elseBlock());
+        rowTarget.streamingStores = false;
+        rowTarget.outputAlignment = 0;
+        emitLoop(vectorBegin, mainEnd, laneStride * width, width);
+      } else {
+        emitLoop(vectorBegin, mainEnd, laneStride * width, width);
+      }
     }
+    // Scalar remainder (everything when width is 1).
+    APInt innerValue;
+    if (!(width > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) && innerValue.getSExtValue() % width == 0)) {
+      Value tailBegin = width > 1 ? arith::AddIOp::create(b, loc, mainEnd, laneStart).getResult() : laneStart;
+      emitLoop(tailBegin, inner, laneStride, 1);
+    }
+    rowTarget = saved;
+  };
+  emitLoops(rowTarget);
+  if (fewSteps) {
+    b.setInsertionPointToStart(fewSteps.thenBlock());
+    directNow = true;
+    direct->prepare(b, loc);
+    emitLoops(rowTarget);
   }
-  // Scalar remainder (everything when width is 1).
-  APInt innerValue;
-  if (width > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) && innerValue.getSExtValue() % width == 0)
-    return;
-  Value tailBegin = width > 1 ? arith::AddIOp::create(b, loc, mainEnd, laneStart).getResult() : laneStart;
-  emitLoop(tailBegin, inner, laneStride, 1);
 }
 
 Value emitStreamingCondition(OpBuilder &b, Location loc, Value output, int64_t alignment) {

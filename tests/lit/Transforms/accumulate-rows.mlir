@@ -4,7 +4,9 @@
 // on the stack (an alloca of H floats, set to the init): passes of 8 steps, then 4, 2 and 1 for the rest;
 // a step's row-invariant work (the list entry, the row index, its check) runs once per pass, and each
 // element adds its terms in step order, so results are unchanged. A last loop along the row reads the
-// accumulators and stores.
+// accumulators and stores. A row with 1 to 8 live steps (C2's K of E) skips the accumulators: each step's
+// row-invariant work once per row (for step min(j, count - 1), so a step past the count reads what a live
+// one reads), then for each vector the init plus step 0's term and step j's where j < count, in order.
 // RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
 // RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=OFF
 
@@ -12,7 +14,22 @@
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<20xf32>
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to
 // The list of live experts (moe.compact) is built once per row: a loop storing into the list.
+// CHECK: %[[COUNT:.*]] = scf.for {{.*}} -> (index)
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<40xi32>
+// CHECK: %[[ONE_UP:.*]] = arith.cmpi sge, %[[COUNT]], %{{.*}} : index
+// CHECK: %[[EIGHT_DOWN:.*]] = arith.cmpi sle, %[[COUNT]], %{{.*}} : index
+// CHECK: %[[FEW:.*]] = arith.andi %[[ONE_UP]], %[[EIGHT_DOWN]] : i1
+// CHECK: scf.if %[[FEW]] {
+// CHECK: %[[LAST:.*]] = arith.subi %[[COUNT]], %{{.*}} : index
+// CHECK-COUNT-8: arith.minui %{{.*}}, %[[LAST]] : index
+// CHECK: scf.for %[[DH:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[INIT:.*]] = vector.broadcast
+// CHECK: %[[T0:.*]] = arith.addf %[[INIT]], %{{.*}} : vector<8xf32>
+// CHECK: %[[LIVE1:.*]] = arith.cmpi ult, %{{.*}}, %[[COUNT]] : index
+// CHECK: scf.if %[[LIVE1]] -> (vector<8xf32>) {
+// CHECK: arith.addf %[[T0]], %{{.*}} : vector<8xf32>
+// CHECK-NOT: memref<20xf32>
+// CHECK: } else {
 // The accumulators start at the fold's init: vectors over [0, 16), then elements over [16, 20).
 // CHECK: scf.for %[[H0:.*]] = %{{.*}} to %c16{{[_0-9]*}} step
 // CHECK-NEXT: vector.broadcast
