@@ -351,4 +351,18 @@ MUTATIONS = [
        "      memref::StoreOp::create(b, loc, number, table, ValueRange{arith::AndIOp::create(b, loc, number, mask)});\n",
        "      memref::StoreOp::create(b, loc, number, table, ValueRange{number});\n")],
      None, "Transforms/prefetch-gathered-rows"),
+    ("direct-steps-unguarded",
+     "an accumulated row with 1 to 8 live steps adds all 8 steps' terms for each vector, the ones past the count "
+     "too (a list entry left from an earlier row, or the last live one again)",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "      if (j == 0) { // the bound is at least 1\n",
+       "      if (true) { // the bound is at least 1\n")],
+     r"MoeUnpermute|Optimizations", None),
+    ("direct-steps-unclamped",
+     "an accumulated row with 1 to 8 live steps runs each step's row-invariant work for step j itself, past the "
+     "count too (a list entry never written for this row picks the index it loads)",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "      Value step = arith::MinUIOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, j), last);\n",
+       "      Value step = arith::ConstantIndexOp::create(b, loc, j);\n")],
+     None, "Transforms/accumulate-rows"),
 ]
