@@ -431,7 +431,12 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     With `accumulate-rows` (the default) a row whose value is a reduction over gathered rows too long to
     unroll fully (C2's combine over its list of live experts) runs the reduction's steps over the whole row
     into f32 accumulators on the stack, several steps per pass, each element still adding its terms in
-    order (bit-identical results).
+    order (bit-identical results). A row whose bound turns out to be 1 to 8 at run time (C2's K live
+    experts of E) skips the accumulators: each step's row-invariant work runs once per row (step j past
+    the bound redoes the last live one's, so it reads only what that one reads) and each vector adds its
+    live steps' terms in registers, in step order, each step past the first under a `j < bound` branch
+    that is the same for the whole row (C2 at DeepSeek-V3's and Qwen3's shapes: 0.62-0.65 of a memcpy
+    through the accumulators, 0.71-0.76 without).
 
     A domain whose points each run a dot product along a contiguous dim and that does not vectorize along
     its last dim (A3's probs_grad[t, e] = sum(j < H) ...) runs by point instead: the range is of points
