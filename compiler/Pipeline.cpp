@@ -288,7 +288,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // A GPU list is built by a warp's converged lanes, so only in a row's prologue: it needs the hoisting.
   bool hoist = !(spec.schedule.disabled & kHoistRowInvariants);
   if (!(spec.schedule.disabled & kCompactPredicatedFolds) && (hoist || !isGpu))
-    moePasses.addPass(moe::createMoeCompactPredicatedFolds({isGpu ? "gpu" : "cpu"}));
+    moePasses.addPass(moe::createMoeCompactPredicatedFolds(
+        {isGpu ? "gpu" : "cpu", /*shortFolds=*/!isGpu && !isAscend && !(spec.schedule.disabled & kAccumulateRows)}));
   if (hoist)
     moePasses.addPass(moe::createMoeHoistRowInvariants());
   // GPU: rows that write the same values (a token's row to each of its slots) run as one block's group.

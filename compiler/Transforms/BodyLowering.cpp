@@ -250,26 +250,33 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bo
   if (auto write = dyn_cast<WriteOp>(body.getTerminator()); write && write.getGuard() && !availableBeforeRow(write.getGuard()))
     return nullptr;
   auto fold = dyn_cast<FoldOp>(reduction);
-  if (!fold)
-    return reduction;
-  if (!availableBeforeRow(fold.getInit()))
+  if (fold && !availableBeforeRow(fold.getInit()))
     return nullptr;
-  if (staged)
-    return fold;
-  Block &step = fold.getBody().front();
-  Value acc = step.getArgument(1);
-  Operation *next = cast<YieldOp>(step.getTerminator()).getValue().getDefiningOp();
-  bool accumulates = false;
-  if (auto add = dyn_cast_or_null<arith::AddFOp>(next))
-    accumulates = add.getLhs() == acc || add.getRhs() == acc;
-  if (auto fma = dyn_cast_or_null<math::FmaOp>(next)) // a weighted sum: acc + x * w, rounded once
-    accumulates = fma.getC() == acc;
-  if (!accumulates || next->getBlock() != &step || !acc.hasOneUse())
-    return nullptr;
-  return fold;
+  return staged || accumulatesF32Terms(reduction) ? reduction : nullptr;
 }
 
 } // namespace
+
+bool accumulatesF32Terms(Operation *reduction) {
+  if (!reduction->getResult(0).getType().isF32())
+    return false;
+  auto fold = dyn_cast<FoldOp>(reduction);
+  if (!fold)
+    return isa<SumOp>(reduction);
+  Block &step = fold.getBody().front();
+  Value acc = step.getArgument(1), next = cast<YieldOp>(step.getTerminator()).getValue();
+  return addsTermTo(next, acc) && next.getDefiningOp()->getBlock() == &step && acc.hasOneUse();
+}
+
+bool addsTermTo(Value next, Value acc) {
+  if (!next.getType().isF32())
+    return false;
+  if (auto add = next.getDefiningOp<arith::AddFOp>())
+    return add.getLhs() == acc || add.getRhs() == acc;
+  if (auto fma = next.getDefiningOp<math::FmaOp>()) // a weighted sum: acc + x * w, rounded once
+    return fma.getC() == acc;
+  return false;
+}
 
 /// The part of a row a loop along it covers, [begin, end): the whole row on the CPU, a chunk on Ascend,
 /// whose buffers are indexed from the chunk's start (`offset`; null: 0).
@@ -365,11 +372,12 @@ void emitAccumulatedSteps(OpBuilder &b, DomainOp op, Operation *accumulated, Arr
   rowStart->flushUnrolls();
 }
 
-/// An accumulated reduction's steps for a row with at most kJammedSteps of them, added in registers for
-/// each vector instead of through the row's accumulators: for each vector, init, then step j's term when j
-/// is below the bound (the same for every vector of the row: a well-predicted branch), in step order, as
-/// every other lowering adds them. Step j's row-invariant work runs once per row, for step min(j, bound - 1)
-/// so that a step past the bound reads only what a live step reads (the bound is at least 1 here).
+/// An accumulated reduction's steps for a row with at most kJammedSteps of them (fewer where its list is
+/// shorter), added in registers for each vector instead of through the row's accumulators: for each vector,
+/// init, then step j's term when j is below the bound (the same for every vector of the row: a
+/// well-predicted branch), in step order, as every other lowering adds them. Step j's row-invariant work
+/// runs once per row, for step min(j, bound - 1) so that a step past the bound reads only what a live step
+/// reads; a row with no step (bound below 1) takes the init instead and reads nothing.
 class DirectSteps {
 public:
   DirectSteps(OpBuilder &b, DomainOp op, Operation *accumulated, ArrayRef<Value> rowIndices,
@@ -378,6 +386,9 @@ public:
     rowStart = newEmitter(1);
     rowStart->mapIndices(rowIndices);
     bound = rowStart->value(accumulated->getOperand(0));
+    // A list of the live steps of a short fold (B2's top-2) never holds more than the fold had.
+    if (auto compact = accumulated->getOperand(0).getDefiningOp<CompactOp>())
+      steps = std::min(steps, compact.getList().getType().getDimSize(0));
     auto fold = dyn_cast<FoldOp>(accumulated);
     init = fold ? rowStart->value(fold.getInit())
                 : Value(arith::ConstantOp::create(b, op.op()->getLoc(), b.getF32FloatAttr(0.0f))); // as emitSum's
@@ -388,18 +399,24 @@ public:
     rowStart->flushUnrolls();
   }
 
-  /// Whether the row's bound is in [1, kJammedSteps].
+  /// Whether the row's bound is at most `steps` (a bound below 1: no step at all, see `none`).
   Value fits(OpBuilder &b, Location loc) {
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    return arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, bound, cst(1)),
-                                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, bound, cst(kJammedSteps)));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, bound, arith::ConstantIndexOp::create(b, loc, steps));
+  }
+  /// Whether the row runs no step (B2's token whose rows are all dropped): its value is the init.
+  Value none(OpBuilder &b, Location loc) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bound, arith::ConstantIndexOp::create(b, loc, 1));
+  }
+  /// The reduction's value at a row with no step (w lanes).
+  Value initValue(OpBuilder &b, Location loc, int64_t w) {
+    return w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, init.getType()), init));
   }
 
   /// Each step's row-invariant work, at `b`'s point (where the bound fits).
   void prepare(OpBuilder &b, Location loc) {
     Block &stepBody = accumulated->getRegion(0).front();
     Value last = arith::SubIOp::create(b, loc, bound, arith::ConstantIndexOp::create(b, loc, 1));
-    for (int64_t j = 0; j < kJammedSteps; ++j) {
+    for (int64_t j = 0; j < steps; ++j) {
       std::unique_ptr<BodyEmitter> &start = stepStarts.emplace_back(newEmitter(1));
       start->startFrom(*rowStart);
       Value step = arith::MinUIOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, j), last);
@@ -410,7 +427,7 @@ public:
 
   /// The reduction's value at the element `indices` (w lanes).
   Value sum(OpBuilder &b, Location loc, ArrayRef<Value> indices, int64_t w) {
-    Value acc = w == 1 ? init : Value(vector::BroadcastOp::create(b, loc, VectorType::get({w}, init.getType()), init));
+    Value acc = initValue(b, loc, w);
     for (auto [j, start] : llvm::enumerate(stepStarts)) {
       auto add = [&] { // at b's point
         std::unique_ptr<BodyEmitter> stepEmitter = newEmitter(w);
@@ -445,6 +462,7 @@ private:
   std::unique_ptr<BodyEmitter> rowStart;
   std::vector<std::unique_ptr<BodyEmitter>> stepStarts;
   Value bound, init;
+  int64_t steps = kJammedSteps; // the most a row runs directly
 };
 
 int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
@@ -600,7 +618,8 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
   Value accumulators;
   // A row with at most kJammedSteps steps (C2's K live experts of E) skips the accumulators: each vector
-  // adds its steps in registers, as a fully unrolled reduction would (directSteps, below).
+  // adds its steps in registers, as a fully unrolled reduction would (DirectSteps); one with none writes
+  // the init.
   std::optional<DirectSteps> direct;
   scf::IfOp fewSteps;
   std::optional<OpBuilder::InsertionGuard> branchGuard;
@@ -615,7 +634,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     emitAccumulatedSteps(b, op, accumulated, rowIndices, width, RowSpan{cst(0), inner, Value()}, accumulators, nullptr,
                          newEmitter);
   }
-  bool directNow = false; // which branch of fewSteps the loops below go to
+  enum class Direct { No, NoStep, Steps } directNow = Direct::No; // which branch the loops below go to
   auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
     auto loop = scf::ForOp::create(b, loc, begin, end, cst(step));
     OpBuilder::InsertionGuard guard(b);
@@ -625,8 +644,9 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
     if (accumulated)
       emitter->premap(accumulated->getResult(0),
-                      directNow ? direct->sum(b, loc, indices, w)
-                                : loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
+                      directNow == Direct::Steps    ? direct->sum(b, loc, indices, w)
+                      : directNow == Direct::NoStep ? direct->initValue(b, loc, w)
+                                                    : loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
     emitter->emitElement(indices);
   };
   auto emitLoops = [&](RowTarget target) {
@@ -658,7 +678,12 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   emitLoops(rowTarget);
   if (fewSteps) {
     b.setInsertionPointToStart(fewSteps.thenBlock());
-    directNow = true;
+    auto noStep = scf::IfOp::create(b, loc, direct->none(b, loc), /*withElseRegion=*/true);
+    b.setInsertionPointToStart(noStep.thenBlock());
+    directNow = Direct::NoStep;
+    emitLoops(rowTarget);
+    b.setInsertionPointToStart(noStep.elseBlock());
+    directNow = Direct::Steps;
     direct->prepare(b, loc);
     emitLoops(rowTarget);
   }

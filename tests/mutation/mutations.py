@@ -365,4 +365,18 @@ MUTATIONS = [
        "      Value step = arith::MinUIOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, j), last);\n",
        "      Value step = arith::ConstantIndexOp::create(b, loc, j);\n")],
      None, "Transforms/accumulate-rows"),
+    ("direct-steps-empty-row-runs-a-step",
+     "an accumulated row with no live step (B2's token whose slots are all inactive) runs the direct steps "
+     "instead of writing the init: step 0's term, from a list entry this row never wrote, is added",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bound, arith::ConstantIndexOp::create(b, loc, 1));\n",
+       "    return arith::ConstantIntOp::create(b, loc, 0, 1);\n")],
+     r"InitRoutingV2Grad|MoeUnpermute", "Transforms/accumulate-rows"),
+    ("short-fold-any-step",
+     "moe-compact-predicated-folds' short-folds compacts a short fold whatever its live step does (one the CPU "
+     "lowering cannot add directly then runs as a loop over the list for each vector)",
+     [("compiler/Transforms/CompactPredicatedFolds.cpp",
+       "    if (!step || (shortFold && !liveStepAccumulates(reduction, *step)))\n",
+       "    if (!step)\n")],
+     None, "Transforms/compact-predicated"),
 ]

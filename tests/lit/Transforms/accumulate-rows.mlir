@@ -9,6 +9,9 @@
 // one reads), then for each vector the init plus step 0's term and step j's where j < count, in order.
 // RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
 // RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=OFF
+// A list of 2 experts (a short fold compacted: moe-compact-predicated-folds' short-folds) runs at most 2
+// steps directly, not 8.
+// RUN: sed -e 's/memref<40xi32>/memref<2xi32>/g' -e 's/moe.compact %c40/moe.compact %c2/' %s | moec-opt --moe-lower-to-loops | FileCheck %s --check-prefix=SHORT
 
 // CHECK-LABEL: func.func @moe_unpermute__0_hidden_states
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<20xf32>
@@ -16,10 +19,17 @@
 // The list of live experts (moe.compact) is built once per row: a loop storing into the list.
 // CHECK: %[[COUNT:.*]] = scf.for {{.*}} -> (index)
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<40xi32>
-// CHECK: %[[ONE_UP:.*]] = arith.cmpi sge, %[[COUNT]], %{{.*}} : index
-// CHECK: %[[EIGHT_DOWN:.*]] = arith.cmpi sle, %[[COUNT]], %{{.*}} : index
-// CHECK: %[[FEW:.*]] = arith.andi %[[ONE_UP]], %[[EIGHT_DOWN]] : i1
+// CHECK: %[[FEW:.*]] = arith.cmpi sle, %[[COUNT]], %c8{{[_0-9]*}} : index
 // CHECK: scf.if %[[FEW]] {
+// No live step: the init for each vector, nothing read.
+// CHECK: %[[NONE:.*]] = arith.cmpi slt, %[[COUNT]], %c1{{[_0-9]*}} : index
+// CHECK: scf.if %[[NONE]] {
+// CHECK-NOT: memref.load
+// CHECK: scf.for
+// CHECK-NEXT: %[[ZERO:.*]] = vector.broadcast
+// CHECK-NEXT: vector.store %[[ZERO]]
+// CHECK-NOT: memref.load
+// CHECK: } else {
 // CHECK: %[[LAST:.*]] = arith.subi %[[COUNT]], %{{.*}} : index
 // CHECK-COUNT-8: arith.minui %{{.*}}, %[[LAST]] : index
 // CHECK: scf.for %[[DH:.*]] = %{{.*}} to %{{.*}} step
@@ -115,3 +125,10 @@ module attributes {moe.dtype = "f32", moe.op = "moe_unpermute"} {
     return
   }
 }
+
+// SHORT: %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %c2{{[_0-9]*}} : index
+// SHORT: scf.if %[[FEW]] {
+// SHORT: } else {
+// SHORT-COUNT-2: arith.minui
+// SHORT-NOT: arith.minui
+// SHORT: scf.for

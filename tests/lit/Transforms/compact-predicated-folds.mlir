@@ -5,6 +5,17 @@
 // RUN: moec-opt %s --moe-compact-predicated-folds | FileCheck %s --check-prefix=SPLIT
 // RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
 // RUN: moec-opt %s --moe-compact-predicated-folds | moec-opt | FileCheck %s --check-prefix=SPLIT
+// E = 8 is no longer than the unroll (8): unrolled fully, it keeps its branches, unless short-folds (the CPU
+// pipeline's, whose loop lowering adds a short list's steps directly) compacts it because its live step
+// adds an f32 term; a live step that does something else (a maximum) is kept as it is even then.
+// RUN: sed -e 's/40/8/g' %s | moec-opt --moe-compact-predicated-folds | FileCheck %s --check-prefix=SHORT
+// RUN: sed -e 's/40/8/g' %s | moec-opt --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT-ON
+// RUN: sed -e 's/40/8/g' -e 's/arith.addf %arg13, %12/arith.maximumf %arg13, %12/' %s | moec-opt --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT
+
+// SHORT-NOT: moe.compact
+// SHORT: moe.fold %c8
+// SHORT-ON: %[[LIST:.*]], %[[N:.*]] = moe.compact %c8 : memref<8xi32> {
+// SHORT-ON: moe.fold %[[N]], %{{.*}} : f32 {
 
 // SPLIT: %[[LIST:.*]], %[[N:.*]] = moe.compact %c40 : memref<40xi32> {
 // SPLIT-NEXT: ^bb0(%[[E:.*]]: index):

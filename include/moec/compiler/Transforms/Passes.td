@@ -111,7 +111,10 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
     K gathers per vector instead of E tests. A `moe.sum` whose term is `p ? 0.0 : f` is split the same
     way (its accumulator starts at +0.0, so it is never -0.0 and adding +0.0 changes nothing): B2's
     dropped or inactive rows cost no branch per vector. On the GPU (`target=gpu`) each warp keeps its list in shared
-    memory, so only domains lowered a row at a time qualify, and the bound must fit.
+    memory, so only domains lowered a row at a time qualify, and the bound must fit. With `short-folds`
+    (the CPU pipeline's, unless accumulate-rows is off) a short fold or sum whose live steps add f32
+    terms is compacted too: moe-lower-to-loops adds a short list's live steps directly in registers
+    (C2 at Mixtral's top-2 of 8, B2 with inactive rows), without a test per step and vector.
 
     Before:
     ```mlir
@@ -142,7 +145,9 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
     ```
   }];
   let options = [
-    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">
+    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">,
+    Option<"shortFolds", "short-folds", "bool", "false",
+           "also compact a fold short enough to unroll whose live steps add f32 terms (CPU accumulated rows)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
