@@ -194,26 +194,40 @@ inline Case unpermuteGradCase(DType dtype, int64_t T, int64_t E, int64_t H, bool
   return c;
 }
 
-/// A3 (moe_token_unpermute_with_routing_map_grad), non-pad: each token picks K of E experts; the
-/// permuted rows are a random permutation; out_index and permute_token_id are both A1's sortedIndices.
+/// A3 (moe_token_unpermute_with_routing_map_grad), non-pad: each token picks K of E experts at random;
+/// out_index and permute_token_id are both A1's sortedIndices, the permuted row of each token-major slot.
+/// A1 lays the rows out expert-major, each expert's tokens in ascending order (a token's K rows are in K
+/// experts' stretches, each written in order), as a real routing does; `shuffledRows` permutes the rows at
+/// random instead (for tests: no order a kernel could rely on).
 inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool probs,
-                                std::mt19937 &rng, bool reference = true) {
+                                std::mt19937 &rng, bool reference = true, bool shuffledRows = false) {
   int64_t R = T * K;
   HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R}), map(DType::Bool, {T, E});
-  std::iota(ints(outIndex), ints(outIndex) + R, 0);
-  std::shuffle(ints(outIndex), ints(outIndex) + R, rng);
-  std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
-  std::vector<int64_t> experts(E);
-  std::vector<Slot> slots;
+  std::vector<int64_t> experts(E), chosen(R), next(E + 1, 0);
   for (int64_t t = 0; t < T; ++t) {
     std::iota(experts.begin(), experts.end(), 0);
     std::shuffle(experts.begin(), experts.end(), rng);
     std::sort(experts.begin(), experts.begin() + K); // the k-th selected expert is the k-th set column
     for (int64_t k = 0; k < K; ++k) {
       static_cast<uint8_t *>(map.raw())[t * E + experts[k]] = 1;
-      slots.push_back({t, ints(outIndex)[t * K + k], experts[k]});
+      chosen[t * K + k] = experts[k];
+      ++next[experts[k] + 1];
     }
   }
+  std::partial_sum(next.begin(), next.end(), next.begin()); // each expert's first row
+  for (int64_t i = 0; i < R; ++i)
+    ints(outIndex)[i] = int32_t(next[chosen[i]]++);
+  if (shuffledRows) {
+    std::vector<int32_t> permutation(R);
+    std::iota(permutation.begin(), permutation.end(), 0);
+    std::shuffle(permutation.begin(), permutation.end(), rng);
+    for (int64_t i = 0; i < R; ++i)
+      ints(outIndex)[i] = permutation[ints(outIndex)[i]];
+  }
+  std::memcpy(tokenIds.raw(), outIndex.raw(), outIndex.bytes());
+  std::vector<Slot> slots;
+  for (int64_t i = 0; i < R; ++i)
+    slots.push_back({i / K, ints(outIndex)[i], chosen[i]});
   return unpermuteGradCase(dtype, T, E, H, probs, false, slots, std::move(outIndex), std::move(tokenIds),
                            std::move(map), rng, reference);
 }
