@@ -407,6 +407,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     // bf16 rounding as integer ops: x86's vcvtneps2bf16 flushes subnormals, and the libcall LLVM
     // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even.
     llvmPasses.addPass(arith::createArithExpandOpsPass({/*includeBf16=*/true}));
+    // ... and bf16 values between ops as i16, which x86 keeps in registers (see moe-bf16-bits).
+    llvmPasses.addPass(moe::createMoeBf16Bits());
+    llvmPasses.addPass(createCanonicalizerPass());
     llvmPasses.addPass(createSCFToControlFlowPass());
     llvmPasses.addPass(createConvertToLLVMPass());
     llvmPasses.addPass(createReconcileUnrealizedCastsPass());

@@ -471,6 +471,29 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def MoeBf16Bits : Pass<"moe-bf16-bits", "::mlir::ModuleOp"> {
+  let summary = "CPU: carries bf16 values through selects, branches and loops as their 16 bits";
+  let description = [{
+    Runs after arith-expand-ops (which rounds f32 to bf16 with integer ops), before the conversion to
+    LLVM. An `arith.select` on bf16 (the expansion's NaN case), an `scf.if` result and an `scf.for`
+    iter_arg of bf16 type (a fold that rounds its accumulator to bf16 after every step: C2 without mixed
+    precision) become i16 values of the same shape, bitcast at their ends. x86 without AVX512-BF16 has no
+    bf16 registers and would legalize each such select or phi by widening every lane to f32 and rounding
+    it back with a libcall per element (C2 at Mixtral: 0.02 of a memcpy). The bits are the same, so every
+    result is.
+
+    ```mlir
+    %r = arith.select %isNan, %nan, %rounded : vector<16xbf16>
+    // becomes
+    %a = arith.bitcast %nan : vector<16xbf16> to vector<16xi16>
+    %b = arith.bitcast %rounded : vector<16xbf16> to vector<16xi16>
+    %s = arith.select %isNan, %a, %b : vector<16xi1>, vector<16xi16>
+    %r = arith.bitcast %s : vector<16xi16> to vector<16xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::ModuleOp"> {
   let summary = "CPU: software prefetch of the rows that loops along a row gather";
   let description = [{
