@@ -379,4 +379,11 @@ MUTATIONS = [
        "    if (!step || (shortFold && !liveStepAccumulates(reduction, *step)))\n",
        "    if (!step)\n")],
      None, "Transforms/compact-predicated"),
+    ("bf16-bits-branches-left",
+     "moe-bf16-bits leaves scf.if results of bf16 type as they are (x86 then widens each lane of such a phi "
+     "and rounds it back through a libcall per element: slow, not wrong, so only the pass's lit test sees it)",
+     [("compiler/Transforms/Bf16Bits.cpp",
+       "      } else if (auto branch = dyn_cast<scf::IfOp>(op)) {\n",
+       "      } else if (auto branch = dyn_cast<scf::IfOp>(op); branch && false) {\n")],
+     None, "Transforms/bf16-bits"),
 ]
