@@ -181,6 +181,19 @@ constexpr int64_t kMaxAccumulatedRow = 16384;
 /// The most fold steps one pass over an accumulated row runs (gathered rows read at once).
 constexpr int64_t kJammedSteps = 8;
 
+/// Whether a moe.sum or moe.fold adds f32 terms step by step, as a CPU accumulated row can run them: a
+/// sum, or a fold whose step is `acc + x` (either way round) or fma(x, w, acc), with acc used only there.
+bool accumulatesF32Terms(Operation *reduction) {
+  if (!reduction->getResult(0).getType().isF32())
+    return false;
+  auto fold = dyn_cast<FoldOp>(reduction);
+  if (!fold)
+    return isa<SumOp>(reduction);
+  Block &step = fold.getBody().front();
+  Value acc = step.getArgument(1), next = cast<YieldOp>(step.getTerminator()).getValue();
+  return addsTermTo(next, acc) && next.getDefiningOp()->getBlock() == &step && acc.hasOneUse();
+}
+
 /// CPU: the reduction (moe.fold or moe.sum) of a row-at-a-time domain whose steps can run one after the
 /// other over the whole row (an accumulated row, see emitRow), or null. It must
 ///   - vary along the row and accumulate f32: a sum, or a fold whose step is `acc + x` (either way round)
@@ -256,17 +269,6 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bo
 }
 
 } // namespace
-
-bool accumulatesF32Terms(Operation *reduction) {
-  if (!reduction->getResult(0).getType().isF32())
-    return false;
-  auto fold = dyn_cast<FoldOp>(reduction);
-  if (!fold)
-    return isa<SumOp>(reduction);
-  Block &step = fold.getBody().front();
-  Value acc = step.getArgument(1), next = cast<YieldOp>(step.getTerminator()).getValue();
-  return addsTermTo(next, acc) && next.getDefiningOp()->getBlock() == &step && acc.hasOneUse();
-}
 
 bool addsTermTo(Value next, Value acc) {
   if (!next.getType().isF32())

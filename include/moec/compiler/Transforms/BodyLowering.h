@@ -92,9 +92,6 @@ std::string viewedTensorName(mlir::Value memref);
 /// chains of additions). The Ascend lowering keeps the same partial sums, so its results match bit for bit.
 constexpr int64_t kCpuReductionWidth = 32;
 
-/// Whether a moe.sum or moe.fold adds f32 terms step by step, as a CPU accumulated row can run them: a
-/// sum, or a fold whose step is `acc + x` (either way round) or fma(x, w, acc), with acc used only there.
-bool accumulatesF32Terms(mlir::Operation *reduction);
 /// Whether `next` is `acc + x` (either way round) or fma(x, w, acc) in f32.
 bool addsTermTo(mlir::Value next, mlir::Value acc);
 
