@@ -29,9 +29,12 @@ Schedule chooseSchedule(Schedule s, TargetKind target, int64_t inner, int64_t el
       while (s.vector > 1 && inner % s.vector != 0)
         s.vector /= 2;
     } else {
-      // One register of f32 accumulators (16 lanes with AVX-512: sweeps of every op found 8 up to 1.3x
-      // slower there); the remainder runs scalar.
-      s.vector = std::min<int64_t>(std::max<int64_t>(cpuLanes, 1), inner);
+      // Ascend: one register of f32 accumulators. CPU: one register of elements, as many f32 lanes for
+      // f32 (16 with AVX-512: sweeps of every op found 8 up to 1.3x slower there), twice as many for 16-bit
+      // types (64-byte loads and stores, two independent f32 chains per step: bf16 C2 and B2 at 0.03-0.09
+      // more of a memcpy at 7168 and 4096 wide rows). The remainder runs scalar.
+      int64_t perRegister = target == TargetKind::CPU ? std::max<int64_t>(1, 4 / std::max<int64_t>(elemBytes, 1)) : 1;
+      s.vector = std::min<int64_t>({std::max<int64_t>(cpuLanes, 1) * perRegister, kMaxCpuVector, inner});
       while (s.vector & (s.vector - 1))
         --s.vector;
     }

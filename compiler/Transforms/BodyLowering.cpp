@@ -182,8 +182,8 @@ constexpr int64_t kMaxAccumulatedRow = 16384;
 constexpr int64_t kJammedSteps = 8;
 
 /// Whether a moe.sum or moe.fold adds f32 terms step by step, as a CPU accumulated row can run them: a
-/// sum, or a fold whose step is `acc + x` (either way round) or fma(x, w, acc), with acc used only there.
-bool accumulatesF32Terms(Operation *reduction) {
+/// sum, or a fold whose step is a term addition (termAdditionReader) with acc used only there.
+bool accumulatesTerms(Operation *reduction) {
   if (!reduction->getResult(0).getType().isF32())
     return false;
   auto fold = dyn_cast<FoldOp>(reduction);
@@ -191,13 +191,15 @@ bool accumulatesF32Terms(Operation *reduction) {
     return isa<SumOp>(reduction);
   Block &step = fold.getBody().front();
   Value acc = step.getArgument(1), next = cast<YieldOp>(step.getTerminator()).getValue();
-  return addsTermTo(next, acc) && next.getDefiningOp()->getBlock() == &step && acc.hasOneUse();
+  Operation *reader = termAdditionReader(next, acc);
+  return reader && reader->getBlock() == &step && next.getDefiningOp()->getBlock() == &step && acc.hasOneUse();
 }
 
 /// CPU: the reduction (moe.fold or moe.sum) of a row-at-a-time domain whose steps can run one after the
 /// other over the whole row (an accumulated row, see emitRow), or null. It must
-///   - vary along the row and accumulate f32: a sum, or a fold whose step is `acc + x` (either way round)
-///     or fma(x, w, acc), with acc used only there;
+///   - vary along the row and add f32 terms (accumulatesTerms): a sum, or a fold whose step is `acc + x`
+///     (either way round) or fma(x, w, acc), rounded to T after each step or not (C2 accumulating in T,
+///     carried as f32), with acc used only there;
 ///   - have a bound (and init) that the row's prologue computes or that are defined outside the body, and
 ///     not be short enough to unroll fully;
 ///   - be followed only by elementwise arithmetic on its result (a truncation) up to the yield;
@@ -265,19 +267,24 @@ Operation *accumulatedReduction(DomainOp op, const VaryingAnalysis &analysis, bo
   auto fold = dyn_cast<FoldOp>(reduction);
   if (fold && !availableBeforeRow(fold.getInit()))
     return nullptr;
-  return staged || accumulatesF32Terms(reduction) ? reduction : nullptr;
+  return staged || accumulatesTerms(reduction) ? reduction : nullptr;
 }
 
 } // namespace
 
-bool addsTermTo(Value next, Value acc) {
+Operation *termAdditionReader(Value next, Value acc) {
+  // f32(T(acc + x)): accumulating in T, carried as f32 (moe-widen-rounded-folds)
+  if (auto widen = next.getDefiningOp<arith::ExtFOp>())
+    if (auto round = widen.getIn().getDefiningOp<arith::TruncFOp>(); round && widen.getIn().hasOneUse())
+      return next.getType().isF32() && round.getIn().getType().isF32() ? termAdditionReader(round.getIn(), acc)
+                                                                        : nullptr;
   if (!next.getType().isF32())
-    return false;
+    return nullptr;
   if (auto add = next.getDefiningOp<arith::AddFOp>())
-    return add.getLhs() == acc || add.getRhs() == acc;
+    return add.getLhs() == acc || add.getRhs() == acc ? add.getOperation() : nullptr;
   if (auto fma = next.getDefiningOp<math::FmaOp>()) // a weighted sum: acc + x * w, rounded once
-    return fma.getC() == acc;
-  return false;
+    return fma.getC() == acc ? fma.getOperation() : nullptr;
+  return nullptr;
 }
 
 /// The part of a row a loop along it covers, [begin, end): the whole row on the CPU, a chunk on Ascend,

@@ -48,9 +48,10 @@ bool keepsAccumulator(Operation *reduction, Value v) {
   return matchPattern(v, m_ConstantFloat(&zero)) && zero.isPosZero();
 }
 
-/// Whether the fold's live steps add an f32 term to the accumulator (so that the fold over the list is one
-/// the CPU lowering runs as an accumulated row): any f32 sum, or a fold whose live branch ends in
-/// `acc + x` or fma(x, w, acc), with the accumulator used nowhere else but the other branch's yield.
+/// Whether the fold's live steps add a term to the accumulator (so that the fold over the list is one the
+/// CPU lowering runs as an accumulated row): any f32 sum, or a fold whose live branch ends in
+/// `acc + x` or fma(x, w, acc) (rounded back to T or not: termAdditionReader), with the accumulator used
+/// nowhere else but the other branch's yield.
 bool liveStepAccumulates(Operation *reduction, PredicatedStep step) {
   if (isa<SumOp>(reduction))
     return reduction->getResult(0).getType().isF32();
@@ -58,8 +59,9 @@ bool liveStepAccumulates(Operation *reduction, PredicatedStep step) {
   Value acc = reduction->getRegion(0).front().getArgument(1);
   Value next = live.getTerminator()->getOperand(0);
   Operation *keep = step.liveIsThen ? step.branch.elseYield() : step.branch.thenYield();
-  return addsTermTo(next, acc) && next.getDefiningOp()->getBlock() == &live &&
-         llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == next.getDefiningOp() || user == keep; });
+  Operation *reader = termAdditionReader(next, acc);
+  return reader && reader->getBlock() == &live && next.getDefiningOp()->getBlock() == &live &&
+         llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == reader || user == keep; });
 }
 
 std::optional<PredicatedStep> predicatedStep(Operation *reduction) {
@@ -184,7 +186,7 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
     // A reduction short enough to unroll fully keeps its branches: they are the same for every vector of
     // a row (well predicted, uniform across a warp), and its loads all issue at once; a loop over a list
     // of unknown length would serialize them (B2's top-8 sum ran at 0.7 of its speed). With `short-folds`
-    // (CPU), one whose live steps add f32 terms is compacted all the same: the loop lowering adds a short
+    // (CPU), one whose live steps add terms is compacted all the same: the loop lowering adds a short
     // list's steps directly, each vector's loads at once, with neither the per-step tests nor their
     // row-invariant work per vector (C2 at Mixtral's top-2 of 8: 0.82 -> 1.06-1.14 of a memcpy).
     DomainOp domain;

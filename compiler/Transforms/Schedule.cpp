@@ -23,11 +23,11 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
   using MoeScheduleBase::MoeScheduleBase;
 
   void runOnOperation() override {
-    if (target != "cpu" && target != "gpu") {
-      getOperation().emitError() << "moe-schedule: target must be cpu or gpu, got '" << target << "'";
+    if (target != "cpu" && target != "gpu" && target != "ascend") {
+      getOperation().emitError() << "moe-schedule: target must be cpu, gpu or ascend, got '" << target << "'";
       return signalPassFailure();
     }
-    TargetKind kind = target == "cpu" ? TargetKind::CPU : TargetKind::GPU;
+    TargetKind kind = target == "cpu" ? TargetKind::CPU : target == "gpu" ? TargetKind::GPU : TargetKind::Ascend;
     for (DomainOp domain : collectDomainOps(getOperation())) {
       if (domain.op()->hasAttr("schedule"))
         continue;
@@ -55,7 +55,7 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
         // of microseconds here: sweeps at 64 tokens found smaller tasks up to 2x slower than one thread.
         // Point kernels (a dot product per point, runsPerPoint) keep the default: their units are points,
         // most of which may not be live (A3: 3 % of (token, expert) pairs), so bytes per unit say little.
-        if (kind == TargetKind::CPU && !rows && inner > 0 && !runsPerPoint(domain)) {
+        if (kind != TargetKind::GPU && !rows && inner > 0 && !runsPerPoint(domain)) {
           int64_t rowBytes = streamedBytesPerRow(domain, inner);
           rows = std::clamp<int64_t>(((int64_t(1) << 20) + rowBytes - 1) / rowBytes, 1, 1024);
         }

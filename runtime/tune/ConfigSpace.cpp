@@ -56,7 +56,7 @@ const std::vector<Knob> kCpuKnobs = {{"off", {0, kStreamingStores}},
                                      {"on", {0, kPrefetchGatheredRows}},
                                      {"rows", {1, 16, 128}},
                                      {"unroll", {1, 4, 8}},
-                                     {"vector", {2, 4, 8, 16}}};
+                                     {"vector", {4, 8, 16, 32}}};
 const std::vector<Knob> kGpuKnobs = {{"threads", {32, 64, 128, 256, 512}},
                                      {"rows", {1, 2, 4, 8}},
                                      {"unroll", {1, 4, 8}},

@@ -386,4 +386,12 @@ MUTATIONS = [
        "      } else if (auto branch = dyn_cast<scf::IfOp>(op)) {\n",
        "      } else if (auto branch = dyn_cast<scf::IfOp>(op); branch && false) {\n")],
      None, "Transforms/bf16-bits"),
+    ("widen-skips-rounding",
+     "moe-widen-rounded-folds carries a rounded step's sum on unrounded (f32(T(s)) becomes s: C2 without mixed "
+     "precision then accumulates in f32, rounding once at the end)",
+     [("compiler/Transforms/WidenRoundedFolds.cpp",
+       "    OpBuilder b(v.getContext());\n    if (def)\n",
+       "    if (auto round = dyn_cast_or_null<arith::TruncFOp>(def); round && round.getIn().getType().isF32())\n"
+       "      return round.getIn();\n    OpBuilder b(v.getContext());\n    if (def)\n")],
+     r"MoeUnpermute|Optimizations", "Transforms/widen-rounded"),
 ]

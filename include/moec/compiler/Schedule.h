@@ -28,7 +28,8 @@ enum Optimization : uint32_t {
   kGroupPoints = 1u << 9,            // moe-group-points (GPU)
   kLanePointAccess = 1u << 10,        // moe-lane-point-access (GPU)
   kPrefetchGatheredRows = 1u << 11,   // moe-prefetch-gathered-rows (CPU)
-  kAllOptimizations = (1u << 12) - 1,
+  kWidenRoundedFolds = 1u << 12,      // moe-widen-rounded-folds (CPU)
+  kAllOptimizations = (1u << 13) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): they win at some shapes and lose at
   // others, by more than a rule the compiler can check tells apart, so `moec tune` decides.
   kOptInOptimizations = kPrefetchGatheredRows,
@@ -42,7 +43,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
     {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
     {"group-rows", kGroupRows},                    {"group-points", kGroupPoints},
-    {"lane-point-access", kLanePointAccess},       {"prefetch-gathered-rows", kPrefetchGatheredRows}};
+    {"lane-point-access", kLanePointAccess},       {"prefetch-gathered-rows", kPrefetchGatheredRows},
+    {"widen-rounded-folds", kWidenRoundedFolds}};
 static_assert(
     [] {
       uint32_t all = 0;
@@ -111,9 +113,12 @@ constexpr int64_t kRowGroupMembers = 32;
 /// points, a warp each; the runtime counts ceil(points / 32) runs.
 constexpr int64_t kPointRunLength = 32;
 
+/// The widest CPU vector: 32 lanes, a 64-byte register of 16-bit elements.
+constexpr int64_t kMaxCpuVector = 32;
+
 /// What is wrong with `s` as a schedule for `target`, naming the field ("'threads': 2048 is not in [1,
 /// 1024]"), or "" when nothing is: threads in [1, 1024] (whole warps on a GPU), threads * rowsPerBlock <=
-/// 1024, vector 1, 2, 4, 8 or 16, unroll in [0, 64]; buffers (0, 1 or 2) and chunk (0 to 2^24) on Ascend
+/// 1024, vector 1, 2, 4, 8 or 16 (or 32 on the CPU), unroll in [0, 64]; buffers (0, 1 or 2) and chunk (0 to 2^24) on Ascend
 /// only. With `requested`, 0 also means "the compiler's choice" in every field. Header-only: the compiler
 /// checks requests with it, and the LLVM-free runtime checks what it loads from bundles and the disk cache
 /// by the same rules.
@@ -134,9 +139,9 @@ inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool re
   if (s.rowsPerBlock < least || s.rowsPerBlock > maxRows)
     return range("rowsPerBlock", s.rowsPerBlock, least, maxRows) + " (threads * rowsPerBlock <= 1024)";
   if (!(requested && s.vector == 0) && s.vector != 1 && s.vector != 2 && s.vector != 4 && s.vector != 8 &&
-      s.vector != 16)
+      s.vector != 16 && !(s.vector == kMaxCpuVector && target == TargetKind::CPU))
     return "'vector': " + std::to_string(s.vector) + " is not " + (requested ? "0 (choice), " : "") +
-           "1, 2, 4, 8 or 16";
+           "1, 2, 4, 8 or 16" + (target == TargetKind::CPU ? " (or 32 on the CPU)" : "");
   if (s.unroll < 0 || s.unroll > 64)
     return range("unroll", s.unroll, 0, 64);
   if (s.disabled & ~uint32_t(kAllOptimizations))

@@ -3,6 +3,7 @@
 // RUN: moec-opt %s --moe-schedule="target=gpu" | FileCheck %s --check-prefix=GPU
 // RUN: moec-opt %s --moe-schedule="target=cpu cpu-lanes=8" | FileCheck %s --check-prefix=CPU
 // RUN: moec-opt %s --moe-schedule="target=cpu cpu-lanes=16" | FileCheck %s --check-prefix=CPU16
+// RUN: moec-opt %s --moe-schedule="target=ascend cpu-lanes=16" | FileCheck %s --check-prefix=ASCEND
 // RUN: moec-opt %s --moe-schedule="target=gpu vector=1" | FileCheck %s --check-prefix=V1
 // RUN: moec-opt %s --moe-schedule="target=gpu vector=4 threads=64 rows-per-block=3 unroll=2" | FileCheck %s --check-prefix=ALL
 // RUN: not moec-opt %s --moe-schedule="target=tpu" 2>&1 | FileCheck %s --check-prefix=BADTARGET
@@ -11,11 +12,14 @@
 // GPU-LABEL: func.func @bf16_7168
 // GPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 8, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @bf16_7168
-// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 8, unroll = 8>} : memref<?x7168xbf16>
-// On the CPU the vector is one register of f32 lanes (cpu-lanes; by default this machine's: 16 with AVX-512),
+// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
+// On the CPU the vector is one register of elements: cpu-lanes f32 lanes (by default this machine's: 16 with
+// AVX-512), twice as many 16-bit ones (on Ascend one register of f32 lanes whatever the type),
 // and rowsPerBlock the least rows a worker takes: 1 MiB of the bytes a row streams (7168 bf16 in and out: 37).
 // CPU16-LABEL: func.func @bf16_7168
-// CPU16: {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 32, unroll = 8>} : memref<?x7168xbf16>
+// ASCEND-LABEL: func.func @bf16_7168
+// ASCEND: {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
 // CPU16-LABEL: func.func @f16_7
 // CPU16: {schedule = #moe.schedule<rowsPerBlock = 1024, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
 // V1-LABEL: func.func @bf16_7168
@@ -73,7 +77,7 @@ func.func @f16_7(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @bf16_1020
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 4, unroll = 8>} : memref<?x1020xbf16>
 // CPU-LABEL: func.func @bf16_1020
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 258, threads = 1, vector = 8, unroll = 8>} : memref<?x1020xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 258, threads = 1, vector = 16, unroll = 8>} : memref<?x1020xbf16>
 func.func @bf16_1020(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c1020 = arith.constant 1020 : index
   %gv = moe.view %g[%N, %c1020] : !llvm.ptr -> memref<?x1020xbf16>
@@ -153,7 +157,7 @@ func.func @already_scheduled(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   return
 }
 
-// BADTARGET: error: moe-schedule: target must be cpu or gpu, got 'tpu'
+// BADTARGET: error: moe-schedule: target must be cpu, gpu or ascend, got 'tpu'
 
 // A scatter whose write guard depends on the row only (rows of (t, e) of A3, most not routed): a warp per
 // row, 8 rows a block, so a skipped row costs one warp. With threads requested (ALL), the request wins.

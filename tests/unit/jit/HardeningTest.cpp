@@ -191,7 +191,12 @@ TEST(Schedules, InvalidSchedulesAreRejectedBeforeCompiling) {
                                       {"'threads': 48 is not a multiple of 32"});
   expectThrowContaining<CompileError>([&] { compileWith({8, 256, 0, 0}, Target::ptx("sm_90")); },
                                       {"'rowsPerBlock': 8 is not in [0, 4]"});
-  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 3, 0}, Target::cpu()); }, {"'vector': 3 is not 0 (choice), 1, 2, 4, 8 or 16"});
+  expectThrowContaining<CompileError>([&] { compileWith({0, 0, 3, 0}, Target::cpu()); },
+                                      {"'vector': 3 is not 0 (choice), 1, 2, 4, 8 or 16 (or 32 on the CPU)"});
+  // 32 lanes (a 64-byte register of 16-bit elements) are a CPU width only.
+  expectThrowContaining<CompileError>([&] { compileWith({0, 256, 32, 0}, Target::ptx("sm_90")); },
+                                      {"'vector': 32 is not 0 (choice), 1, 2, 4, 8 or 16"});
+  EXPECT_EQ(compileWith({0, 0, 32, 0}, Target::cpu()).kernels.at(0).schedule.vector, 32);
   expectThrowContaining<CompileError>([&] { compileWith({0, 0, -8, 0}, Target::cpu()); }, {"'vector': -8 is not"});
   expectThrowContaining<CompileError>([&] { compileWith({0, 0, 0, -1}, Target::cpu()); }, {"'unroll': -1 is not in [0, 64]"});
   expectThrowContaining<CompileError>([&] { compileWith({-1, 0, 0, 0}, Target::cpu()); },

@@ -92,8 +92,10 @@ std::string viewedTensorName(mlir::Value memref);
 /// chains of additions). The Ascend lowering keeps the same partial sums, so its results match bit for bit.
 constexpr int64_t kCpuReductionWidth = 32;
 
-/// Whether `next` is `acc + x` (either way round) or fma(x, w, acc) in f32.
-bool addsTermTo(mlir::Value next, mlir::Value acc);
+/// When `next` adds a term to the f32 `acc`, the op of it that reads `acc`, else null: `acc + x` (either
+/// way round) or fma(x, w, acc), or either rounded to f16 or bf16 and widened back, as an accumulation in
+/// T carried as f32 does (moe-widen-rounded-folds).
+mlir::Operation *termAdditionReader(mlir::Value next, mlir::Value acc);
 
 /// Whether the domain's points are its units of work rather than its rows: it does not vectorize along its
 /// last dim, but a moe.sum in it reads along its own index (a dot product over H per point). The GPU runs

@@ -78,9 +78,11 @@ def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
   let summary = "Chooses how each moe.compute runs and records it as #moe.schedule";
   let description = [{
     Attaches a `#moe.schedule` to every `moe.compute` that has none. Options left at 0 are the compiler's
-    choice (moec::chooseSchedule): a vector width of 16 bytes (on the CPU, one register of f32 lanes:
-    `cpu-lanes`, this machine's by default) where the contiguous dim and the body allow it, threads to cover the contiguous dim once (a multiple of 32, at most 256), enough rows per block to
-    reach 128 threads, and a reduction unroll of 8.
+    choice (moec::chooseSchedule): a vector width of 16 bytes (on the CPU, one register of elements:
+    `cpu-lanes` f32 lanes, this machine's by default, twice as many for 16-bit types; on Ascend one
+    register of f32 lanes) where the contiguous dim and the body allow it, threads to cover the contiguous
+    dim once (a multiple of 32, at most 256), enough rows per block to reach 128 threads, and a reduction
+    unroll of 8.
 
     ```mlir
     moe.compute %out[%N, %c7168] : memref<?x7168xbf16> {...}
@@ -89,7 +91,7 @@ def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"target", "target", "std::string", "\"gpu\"", "cpu or gpu">,
+    Option<"target", "target", "std::string", "\"gpu\"", "cpu, gpu or ascend">,
     Option<"vector", "vector", "int64_t", "0", "vector width (0: compiler's choice)">,
     Option<"threads", "threads", "int64_t", "0", "GPU threads along the contiguous dim (0: choice)">,
     Option<"rowsPerBlock", "rows-per-block", "int64_t", "0", "GPU rows per block (0: choice)">,
@@ -97,6 +99,43 @@ def MoeSchedule : Pass<"moe-schedule", "::mlir::ModuleOp"> {
     Option<"cpuLanes", "cpu-lanes", "int64_t", "0",
            "CPU: f32 lanes of the widest vector register (0: this machine's, moec::hostVectorLanes)">
   ];
+}
+
+def MoeWidenRoundedFolds : Pass<"moe-widen-rounded-folds", "::mlir::ModuleOp"> {
+  let summary = "CPU: a fold that accumulates in f16 or bf16 carries its accumulator as f32";
+  let description = [{
+    A fold whose accumulator is f16 or bf16 and widened to f32 in its step (C2 without mixed precision:
+    `T(f32(acc) + f32(x))`, rounded after every add) carries it as f32 instead, always holding the exact
+    value of the T one. The step's `f32(acc)` becomes the accumulator itself, its yielded `T(y)`
+    becomes `f32(T(y))`, widened through branches and selects, and the fold's result is rounded once,
+    after it. On x86 the rounding then stays in f32 registers (an integer add and a mask) instead of a
+    pack, an unpack and a masked load of the NaN pattern in every step's dependency chain; the fold's
+    steps are also term additions that moe-lower-to-loops can add directly or through accumulated rows.
+    Every value is the same, so every result is.
+
+    Before:
+    ```mlir
+    %r = moe.fold %n, %zero : bf16 {
+    ^bb0(%i: index, %acc: bf16):
+      %a = arith.extf %acc : bf16 to f32
+      %s = arith.addf %a, %x : f32
+      %t = arith.truncf %s : f32 to bf16
+      moe.yield %t : bf16
+    }
+    ```
+    After:
+    ```mlir
+    %w = moe.fold %n, %zero32 : f32 {
+    ^bb0(%i: index, %acc: f32):
+      %s = arith.addf %acc, %x : f32
+      %t = arith.truncf %s : f32 to bf16
+      %e = arith.extf %t : bf16 to f32
+      moe.yield %e : f32
+    }
+    %r = arith.truncf %w : f32 to bf16
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
 def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::ModuleOp"> {

@@ -1,0 +1,158 @@
+//===- WidenRoundedFolds.cpp - Carry a narrow accumulator as f32 ----------===//
+//
+// A fold that accumulates in f16 or bf16 (C2 without mixed precision: `T(f32(acc) + f32(x))`) widens its
+// accumulator at the start of every step and rounds it back at the end. Carried in T, every step pays
+// for both conversions in its dependency chain: on x86 a pack and an unpack of the 16-bit lanes, and a
+// masked load of the NaN pattern. This pass carries the accumulator as f32 instead, always holding the
+// exact value of the T one: `f32(acc)` becomes the f32 accumulator itself, and the yielded value
+// `T(y)` becomes `f32(T(y))` (a rounding that stays in f32 registers: integer add and mask). Branches
+// and selects that yield the accumulator or a rounded value are widened through. The fold's result is
+// rounded to T once, after it. Every value is the same, so every result is.
+//
+//   %r = moe.fold %n, %zero : bf16 {
+//   ^bb0(%i: index, %acc: bf16):
+//     %a = arith.extf %acc : bf16 to f32
+//     %s = arith.addf %a, %x : f32
+//     %t = arith.truncf %s : f32 to bf16
+//     moe.yield %t : bf16
+//   }
+//   // becomes
+//   %w = moe.fold %n, %zero32 : f32 {
+//   ^bb0(%i: index, %acc: f32):
+//     %s = arith.addf %acc, %x : f32
+//     %t = arith.truncf %s : f32 to bf16
+//     %e = arith.extf %t : bf16 to f32
+//     moe.yield %e : f32
+//   }
+//   %r = arith.truncf %w : f32 to bf16
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#define DEBUG_TYPE "moe-widen-rounded-folds"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOEWIDENROUNDEDFOLDS
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+bool isNarrowFloat(Type t) { return isa<BFloat16Type, Float16Type>(t); }
+
+/// Whether `v` is widened to f32 (and only that) somewhere: the fold gains from carrying it wide.
+bool widenedOnUse(Value v) {
+  return llvm::any_of(v.getUsers(), [](Operation *user) {
+    auto widen = dyn_cast<arith::ExtFOp>(user);
+    return widen && widen.getType().isF32();
+  });
+}
+
+/// Rewrites one fold. `narrow` is the step's T view of the accumulator, `wide` the f32 one.
+class Widener {
+public:
+  Widener(Value narrow, Value wide) : narrow(narrow), wide(wide) {}
+  /// Drops the roundings of widened branches that nothing reads (the yield now reads the wide value).
+  ~Widener() {
+    for (arith::TruncFOp rounded : roundings)
+      if (rounded->use_empty())
+        rounded.erase();
+  }
+
+  /// An f32 value equal to f32(v), for a T value `v` of the step, made at v's definition.
+  Value widen(Value v) {
+    if (v == narrow)
+      return wide;
+    Operation *def = v.getDefiningOp();
+    if (auto branch = dyn_cast_or_null<scf::IfOp>(def); branch && branch.getNumResults() == 1 && branch.elseBlock())
+      return widenBranch(branch);
+    if (auto select = dyn_cast_or_null<arith::SelectOp>(def)) {
+      Value t = widen(select.getTrueValue()), f = widen(select.getFalseValue());
+      OpBuilder b(select);
+      b.setInsertionPointAfter(select);
+      Value wideSelect = arith::SelectOp::create(b, select.getLoc(), select.getCondition(), t, f);
+      return wideSelect;
+    }
+    OpBuilder b(v.getContext());
+    if (def)
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+    return arith::ExtFOp::create(b, v.getLoc(), b.getF32Type(), v);
+  }
+
+private:
+  /// An scf.if with one T result: the same branches yielding f32; other users of the T result read it
+  /// rounded back.
+  Value widenBranch(scf::IfOp branch) {
+    OpBuilder b(branch);
+    auto wideBranch = scf::IfOp::create(b, branch.getLoc(), TypeRange{b.getF32Type()}, branch.getCondition(),
+                                        /*withElseRegion=*/true);
+    for (auto [from, to] : {std::pair(&branch.getThenRegion(), &wideBranch.getThenRegion()),
+                            std::pair(&branch.getElseRegion(), &wideBranch.getElseRegion())}) {
+      to->front().erase();
+      to->takeBody(*from);
+      auto yield = cast<scf::YieldOp>(to->front().getTerminator());
+      yield->setOperand(0, widen(yield->getOperand(0)));
+    }
+    b.setInsertionPointAfter(wideBranch);
+    auto rounded = arith::TruncFOp::create(b, branch.getLoc(), branch.getResult(0).getType(), wideBranch.getResult(0));
+    branch.getResult(0).replaceAllUsesWith(rounded.getResult());
+    roundings.push_back(rounded);
+    branch.erase();
+    return wideBranch.getResult(0);
+  }
+
+  Value narrow, wide;
+  SmallVector<arith::TruncFOp> roundings;
+};
+
+void widenFold(FoldOp fold) {
+  Location loc = fold.getLoc();
+  Type narrowType = fold.getResult().getType();
+  OpBuilder b(fold);
+  Value init = arith::ExtFOp::create(b, loc, b.getF32Type(), fold.getInit());
+  auto wideFold = FoldOp::create(b, loc, b.getF32Type(), fold->getOperand(0), init);
+  Block &oldStep = fold.getBody().front();
+  Block *step = b.createBlock(&wideFold.getBody(), {}, {b.getIndexType(), b.getF32Type()}, {loc, loc});
+  Value wide = step->getArgument(1);
+  // The step's T view of the accumulator, for what reads it other than a widening.
+  auto narrow = arith::TruncFOp::create(b, loc, narrowType, wide);
+  step->getOperations().splice(step->end(), oldStep.getOperations());
+  oldStep.getArgument(0).replaceAllUsesWith(step->getArgument(0));
+  oldStep.getArgument(1).replaceAllUsesWith(narrow.getResult());
+
+  auto yield = cast<YieldOp>(step->getTerminator());
+  yield->setOperand(0, Widener(narrow.getResult(), wide).widen(yield->getOperand(0)));
+  // f32(T(acc)) is acc: the f32 accumulator only ever holds values of T.
+  for (Operation *user : llvm::make_early_inc_range(narrow->getUsers()))
+    if (auto widen = dyn_cast<arith::ExtFOp>(user); widen && widen.getType().isF32()) {
+      widen.getResult().replaceAllUsesWith(wide);
+      widen.erase();
+    }
+  if (narrow->use_empty())
+    narrow.erase();
+
+  b.setInsertionPointAfter(wideFold);
+  Value result = arith::TruncFOp::create(b, loc, narrowType, wideFold.getResult());
+  fold.getResult().replaceAllUsesWith(result);
+  fold.erase();
+}
+
+struct WidenRoundedFoldsPass : impl::MoeWidenRoundedFoldsBase<WidenRoundedFoldsPass> {
+  void runOnOperation() override {
+    SmallVector<FoldOp> folds;
+    getOperation()->walk([&](FoldOp fold) {
+      if (isNarrowFloat(fold.getResult().getType()) && widenedOnUse(fold.getBody().front().getArgument(1)))
+        folds.push_back(fold);
+    });
+    for (FoldOp fold : folds)
+      widenFold(fold);
+  }
+};
+
+} // namespace
+} // namespace moec::moe
