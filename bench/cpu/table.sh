@@ -5,6 +5,8 @@
 # median of at least REPS runs and BUDGET seconds, against a memcpy on as many threads). Usage:
 # bench/cpu/table.sh [DTYPE]; TOKENS, REPS, BUDGET and THREADS (default: all) override; EXTRA adds moec bench
 # arguments to every cell (EXTRA="--disable compact-predicated-folds" measures without an optimization).
+# AGAINST=OTHER_MOEC compares two builds on a noisy machine: each cell is "other / this , other / this",
+# the two binaries alternating twice.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
@@ -13,10 +15,19 @@ threads=()
 [[ -n ${THREADS:-} ]] && threads=(--threads "$THREADS")
 read -r -a extra <<<"${EXTRA:-}"
 shapes=("7168 256 8" "4096 128 8" "4096 8 2")
-cell() { # moec bench arguments -> "0.93"
-  "$moec" bench "$@" --target cpu --dtype "$dtype" --tokens "$tokens" --reps "$reps" --budget "$budget" \
+ratio() { # moec binary, moec bench arguments -> "0.93"
+  local bin=$1
+  shift
+  "$bin" bench "$@" --target cpu --dtype "$dtype" --tokens "$tokens" --reps "$reps" --budget "$budget" \
     "${threads[@]}" "${extra[@]}" |
     sed -n 's/.*; \([0-9.]*\)x memcpy$/\1/p'
+}
+cell() { # moec bench arguments -> "0.93", or "0.88 / 0.93 , 0.87 / 0.91" with AGAINST
+  if [[ -z ${AGAINST:-} ]]; then
+    ratio "$moec" "$@"
+    return
+  fi
+  echo "$(ratio "$AGAINST" "$@") / $(ratio "$moec" "$@") , $(ratio "$AGAINST" "$@") / $(ratio "$moec" "$@")"
 }
 row() { # label, op, then arguments that use $H $E $K
   local label=$1 op=$2 line
@@ -30,7 +41,7 @@ row() { # label, op, then arguments that use $H $E $K
   done
   echo "$line"
 }
-echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}: fraction of a same-run memcpy on as many threads"
+echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}: fraction of a same-run memcpy on as many threads${AGAINST:+ ($AGAINST / $moec, twice)}"
 echo "| op, mode | DeepSeek-V3 | Qwen3 | Mixtral |"
 echo "|---|---|---|---|"
 b2=(moe_init_routing_v2_grad --dim 'H=$H' --attr 'top_k=$K' --experts '$E')
