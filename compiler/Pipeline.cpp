@@ -4,9 +4,9 @@
 //     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
 //     │                             (cpu, ptx: a row assignment fused into a dot product, dsl::FusedRows)
 //     ▼
-//   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule ── moe-widen-rounded-folds (cpu)
-//     │ moe-compact-predicated-folds ── moe-hoist-row-invariants ── moe-group-rows, moe-group-points (ptx)
-//     │ ── moe-carry-prefix-folds ── moe-lane-point-access (ptx)
+//   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule
+//     │ moe-widen-rounded-folds (cpu) ── moe-compact-predicated-folds ── moe-hoist-row-invariants
+//     │ ── moe-group-rows, moe-group-points (ptx) ── moe-carry-prefix-folds ── moe-lane-point-access (ptx)
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), moe-prefetch-gathered-rows (cpu),
@@ -282,8 +282,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (isAscend && !spec.target.chip)
     throw CompileError(op.name + ": the ascend target needs a chip");
   // On Ascend rowsPerBlock is the most rows per UB pass (moe-plan-ascend's), not a CPU worker's least.
-  moe::MoeScheduleOptions schedule{isGpu ? "gpu" : isAscend ? "ascend" : "cpu", spec.schedule.vector, spec.schedule.threads,
-                                   isAscend ? 0 : spec.schedule.rowsPerBlock, spec.schedule.unroll};
+  moe::MoeScheduleOptions schedule{isGpu ? "gpu" : isAscend ? "ascend" : "cpu", spec.schedule.vector,
+                                   spec.schedule.threads, isAscend ? 0 : spec.schedule.rowsPerBlock,
+                                   spec.schedule.unroll};
   moePasses.addPass(moe::createMoeSchedule(schedule));
   // CPU: a fold accumulating in f16/bf16 carries its accumulator as f32 (no pack and unpack per step).
   if (!isGpu && !isAscend && !(spec.schedule.disabled & kWidenRoundedFolds))

@@ -118,10 +118,10 @@ constexpr int64_t kMaxCpuVector = 32;
 
 /// What is wrong with `s` as a schedule for `target`, naming the field ("'threads': 2048 is not in [1,
 /// 1024]"), or "" when nothing is: threads in [1, 1024] (whole warps on a GPU), threads * rowsPerBlock <=
-/// 1024, vector 1, 2, 4, 8 or 16 (or 32 on the CPU), unroll in [0, 64]; buffers (0, 1 or 2) and chunk (0 to 2^24) on Ascend
-/// only. With `requested`, 0 also means "the compiler's choice" in every field. Header-only: the compiler
-/// checks requests with it, and the LLVM-free runtime checks what it loads from bundles and the disk cache
-/// by the same rules.
+/// 1024, vector 1, 2, 4, 8 or 16 (or 32 on the CPU), unroll in [0, 64]; buffers (0, 1 or 2) and chunk (0 to
+/// 2^24) on Ascend only. With `requested`, 0 also means "the compiler's choice" in every field. Header-only:
+/// the compiler checks requests with it, and the LLVM-free runtime checks what it loads from bundles and the
+/// disk cache by the same rules.
 inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool requested = false) {
   auto range = [](const char *field, int64_t v, int64_t lo, int64_t hi) {
     return std::string("'") + field + "': " + std::to_string(v) + " is not in [" + std::to_string(lo) + ", " +
