@@ -5,26 +5,9 @@
 // for both conversions in its dependency chain: on x86 a pack and an unpack of the 16-bit lanes, and a
 // masked load of the NaN pattern. This pass carries the accumulator as f32 instead, always holding the
 // exact value of the T one: `f32(acc)` becomes the f32 accumulator itself, and the yielded value
-// `T(y)` becomes `f32(T(y))` (a rounding that stays in f32 registers: integer add and mask). Branches
-// and selects that yield the accumulator or a rounded value are widened through. The fold's result is
-// rounded to T once, after it. Every value is the same, so every result is.
-//
-//   %r = moe.fold %n, %zero : bf16 {
-//   ^bb0(%i: index, %acc: bf16):
-//     %a = arith.extf %acc : bf16 to f32
-//     %s = arith.addf %a, %x : f32
-//     %t = arith.truncf %s : f32 to bf16
-//     moe.yield %t : bf16
-//   }
-//   // becomes
-//   %w = moe.fold %n, %zero32 : f32 {
-//   ^bb0(%i: index, %acc: f32):
-//     %s = arith.addf %acc, %x : f32
-//     %t = arith.truncf %s : f32 to bf16
-//     %e = arith.extf %t : bf16 to f32
-//     moe.yield %e : f32
-//   }
-//   %r = arith.truncf %w : f32 to bf16
+// `T(y)` becomes `f32(T(y))` (a rounding that stays in f32 registers: integer add and mask). A branch that
+// yields the accumulator or a rounded value is widened through. The fold's result is rounded to T once,
+// after it. Every value is the same, so every result is. (Passes.td has a before and after.)
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -43,7 +26,7 @@ namespace {
 
 bool isNarrowFloat(Type t) { return isa<BFloat16Type, Float16Type>(t); }
 
-/// Whether `v` is widened to f32 (and only that) somewhere: the fold gains from carrying it wide.
+/// Whether `v` is widened to f32 somewhere: the fold gains from carrying it wide.
 bool widenedOnUse(Value v) {
   return llvm::any_of(v.getUsers(), [](Operation *user) {
     auto widen = dyn_cast<arith::ExtFOp>(user);
@@ -69,13 +52,6 @@ public:
     Operation *def = v.getDefiningOp();
     if (auto branch = dyn_cast_or_null<scf::IfOp>(def); branch && branch.getNumResults() == 1 && branch.elseBlock())
       return widenBranch(branch);
-    if (auto select = dyn_cast_or_null<arith::SelectOp>(def)) {
-      Value t = widen(select.getTrueValue()), f = widen(select.getFalseValue());
-      OpBuilder b(select);
-      b.setInsertionPointAfter(select);
-      Value wideSelect = arith::SelectOp::create(b, select.getLoc(), select.getCondition(), t, f);
-      return wideSelect;
-    }
     OpBuilder b(v.getContext());
     if (def)
       b.setInsertionPointAfter(def);

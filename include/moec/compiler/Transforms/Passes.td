@@ -107,7 +107,7 @@ def MoeWidenRoundedFolds : Pass<"moe-widen-rounded-folds", "::mlir::ModuleOp"> {
     A fold whose accumulator is f16 or bf16 and widened to f32 in its step (C2 without mixed precision:
     `T(f32(acc) + f32(x))`, rounded after every add) carries it as f32 instead, always holding the exact
     value of the T one. The step's `f32(acc)` becomes the accumulator itself, its yielded `T(y)`
-    becomes `f32(T(y))`, widened through branches and selects, and the fold's result is rounded once,
+    becomes `f32(T(y))`, widened through the branches that yield it, and the fold's result is rounded once,
     after it. On x86 the rounding then stays in f32 registers (an integer add and a mask) instead of a
     pack, an unpack and a masked load of the NaN pattern in every step's dependency chain; the fold's
     steps are also term additions that moe-lower-to-loops can add directly or through accumulated rows.
