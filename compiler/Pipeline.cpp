@@ -10,7 +10,7 @@
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), moe-prefetch-gathered-rows (cpu),
-//     │ canonicalize, cse                                                               [loops]
+//     │ moe-version-row-loops (cpu), canonicalize, cse                                  [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
 //     │ cpu: arith-expand (bf16), moe-bf16-bits,  ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
@@ -379,6 +379,12 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head.
   if (!isGpu && !isAscend && optimizationOn(spec.schedule, kPrefetchGatheredRows))
     loopPasses.addPass(moe::createMoePrefetchGatheredRows());
+  // CPU: a loop along a row runs without the branches its row decides (bounds checks, live terms) where
+  // they take their usual values.
+  if (!isGpu && !isAscend && !(spec.schedule.disabled & kVersionRowLoops)) {
+    loopPasses.addPass(createCanonicalizerPass()); // its selectors compare with folded constants
+    loopPasses.addPass(moe::createMoeVersionRowLoops());
+  }
   // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());
   loopPasses.addPass(createCanonicalizerPass());

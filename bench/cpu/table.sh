@@ -6,7 +6,8 @@
 # bench/cpu/table.sh [DTYPE]; TOKENS, REPS, BUDGET and THREADS (default: all) override; EXTRA adds moec bench
 # arguments to every cell (EXTRA="--disable compact-predicated-folds" measures without an optimization).
 # AGAINST=OTHER_MOEC compares two builds on a noisy machine: each cell is "other / this , other / this",
-# the two binaries alternating twice.
+# the two binaries alternating twice. AB=NAME compares one build with and without an optimization: each
+# cell is "off / on , off / on" (`--disable NAME`, alternating twice).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
@@ -22,7 +23,13 @@ ratio() { # moec binary, moec bench arguments -> "0.93"
     "${threads[@]}" "${extra[@]}" |
     sed -n 's/.*; \([0-9.]*\)x memcpy$/\1/p'
 }
-cell() { # moec bench arguments -> "0.93", or "0.88 / 0.93 , 0.87 / 0.91" with AGAINST
+cell() { # moec bench arguments -> "0.93", or "0.88 / 0.93 , 0.87 / 0.91" with AGAINST or AB
+  if [[ -n ${AB:-} ]]; then
+    local off=(--disable "$AB")
+    echo "$(ratio "$moec" "$@" "${off[@]}") / $(ratio "$moec" "$@") , $(ratio "$moec" "$@" "${off[@]}") /" \
+      "$(ratio "$moec" "$@")"
+    return
+  fi
   if [[ -z ${AGAINST:-} ]]; then
     ratio "$moec" "$@"
     return
@@ -41,7 +48,7 @@ row() { # label, op, then arguments that use $H $E $K
   done
   echo "$line"
 }
-echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}: fraction of a same-run memcpy on as many threads${AGAINST:+ ($AGAINST / $moec, twice)}"
+echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}: fraction of a same-run memcpy on as many threads${AGAINST:+ ($AGAINST / $moec, twice)}${AB:+ (without / with $AB, twice)}"
 echo "| op, mode | DeepSeek-V3 | Qwen3 | Mixtral |"
 echo "|---|---|---|---|"
 b2=(moe_init_routing_v2_grad --dim 'H=$H' --attr 'top_k=$K' --experts '$E')

@@ -394,4 +394,12 @@ MUTATIONS = [
        "    if (auto round = dyn_cast_or_null<arith::TruncFOp>(def); round && round.getIn().getType().isF32())\n"
        "      return round.getIn();\n    OpBuilder b(v.getContext());\n    if (def)\n")],
      r"MoeUnpermute|Optimizations", "Transforms/widen-rounded"),
+    ("version-unchecked",
+     "moe-version-row-loops runs the version without the row's branches whatever the conditions are (a row "
+     "with a dropped term or an index out of range then reads a row it must skip, or past its tensor)",
+     [("compiler/Transforms/VersionRowLoops.cpp",
+       "    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), usual, /*withElseRegion=*/true);\n",
+       "    usual = arith::ConstantIntOp::create(b, loc, 1, 1);\n"
+       "    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), usual, /*withElseRegion=*/true);\n")],
+     r"InitRoutingV2Grad|MoeUnpermute|Optimizations|Hardening", "Transforms/version-row"),
 ]

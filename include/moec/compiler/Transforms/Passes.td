@@ -533,6 +533,63 @@ def MoeBf16Bits : Pass<"moe-bf16-bits", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
+  let summary = "CPU: a loop along a row in a version without the branches its row decides";
+  let description = [{
+    Runs on the loops (after moe-lower-to-loops). A branch inside an innermost loop whose condition does
+    not change along the loop (after loop-invariant code motion) and that has a usual side is assumed to
+    take it:
+    - a branch whose other side reports an error (writes the status buffer): a gathered row's bounds check;
+    - a branch whose one side moves data (reads or writes memory) and whose other only passes values on
+      or is absent: a compacted fold's `count > k`, "term k is live"; a point's `row >= 0`, "its row is
+      written".
+    The loop then runs in versions chosen once per row: copies with each such condition replaced by a
+    constant, where the conditions hold, and the original loop otherwise. The canonicalizer folds the
+    copies' branches away. Results do not change.
+    - Conditions that compare one value with constants (`count > 1`, `count > 2`, ...: a compacted fold's
+      live count) select: a copy per value of it (`scf.index_switch`, the value clamped to where the
+      comparisons still change), each with exactly its live terms.
+    - Every other condition takes its usual value, unless a branch around it is on its skipped side for
+      the row (a dead term's bounds check does not matter).
+    Example, with one `count` comparison (so no selector):
+
+    ```mlir
+    scf.for %h = %c0 to %c64 step %c16 {
+      %live = arith.cmpi ugt, %count, %c1 : index
+      %sum = scf.if %live -> (vector<16xf32>) {
+        %x = scf.if %inside -> (vector<16xf32>) {
+          %v = vector.load %x[%row, %h] : memref<?x64xf32>, vector<16xf32>
+          scf.yield %v : vector<16xf32>
+        } else {
+          memref.store %c1_i64, %status[%c0] : memref<2xi64>   // the error, reported
+          scf.yield %zero : vector<16xf32>
+        }
+        scf.yield %x : vector<16xf32>
+      } else {
+        scf.yield %zero : vector<16xf32>
+      }
+      vector.store %sum, %out[%n, %h] : memref<?x64xf32>, vector<16xf32>
+    }
+    ```
+
+    becomes, after `--canonicalize`:
+
+    ```mlir
+    %live = arith.cmpi ugt, %count, %c1 : index
+    %usual = arith.andi %live, %inside : i1
+    scf.if %usual {
+      scf.for %h = %c0 to %c64 step %c16 {
+        %v = vector.load %x[%row, %h] : memref<?x64xf32>, vector<16xf32>
+        vector.store %v, %out[%n, %h] : memref<?x64xf32>, vector<16xf32>
+      }
+    } else {
+      scf.for %h = ... { ... the loop above, unchanged ... }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::ModuleOp"> {
   let summary = "CPU: software prefetch of the rows that loops along a row gather";
   let description = [{

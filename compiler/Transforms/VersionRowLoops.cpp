@@ -1,0 +1,290 @@
+//===- VersionRowLoops.cpp - CPU: loops along a row without their row's branches ===//
+//
+// A loop along a row tests, at every vector, conditions that are the same for the whole row: a gathered row's bounds
+// check (the else branch reports the error), a compacted fold's "is term k live" (the else branch skips the term), a
+// point's "is its row written". The branches predict well, but they cost instructions and registers in the hottest
+// loop: B2 at top-8 spends two of each term's five instructions on them and reloads its row pointers from the stack.
+// This pass runs such a loop in versions: copies where each condition is a constant (no error; for each live count,
+// exactly the live terms), folded by the canonicalizer into straight-line code, and the original, taken for a row where
+// a condition differs from what the copies assume. One test and one switch per row choose. Results do not change: a
+// copy runs only where the conditions it assumed hold.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+#include <functional>
+
+#define DEBUG_TYPE "moe-version-row-loops"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOEVERSIONROWLOOPS
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+/// Conditions per loop beyond which the one test per row would cost more than
+/// the branches it removes.
+constexpr size_t kMaxConditions = 64;
+/// The most versions of a loop a selector may make (a fold of up to 16 live
+/// terms).
+constexpr int64_t kMaxVersions = 17;
+
+/// Whether `v` is the kernel's status buffer, or a view of it (func argument
+/// `moe.arg = "status"`).
+bool isStatus(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (def->getNumOperands() == 0)
+      return false;
+    v = def->getOperand(0);
+  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : nullptr;
+  return name && name.getValue() == "status";
+}
+
+/// Whether `region` is an error path: it writes the status buffer itself (not
+/// in a branch nested in it, which is that branch's error path).
+bool reportsError(Region &region) {
+  return llvm::any_of(region.front(), [](Operation &op) {
+    auto store = dyn_cast<memref::StoreOp>(op);
+    return store && isStatus(store.getMemref());
+  });
+}
+
+/// Whether `region` only passes values on: it holds nothing but a yield of
+/// values defined outside it.
+bool passesThrough(Region &region) {
+  Block &block = region.front();
+  if (!llvm::hasSingleElement(block))
+    return false;
+  return llvm::all_of(block.getTerminator()->getOperands(),
+                      [&](Value v) { return !region.isAncestor(v.getParentRegion()); });
+}
+
+/// Whether `region` moves data: it reads or writes memory.
+bool movesData(Region &region) {
+  bool moves = false;
+  region.walk([&](Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    moves |= effects && (effects.hasEffect<MemoryEffects::Read>() || effects.hasEffect<MemoryEffects::Write>());
+  });
+  return moves;
+}
+
+/// The value `branch`'s condition usually takes: the side that does not report
+/// an error, or the one that moves data where the other only passes values on
+/// or is absent (a live term, not a skipped one; a point's row written, not
+/// skipped); none otherwise.
+std::optional<bool> usualValue(scf::IfOp branch) {
+  Region &thenRegion = branch.getThenRegion(), &elseRegion = branch.getElseRegion();
+  bool thenReports = reportsError(thenRegion), elseReports = !elseRegion.empty() && reportsError(elseRegion);
+  if (thenReports != elseReports)
+    return elseReports;
+  if (thenReports)
+    return std::nullopt;
+  if ((elseRegion.empty() || passesThrough(elseRegion)) && movesData(thenRegion))
+    return true;
+  if (!elseRegion.empty() && passesThrough(thenRegion) && movesData(elseRegion))
+    return false;
+  return std::nullopt;
+}
+
+/// A value several conditions compare with constants (a compacted fold's live
+/// count: `count > k`): the loop gets a version per value, from `lo` to `hi`
+/// (every value from `hi` on compares as `hi` does).
+struct Selector {
+  Value value;
+  int64_t lo = 0, hi = 0;
+  DenseMap<Value, std::function<bool(uint64_t)>> conditions; // each condition, as a function of the value
+};
+
+/// The selector among `conditions`: the index value compared (unsigned) with
+/// constants by the most of them, at least two; none when there is none or its
+/// versions would be too many.
+std::optional<Selector> findSelector(const DenseMap<Value, bool> &conditions) {
+  DenseMap<Value, Selector> byValue;
+  for (auto [condition, usual] : conditions) {
+    auto compare = condition.getDefiningOp<arith::CmpIOp>();
+    APInt constant;
+    if (!compare || !compare.getLhs().getType().isIndex() || !matchPattern(compare.getRhs(), m_ConstantInt(&constant)))
+      continue;
+    uint64_t c = constant.getZExtValue();
+    arith::CmpIPredicate p = compare.getPredicate();
+    std::function<bool(uint64_t)> test;
+    switch (p) {
+    case arith::CmpIPredicate::ugt:
+      test = [c](uint64_t v) { return v > c; };
+      break;
+    case arith::CmpIPredicate::uge:
+      test = [c](uint64_t v) { return v >= c; };
+      break;
+    case arith::CmpIPredicate::ult:
+      test = [c](uint64_t v) { return v < c; };
+      break;
+    case arith::CmpIPredicate::ule:
+      test = [c](uint64_t v) { return v <= c; };
+      break;
+    default:
+      continue;
+    }
+    if (c > uint64_t(kMaxVersions))
+      continue;
+    Selector &s = byValue[compare.getLhs()];
+    s.value = compare.getLhs();
+    s.conditions[condition] = test;
+    // Below the least constant every comparison answers as at (that constant -
+    // 1); above the largest, as at (it + 1).
+    int64_t below = c == 0 ? 0 : int64_t(c) - 1, above = int64_t(c) + 1;
+    s.lo = s.conditions.size() == 1 ? below : std::min(s.lo, below);
+    s.hi = s.conditions.size() == 1 ? above : std::max(s.hi, above);
+  }
+  std::optional<Selector> best;
+  for (auto &[value, s] : byValue)
+    if (s.conditions.size() >= 2 && s.hi - s.lo + 1 <= kMaxVersions &&
+        (!best || s.conditions.size() > best->conditions.size()))
+      best = s;
+  return best;
+}
+
+struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForOp> innermost;
+    getOperation()->walk([&](scf::ForOp loop) {
+      bool nested = false;
+      loop.getBody()->walk([&](LoopLikeOpInterface) { nested = true; });
+      if (!nested)
+        innermost.push_back(loop);
+    });
+    for (scf::ForOp loop : innermost)
+      version(loop);
+  }
+
+  /// The branches inside `loop` whose condition is defined outside it, with
+  /// their usual values.
+  static SmallVector<std::pair<scf::IfOp, bool>> invariantBranches(scf::ForOp loop) {
+    SmallVector<std::pair<scf::IfOp, bool>> found;
+    loop.getBody()->walk([&](scf::IfOp branch) {
+      if (loop->isAncestor(branch.getCondition().getParentRegion()->getParentOp()))
+        return;
+      if (std::optional<bool> usual = usualValue(branch))
+        found.push_back({branch, *usual});
+    });
+    return found;
+  }
+
+  void version(scf::ForOp loop) {
+    bool candidates = false;
+    loop.getBody()->walk([&](scf::IfOp branch) { candidates |= usualValue(branch).has_value(); });
+    if (!candidates)
+      return;
+    // Conditions computed in the loop from values outside it (`count > k`) move
+    // out first.
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+    SmallVector<std::pair<scf::IfOp, bool>> branches = invariantBranches(loop);
+    if (branches.empty() || branches.size() > kMaxConditions)
+      return;
+    DenseMap<Value, bool> usual; // one condition may guard several branches
+    for (auto [branch, value] : branches)
+      if (!usual.try_emplace(branch.getCondition(), value).second && usual[branch.getCondition()] != value)
+        return; // two branches want opposite values of one condition
+    std::optional<Selector> selector = findSelector(usual);
+
+    OpBuilder b(loop);
+    Location loc = loop.getLoc();
+    Value holds = checkedConditionsHold(b, loc, loop, branches, selector);
+    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), holds,
+                                    /*withElseRegion=*/true);
+    b.setInsertionPointToStart(choice.thenBlock());
+    ValueRange fast;
+    if (selector) {
+      // A version per value of the selector (clamped to where its comparisons
+      // still change).
+      Value at = arith::MinUIOp::create(
+          b, loc, arith::MaxUIOp::create(b, loc, selector->value, arith::ConstantIndexOp::create(b, loc, selector->lo)),
+          arith::ConstantIndexOp::create(b, loc, selector->hi));
+      SmallVector<int64_t> cases;
+      for (int64_t v = selector->lo; v < selector->hi; ++v)
+        cases.push_back(v);
+      auto dispatch = scf::IndexSwitchOp::create(b, loc, loop.getResultTypes(), at, cases, cases.size());
+      auto fill = [&](Region &region, int64_t value) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&region.emplaceBlock());
+        DenseMap<Value, bool> known = usual;
+        for (auto [condition, compare] : selector->conditions)
+          known[condition] = compare(uint64_t(value));
+        scf::YieldOp::create(b, loc, cloneKnowing(b, loc, loop, known));
+      };
+      for (auto [region, value] : llvm::zip(dispatch.getCaseRegions(), cases))
+        fill(region, value);
+      fill(dispatch.getDefaultRegion(), selector->hi);
+      fast = dispatch.getResults();
+    } else {
+      fast = cloneKnowing(b, loc, loop, usual);
+    }
+    if (!loop.getResultTypes().empty())
+      scf::YieldOp::create(b, loc, fast);
+    // The original, for the other rows.
+    loop->replaceAllUsesWith(choice.getResults());
+    if (loop.getResultTypes().empty()) { // the blocks came with their yields
+      loop->moveBefore(choice.elseBlock()->getTerminator());
+    } else {
+      loop->moveBefore(choice.elseBlock(), choice.elseBlock()->end());
+      b.setInsertionPointToEnd(choice.elseBlock());
+      scf::YieldOp::create(b, loc, loop.getResults());
+    }
+  }
+
+  /// A copy of `loop` with each condition in `known` replaced by its value; the
+  /// copy's results.
+  static ValueRange cloneKnowing(OpBuilder &b, Location loc, scf::ForOp loop, const DenseMap<Value, bool> &known) {
+    IRMapping mapping;
+    for (auto [condition, value] : known)
+      mapping.map(condition, arith::ConstantIntOp::create(b, loc, value ? 1 : 0, 1).getResult());
+    return b.clone(*loop, mapping)->getResults();
+  }
+
+  /// i1: every branch's condition that the selector does not decide takes its
+  /// usual value, or the branch does not run (a branch around it takes its
+  /// other side: a dead term's bounds check does not matter).
+  static Value checkedConditionsHold(OpBuilder &b, Location loc, scf::ForOp loop,
+                                     ArrayRef<std::pair<scf::IfOp, bool>> branches,
+                                     const std::optional<Selector> &selector) {
+    DenseMap<Value, bool> decided;
+    for (auto [branch, value] : branches)
+      decided.try_emplace(branch.getCondition(), value);
+    Value all = arith::ConstantIntOp::create(b, loc, 1, 1);
+    auto negate = [&](Value v) -> Value {
+      return arith::XOrIOp::create(b, loc, v, arith::ConstantIntOp::create(b, loc, 1, 1));
+    };
+    for (auto [branch, value] : branches) {
+      Value condition = branch.getCondition();
+      if (selector && selector->conditions.count(condition))
+        continue;
+      Value ok = value ? condition : negate(condition);
+      // Each enclosing branch with a condition from outside the loop, on the
+      // side that skips this one.
+      for (Operation *parent = branch->getParentOp(); parent != loop; parent = parent->getParentOp()) {
+        auto around = dyn_cast<scf::IfOp>(parent);
+        if (!around || !decided.count(around.getCondition()))
+          continue;
+        bool inThen = around.getThenRegion().isAncestor(branch->getParentRegion());
+        Value skips = inThen ? negate(around.getCondition()) : around.getCondition();
+        ok = arith::OrIOp::create(b, loc, ok, skips);
+      }
+      all = arith::AndIOp::create(b, loc, all, ok);
+    }
+    return all;
+  }
+};
+} // namespace
+} // namespace moec::moe
