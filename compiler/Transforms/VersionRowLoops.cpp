@@ -31,15 +31,12 @@ namespace moec::moe {
 #include "moec/compiler/Transforms/Passes.h.inc"
 
 namespace {
-/// Conditions per loop beyond which the one test per row would cost more than
-/// the branches it removes.
+/// Conditions per loop beyond which the one test per row would cost more than the branches it removes.
 constexpr size_t kMaxConditions = 64;
-/// The most versions of a loop a selector may make (a fold of up to 16 live
-/// terms).
+/// The most versions of a loop a selector may make (a fold of up to 16 live terms).
 constexpr int64_t kMaxVersions = 17;
 
-/// Whether `v` is the kernel's status buffer, or a view of it (func argument
-/// `moe.arg = "status"`).
+/// Whether `v` is the kernel's status buffer, or a view of it (func argument `moe.arg = "status"`).
 bool isStatus(Value v) {
   while (Operation *def = v.getDefiningOp()) {
     if (def->getNumOperands() == 0)
@@ -52,8 +49,8 @@ bool isStatus(Value v) {
   return name && name.getValue() == "status";
 }
 
-/// Whether `region` is an error path: it writes the status buffer itself (not
-/// in a branch nested in it, which is that branch's error path).
+/// Whether `region` is an error path: it writes the status buffer itself (not in a branch nested in it, which is that
+/// branch's error path).
 bool reportsError(Region &region) {
   return llvm::any_of(region.front(), [](Operation &op) {
     auto store = dyn_cast<memref::StoreOp>(op);
@@ -61,8 +58,7 @@ bool reportsError(Region &region) {
   });
 }
 
-/// Whether `region` only passes values on: it holds nothing but a yield of
-/// values defined outside it.
+/// Whether `region` only passes values on: it holds nothing but a yield of values defined outside it.
 bool passesThrough(Region &region) {
   Block &block = region.front();
   if (!llvm::hasSingleElement(block))
@@ -81,9 +77,8 @@ bool movesData(Region &region) {
   return moves;
 }
 
-/// The value `branch`'s condition usually takes: the side that does not report
-/// an error, or the one that moves data where the other only passes values on
-/// or is absent (a live term, not a skipped one; a point's row written, not
+/// The value `branch`'s condition usually takes: the side that does not report an error, or the one that moves data
+/// where the other only passes values on or is absent (a live term, not a skipped one; a point's row written, not
 /// skipped); none otherwise.
 std::optional<bool> usualValue(scf::IfOp branch) {
   Region &thenRegion = branch.getThenRegion(), &elseRegion = branch.getElseRegion();
@@ -99,18 +94,16 @@ std::optional<bool> usualValue(scf::IfOp branch) {
   return std::nullopt;
 }
 
-/// A value several conditions compare with constants (a compacted fold's live
-/// count: `count > k`): the loop gets a version per value, from `lo` to `hi`
-/// (every value from `hi` on compares as `hi` does).
+/// A value several conditions compare with constants (a compacted fold's live count: `count > k`): the loop gets a
+/// version per value, from `lo` to `hi` (every value from `hi` on compares as `hi` does).
 struct Selector {
   Value value;
   int64_t lo = 0, hi = 0;
   DenseMap<Value, std::function<bool(uint64_t)>> conditions; // each condition, as a function of the value
 };
 
-/// The selector among `conditions`: the index value compared (unsigned) with
-/// constants by the most of them, at least two; none when there is none or its
-/// versions would be too many.
+/// The selector among `conditions`: the index value compared (unsigned) with constants by the most of them, at least
+/// two; none when there is none or its versions would be too many.
 std::optional<Selector> findSelector(const DenseMap<Value, bool> &conditions) {
   DenseMap<Value, Selector> byValue;
   for (auto [condition, usual] : conditions) {
@@ -142,8 +135,7 @@ std::optional<Selector> findSelector(const DenseMap<Value, bool> &conditions) {
     Selector &s = byValue[compare.getLhs()];
     s.value = compare.getLhs();
     s.conditions[condition] = test;
-    // Below the least constant every comparison answers as at (that constant -
-    // 1); above the largest, as at (it + 1).
+    // Below the least constant every comparison answers as at (that constant - 1); above the largest, as at (it + 1).
     int64_t below = c == 0 ? 0 : int64_t(c) - 1, above = int64_t(c) + 1;
     s.lo = s.conditions.size() == 1 ? below : std::min(s.lo, below);
     s.hi = s.conditions.size() == 1 ? above : std::max(s.hi, above);
@@ -169,8 +161,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       version(loop);
   }
 
-  /// The branches inside `loop` whose condition is defined outside it, with
-  /// their usual values.
+  /// The branches inside `loop` whose condition is defined outside it, with their usual values.
   static SmallVector<std::pair<scf::IfOp, bool>> invariantBranches(scf::ForOp loop) {
     SmallVector<std::pair<scf::IfOp, bool>> found;
     loop.getBody()->walk([&](scf::IfOp branch) {
@@ -187,8 +178,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     loop.getBody()->walk([&](scf::IfOp branch) { candidates |= usualValue(branch).has_value(); });
     if (!candidates)
       return;
-    // Conditions computed in the loop from values outside it (`count > k`) move
-    // out first.
+    // Conditions computed in the loop from values outside it (`count > k`) move out first.
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
     SmallVector<std::pair<scf::IfOp, bool>> branches = invariantBranches(loop);
     if (branches.empty() || branches.size() > kMaxConditions)
@@ -202,13 +192,11 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     OpBuilder b(loop);
     Location loc = loop.getLoc();
     Value holds = checkedConditionsHold(b, loc, loop, branches, selector);
-    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), holds,
-                                    /*withElseRegion=*/true);
+    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), holds, /*withElseRegion=*/true);
     b.setInsertionPointToStart(choice.thenBlock());
     ValueRange fast;
     if (selector) {
-      // A version per value of the selector (clamped to where its comparisons
-      // still change).
+      // A version per value of the selector (clamped to where its comparisons still change).
       Value at = arith::MinUIOp::create(
           b, loc, arith::MaxUIOp::create(b, loc, selector->value, arith::ConstantIndexOp::create(b, loc, selector->lo)),
           arith::ConstantIndexOp::create(b, loc, selector->hi));
@@ -244,8 +232,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     }
   }
 
-  /// A copy of `loop` with each condition in `known` replaced by its value; the
-  /// copy's results.
+  /// A copy of `loop` with each condition in `known` replaced by its value; the copy's results.
   static ValueRange cloneKnowing(OpBuilder &b, Location loc, scf::ForOp loop, const DenseMap<Value, bool> &known) {
     IRMapping mapping;
     for (auto [condition, value] : known)
@@ -253,9 +240,8 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     return b.clone(*loop, mapping)->getResults();
   }
 
-  /// i1: every branch's condition that the selector does not decide takes its
-  /// usual value, or the branch does not run (a branch around it takes its
-  /// other side: a dead term's bounds check does not matter).
+  /// i1: every branch's condition that the selector does not decide takes its usual value, or the branch does not run
+  /// (a branch around it takes its other side: a dead term's bounds check does not matter).
   static Value checkedConditionsHold(OpBuilder &b, Location loc, scf::ForOp loop,
                                      ArrayRef<std::pair<scf::IfOp, bool>> branches,
                                      const std::optional<Selector> &selector) {
@@ -271,8 +257,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       if (selector && selector->conditions.count(condition))
         continue;
       Value ok = value ? condition : negate(condition);
-      // Each enclosing branch with a condition from outside the loop, on the
-      // side that skips this one.
+      // Each enclosing branch with a condition from outside the loop, on the side that skips this one.
       for (Operation *parent = branch->getParentOp(); parent != loop; parent = parent->getParentOp()) {
         auto around = dyn_cast<scf::IfOp>(parent);
         if (!around || !decided.count(around.getCondition()))

@@ -398,8 +398,8 @@ MUTATIONS = [
      "moe-version-row-loops runs the version without the row's branches whatever the conditions are (a row "
      "with a dropped term or an index out of range then reads a row it must skip, or past its tensor)",
      [("compiler/Transforms/VersionRowLoops.cpp",
-       "    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), usual, /*withElseRegion=*/true);\n",
-       "    usual = arith::ConstantIntOp::create(b, loc, 1, 1);\n"
-       "    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), usual, /*withElseRegion=*/true);\n")],
+       "    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), holds, /*withElseRegion=*/true);\n",
+       "    holds = arith::ConstantIntOp::create(b, loc, 1, 1);\n"
+       "    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), holds, /*withElseRegion=*/true);\n")],
      r"InitRoutingV2Grad|MoeUnpermute|Optimizations|Hardening", "Transforms/version-row"),
 ]
