@@ -20,6 +20,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
+#include "llvm/ADT/MapVector.h"
+
 #include <functional>
 
 #define DEBUG_TYPE "moe-version-row-loops"
@@ -99,44 +101,49 @@ std::optional<bool> usualValue(scf::IfOp branch) {
 struct Selector {
   Value value;
   int64_t lo = 0, hi = 0;
-  DenseMap<Value, std::function<bool(uint64_t)>> conditions; // each condition, as a function of the value
+  llvm::MapVector<Value, std::function<bool(uint64_t)>> conditions; // each condition, as a function of the value
 };
 
 /// The selector among `conditions`: the index value compared (unsigned) with constants by the most of them, at least
 /// two; none when there is none or its versions would be too many.
-std::optional<Selector> findSelector(const DenseMap<Value, bool> &conditions) {
-  DenseMap<Value, Selector> byValue;
+std::optional<Selector> findSelector(const llvm::MapVector<Value, bool> &conditions) {
+  llvm::MapVector<Value, Selector> byValue; // in the loop's order, so ties resolve the same way every time
   for (auto [condition, usual] : conditions) {
     auto compare = condition.getDefiningOp<arith::CmpIOp>();
     APInt constant;
     if (!compare || !compare.getLhs().getType().isIndex() || !matchPattern(compare.getRhs(), m_ConstantInt(&constant)))
       continue;
     uint64_t c = constant.getZExtValue();
-    arith::CmpIPredicate p = compare.getPredicate();
+    // The comparison as a function of the value, and the range [below, above] outside which it answers as at
+    // the nearer end: `v > c` is false up to c and true from c + 1, `v >= c` false up to c - 1 and true from c.
     std::function<bool(uint64_t)> test;
-    switch (p) {
+    int64_t below = 0, above = 0;
+    switch (compare.getPredicate()) {
     case arith::CmpIPredicate::ugt:
       test = [c](uint64_t v) { return v > c; };
+      below = int64_t(c), above = int64_t(c) + 1;
       break;
     case arith::CmpIPredicate::uge:
       test = [c](uint64_t v) { return v >= c; };
+      below = int64_t(c) - 1, above = int64_t(c);
       break;
     case arith::CmpIPredicate::ult:
       test = [c](uint64_t v) { return v < c; };
+      below = int64_t(c) - 1, above = int64_t(c);
       break;
     case arith::CmpIPredicate::ule:
       test = [c](uint64_t v) { return v <= c; };
+      below = int64_t(c), above = int64_t(c) + 1;
       break;
     default:
       continue;
     }
     if (c > uint64_t(kMaxVersions))
       continue;
+    below = std::max<int64_t>(below, 0);
     Selector &s = byValue[compare.getLhs()];
     s.value = compare.getLhs();
     s.conditions[condition] = test;
-    // Below the least constant every comparison answers as at (that constant - 1); above the largest, as at (it + 1).
-    int64_t below = c == 0 ? 0 : int64_t(c) - 1, above = int64_t(c) + 1;
     s.lo = s.conditions.size() == 1 ? below : std::min(s.lo, below);
     s.hi = s.conditions.size() == 1 ? above : std::max(s.hi, above);
   }
@@ -183,7 +190,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     SmallVector<std::pair<scf::IfOp, bool>> branches = invariantBranches(loop);
     if (branches.empty() || branches.size() > kMaxConditions)
       return;
-    DenseMap<Value, bool> usual; // one condition may guard several branches
+    llvm::MapVector<Value, bool> usual; // one condition may guard several branches; in the loop's order
     for (auto [branch, value] : branches)
       if (!usual.try_emplace(branch.getCondition(), value).second && usual[branch.getCondition()] != value)
         return; // two branches want opposite values of one condition
@@ -207,7 +214,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       auto fill = [&](Region &region, int64_t value) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&region.emplaceBlock());
-        DenseMap<Value, bool> known = usual;
+        llvm::MapVector<Value, bool> known = usual;
         for (auto [condition, compare] : selector->conditions)
           known[condition] = compare(uint64_t(value));
         scf::YieldOp::create(b, loc, cloneKnowing(b, loc, loop, known));
@@ -233,7 +240,8 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
   }
 
   /// A copy of `loop` with each condition in `known` replaced by its value; the copy's results.
-  static ValueRange cloneKnowing(OpBuilder &b, Location loc, scf::ForOp loop, const DenseMap<Value, bool> &known) {
+  static ValueRange cloneKnowing(OpBuilder &b, Location loc, scf::ForOp loop,
+                                 const llvm::MapVector<Value, bool> &known) {
     IRMapping mapping;
     for (auto [condition, value] : known)
       mapping.map(condition, arith::ConstantIntOp::create(b, loc, value ? 1 : 0, 1).getResult());
