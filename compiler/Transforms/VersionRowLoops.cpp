@@ -198,7 +198,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
 
     OpBuilder b(loop);
     Location loc = loop.getLoc();
-    Value holds = checkedConditionsHold(b, loc, loop, branches, selector);
+    Value holds = checkedConditionsHold(b, loc, loop, branches, usual, selector);
     auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), holds, /*withElseRegion=*/true);
     b.setInsertionPointToStart(choice.thenBlock());
     ValueRange fast;
@@ -249,13 +249,19 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
   }
 
   /// i1: every branch's condition that the selector does not decide takes its usual value, or the branch does not run
-  /// (a branch around it takes its other side: a dead term's bounds check does not matter).
+  /// (a branch around it takes its other side: a dead term's bounds check does not matter). That exemption holds only
+  /// for a condition that nothing in the loop reads but such branches, as the copies read it as its usual value.
   static Value checkedConditionsHold(OpBuilder &b, Location loc, scf::ForOp loop,
                                      ArrayRef<std::pair<scf::IfOp, bool>> branches,
+                                     const llvm::MapVector<Value, bool> &usual,
                                      const std::optional<Selector> &selector) {
-    DenseMap<Value, bool> decided;
+    DenseSet<Operation *> known;
     for (auto [branch, value] : branches)
-      decided.try_emplace(branch.getCondition(), value);
+      known.insert(branch);
+    auto onlyGuards = [&](Value condition) {
+      return llvm::all_of(condition.getUsers(),
+                          [&](Operation *user) { return !loop->isAncestor(user) || known.contains(user); });
+    };
     Value all = arith::ConstantIntOp::create(b, loc, 1, 1);
     auto negate = [&](Value v) -> Value {
       return arith::XOrIOp::create(b, loc, v, arith::ConstantIntOp::create(b, loc, 1, 1));
@@ -266,9 +272,10 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
         continue;
       Value ok = value ? condition : negate(condition);
       // Each enclosing branch with a condition from outside the loop, on the side that skips this one.
-      for (Operation *parent = branch->getParentOp(); parent != loop; parent = parent->getParentOp()) {
+      for (Operation *parent = branch->getParentOp(); parent != loop && onlyGuards(condition);
+           parent = parent->getParentOp()) {
         auto around = dyn_cast<scf::IfOp>(parent);
-        if (!around || !decided.count(around.getCondition()))
+        if (!around || !usual.count(around.getCondition()))
           continue;
         bool inThen = around.getThenRegion().isAncestor(branch->getParentRegion());
         Value skips = inThen ? negate(around.getCondition()) : around.getCondition();

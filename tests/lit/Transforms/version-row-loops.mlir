@@ -5,7 +5,7 @@
 // once before the loop; the original loop runs otherwise. @carried: a loop with an accumulator yields it
 // through the version choice (the canonicalizer folds the original's branch, known false there).
 // @both_work: neither side of the branch is usual (both read): no version.
-// @varying: the condition changes along the loop: no version. @count, @written: below.
+// @varying: the condition changes along the loop: no version. @count, @written, @read_elsewhere: below.
 // RUN: moec-opt %s --moe-version-row-loops --canonicalize | FileCheck %s
 
 // CHECK-LABEL: func.func @terms
@@ -263,6 +263,65 @@ func.func @written(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %copy: memref<?
       vector.store %v, %out[%n, %h] : memref<?x64xf32>, vector<16xf32>
     }
     vector.store %v, %copy[%n, %h] : memref<?x64xf32>, vector<16xf32>
+  }
+  return
+}
+
+// @read_elsewhere: as @count, but term 2's bounds condition is also read outside its branch (a select that
+// runs for every count). The copies read it as true, so it must hold whatever the count (no `or count <= 2`);
+// term 1's check is still needed only where term 1 is live.
+// CHECK-LABEL: func.func @read_elsewhere
+// CHECK-DAG:  %[[IN1:.*]] = arith.cmpi ult, %arg5, %arg7 : index
+// CHECK-DAG:  %[[IN2:.*]] = arith.cmpi ult, %arg6, %arg7 : index
+// CHECK-DAG:  %[[DEAD1:.*]] = arith.cmpi ule, %arg8, %c1 : index
+// CHECK-NOT:  arith.cmpi ule, %arg8, %c2
+// CHECK:      %[[OK1:.*]] = arith.ori %[[IN1]], %[[DEAD1]] : i1
+// CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[OK1]], %[[IN2]] : i1
+// CHECK-NEXT: scf.if %[[BOTH]] {
+// CHECK:        scf.index_switch
+func.func @read_elsewhere(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %status: memref<2xi64> {moe.arg = "status"},
+                          %n: index, %r0: index, %r1: index, %r2: index, %rows: index, %count: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1 : i64
+  %zero = arith.constant dense<0.0> : vector<16xf32>
+  %in1 = arith.cmpi ult, %r1, %rows : index
+  %in2 = arith.cmpi ult, %r2, %rows : index
+  scf.for %h = %c0 to %c64 step %c16 {
+    %a = vector.load %x[%r0, %h] : memref<?x64xf32>, vector<16xf32>
+    %live1 = arith.cmpi ugt, %count, %c1 : index
+    %s1 = scf.if %live1 -> (vector<16xf32>) {
+      %v = scf.if %in1 -> (vector<16xf32>) {
+        %l = vector.load %x[%r1, %h] : memref<?x64xf32>, vector<16xf32>
+        scf.yield %l : vector<16xf32>
+      } else {
+        memref.store %one, %status[%c0] : memref<2xi64>
+        scf.yield %zero : vector<16xf32>
+      }
+      %t = arith.addf %a, %v : vector<16xf32>
+      scf.yield %t : vector<16xf32>
+    } else {
+      scf.yield %a : vector<16xf32>
+    }
+    %live2 = arith.cmpi ugt, %count, %c2 : index
+    %s2 = scf.if %live2 -> (vector<16xf32>) {
+      %v = scf.if %in2 -> (vector<16xf32>) {
+        %l = vector.load %x[%r2, %h] : memref<?x64xf32>, vector<16xf32>
+        scf.yield %l : vector<16xf32>
+      } else {
+        memref.store %one, %status[%c0] : memref<2xi64>
+        scf.yield %zero : vector<16xf32>
+      }
+      %t = arith.addf %s1, %v : vector<16xf32>
+      scf.yield %t : vector<16xf32>
+    } else {
+      scf.yield %s1 : vector<16xf32>
+    }
+    %picked = arith.select %in2, %s2, %a : vector<16xf32>
+    vector.store %picked, %out[%n, %h] : memref<?x64xf32>, vector<16xf32>
   }
   return
 }
