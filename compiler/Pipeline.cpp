@@ -13,8 +13,8 @@
 //     │ moe-version-row-loops (cpu), canonicalize, cse                                  [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
-//     │ cpu: arith-expand (bf16), moe-bf16-bits,  ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
-//     │      scf-to-cf, convert-to-llvm
+//     │ cpu: moe-expand-unchecked-roundings, arith-expand (bf16), moe-bf16-bits,
+//     │      scf-to-cf, convert-to-llvm          ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
 //     │ reconcile-unrealized-casts
 //     ▼
 //   LLVM dialect ── translate ── LLVM IR ── LLVM O2                                  [llvm]
@@ -287,8 +287,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
                                    spec.schedule.unroll};
   moePasses.addPass(moe::createMoeSchedule(schedule));
   // CPU: a fold accumulating in f16/bf16 carries its accumulator as f32 (no pack and unpack per step).
+  // Its bf16 steps' roundings may skip the NaN case that the result's rounding covers.
   if (!isGpu && !isAscend && !(spec.schedule.disabled & kWidenRoundedFolds))
-    moePasses.addPass(moe::createMoeWidenRoundedFolds());
+    moePasses.addPass(moe::createMoeWidenRoundedFolds({!(spec.schedule.disabled & kUncheckedStepRoundings)}));
   // A GPU list is built by a warp's converged lanes, so only in a row's prologue: it needs the hoisting.
   bool hoist = !(spec.schedule.disabled & kHoistRowInvariants);
   if (!(spec.schedule.disabled & kCompactPredicatedFolds) && (hoist || !isGpu))
@@ -415,7 +416,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     kernels.addPass(createReconcileUnrealizedCastsPass());
   } else {
     // bf16 rounding as integer ops: x86's vcvtneps2bf16 flushes subnormals, and the libcall LLVM
-    // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even.
+    // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even; the
+    // marked roundings of a widened fold's steps go first, without its NaN case.
+    llvmPasses.addPass(moe::createMoeExpandUncheckedRoundings());
     llvmPasses.addPass(arith::createArithExpandOpsPass({/*includeBf16=*/true}));
     // ... and bf16 values between ops as i16, which x86 keeps in registers (see moe-bf16-bits).
     llvmPasses.addPass(moe::createMoeBf16Bits());

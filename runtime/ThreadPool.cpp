@@ -38,6 +38,15 @@ ThreadPool &ThreadPool::shared() {
   return pool;
 }
 
+/// Part `index` of [0, n) split into `parts` (the first n % parts one item longer); empty past the last.
+static std::pair<int64_t, int64_t> part(int64_t n, int64_t parts, int64_t index) {
+  if (index >= parts)
+    return {n, n};
+  int64_t base = n / parts, extra = n % parts;
+  int64_t begin = index * base + std::min(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
 void ThreadPool::workerLoop(unsigned index) {
   uint64_t seen = 0;
   for (;;) {
@@ -47,7 +56,7 @@ void ThreadPool::workerLoop(unsigned index) {
       return;
     seen = generation;
     const auto *body = job;
-    int64_t begin = index * jobChunk, end = std::min(jobItems, begin + jobChunk);
+    auto [begin, end] = part(jobItems, jobParts, index);
     lock.unlock();
     if (begin < end)
       (*body)(begin, end);
@@ -60,8 +69,10 @@ void ThreadPool::workerLoop(unsigned index) {
 void ThreadPool::parallelFor(int64_t n, int64_t minChunk, const std::function<void(int64_t, int64_t)> &body) {
   if (n <= 0)
     return;
-  int64_t chunk = std::max<int64_t>({minChunk, 1, (n + size() - 1) / size()});
-  if (workers.empty() || chunk >= n) {
+  // As many chunks as hold minChunk items each (the last one too: a short tail task would wake a worker
+  // for less than it costs), at most one per thread, of sizes differing by one at most.
+  int64_t parts = std::clamp<int64_t>(n / std::max<int64_t>(minChunk, 1), 1, size());
+  if (parts == 1) {
     body(0, n);
     return;
   }
@@ -70,12 +81,13 @@ void ThreadPool::parallelFor(int64_t n, int64_t minChunk, const std::function<vo
     std::lock_guard<std::mutex> lock(mutex);
     job = &body;
     jobItems = n;
-    jobChunk = chunk;
+    jobParts = parts;
     pending = static_cast<unsigned>(workers.size());
     ++generation;
   }
   wake.notify_all();
-  body(0, std::min(n, chunk));
+  auto [begin, end] = part(n, parts, 0);
+  body(begin, end);
   std::unique_lock<std::mutex> lock(mutex);
   done.wait(lock, [&] { return pending == 0; });
 }

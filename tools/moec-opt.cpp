@@ -6,6 +6,7 @@
 #include "moec/compiler/Registration.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -15,5 +16,6 @@ int main(int argc, char **argv) {
   moec::registerMoecPasses();
   mlir::registerTransformsPasses();
   mlir::registerConversionPasses();
+  mlir::arith::registerArithPasses(); // arith-expand (bf16 rounding as integer ops)
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "moec optimizer driver\n", registry));
 }

@@ -7,7 +7,8 @@
 # arguments to every cell (EXTRA="--disable compact-predicated-folds" measures without an optimization).
 # AGAINST=OTHER_MOEC compares two builds on a noisy machine: each cell is "other / this , other / this",
 # the two binaries alternating twice. AB=NAME compares one build with and without an optimization: each
-# cell is "off / on , off / on" (`--disable NAME`, alternating twice).
+# cell is "off / on , off / on" (`--disable NAME`, alternating twice). ROWS=REGEX measures only the rows
+# whose label matches (ROWS='mix_precision' for C2 without mixed precision).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
@@ -39,6 +40,7 @@ cell() { # moec bench arguments -> "0.93", or "0.88 / 0.93 , 0.87 / 0.91" with A
 row() { # label, op, then arguments that use $H $E $K
   local label=$1 op=$2 line
   shift 2
+  [[ -n ${ROWS:-} && ! $label =~ $ROWS ]] && return 0
   line="| $label |"
   for shape in "${shapes[@]}"; do
     read -r H E K <<<"$shape"

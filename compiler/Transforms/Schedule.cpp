@@ -51,13 +51,15 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
                            isVectorizable(domain));
       } else {
         int64_t rows = rowsPerBlock;
-        // CPU: a worker takes at least 1 MiB of a row's streamed bytes at once. Waking a worker costs tens
-        // of microseconds here: sweeps at 64 tokens found smaller tasks up to 2x slower than one thread.
+        // CPU: a worker takes at least 3 MiB of a row's streamed bytes at once. Waking a worker costs tens
+        // of microseconds (50-100 in this project's VM, after the worker idled): sweeps at 64 tokens found
+        // two workers up to 2.4x slower than one on 1.5-4.6 MB batches (1 MiB tasks), and faster on 8 MB
+        // (bench/tune/RESULTS.md).
         // Point kernels (a dot product per point, runsPerPoint) keep the default: their units are points,
         // most of which may not be live (A3: 3 % of (token, expert) pairs), so bytes per unit say little.
         if (kind != TargetKind::GPU && !rows && inner > 0 && !runsPerPoint(domain)) {
           int64_t rowBytes = streamedBytesPerRow(domain, inner);
-          rows = std::clamp<int64_t>(((int64_t(1) << 20) + rowBytes - 1) / rowBytes, 1, 1024);
+          rows = std::clamp<int64_t>(((int64_t(3) << 20) + rowBytes - 1) / rowBytes, 1, 1024);
         }
         s = chooseSchedule({rows, threads, vector, unroll}, kind, inner, elemBytes, isVectorizable(domain),
                            cpuLanes ? cpuLanes : hostVectorLanes());

@@ -86,7 +86,34 @@ private:
   SmallVector<arith::TruncFOp> roundings;
 };
 
-void widenFold(FoldOp fold) {
+/// Whether `v`, an f32 value of a widened bf16 fold's step, has its low 16 bits zero whatever it is (a NaN
+/// included): the step's accumulator (it only ever holds bf16 values, widened) or a widened bf16 value.
+bool holdsBf16(Value v, Value wide) {
+  if (v == wide)
+    return true;
+  auto widen = v.getDefiningOp<arith::ExtFOp>();
+  return widen && widen.getIn().getType().isBF16();
+}
+
+/// unchecked-roundings: marks each rounding of `step` (a widened bf16 fold's) that rounds the sum of two
+/// bf16 values and only feeds the accumulator, `T(a + b)` read back as f32 by yields alone. A NaN sum of
+/// such values keeps its low 16 bits zero, so rounding it without the NaN case keeps it a NaN, and the
+/// fold's result is rounded with the NaN case (moe-expand-unchecked-roundings).
+void markUncheckedRoundings(Block &step, Value wide) {
+  step.walk([&](arith::TruncFOp rounding) {
+    auto sum = rounding.getIn().getDefiningOp<arith::AddFOp>();
+    if (!rounding.getType().isBF16() || rounding.getRoundingmodeAttr() || !sum || !sum.getType().isF32() ||
+        !holdsBf16(sum.getLhs(), wide) || !holdsBf16(sum.getRhs(), wide) || !rounding->hasOneUse())
+      return;
+    auto widened = dyn_cast<arith::ExtFOp>(*rounding->getUsers().begin());
+    if (!widened || !widened.getType().isF32() ||
+        !llvm::all_of(widened->getUsers(), [](Operation *user) { return isa<YieldOp, scf::YieldOp>(user); }))
+      return;
+    rounding->setAttr(kNanUncheckedAttr, UnitAttr::get(rounding.getContext()));
+  });
+}
+
+void widenFold(FoldOp fold, bool uncheckedRoundings) {
   Location loc = fold.getLoc();
   Type narrowType = fold.getResult().getType();
   OpBuilder b(fold);
@@ -111,6 +138,8 @@ void widenFold(FoldOp fold) {
     }
   if (narrow->use_empty())
     narrow.erase();
+  if (uncheckedRoundings && narrowType.isBF16())
+    markUncheckedRoundings(*step, wide);
 
   b.setInsertionPointAfter(wideFold);
   Value result = arith::TruncFOp::create(b, loc, narrowType, wideFold.getResult());
@@ -119,6 +148,8 @@ void widenFold(FoldOp fold) {
 }
 
 struct WidenRoundedFoldsPass : impl::MoeWidenRoundedFoldsBase<WidenRoundedFoldsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     SmallVector<FoldOp> folds;
     getOperation()->walk([&](FoldOp fold) {
@@ -126,7 +157,7 @@ struct WidenRoundedFoldsPass : impl::MoeWidenRoundedFoldsBase<WidenRoundedFoldsP
         folds.push_back(fold);
     });
     for (FoldOp fold : folds)
-      widenFold(fold);
+      widenFold(fold, uncheckedRoundings);
   }
 };
 

@@ -402,4 +402,13 @@ MUTATIONS = [
        "    holds = arith::ConstantIntOp::create(b, loc, 1, 1);\n"
        "    auto choice = scf::IfOp::create(b, loc, loop.getResultTypes(), holds, /*withElseRegion=*/true);\n")],
      r"InitRoutingV2Grad|MoeUnpermute|Optimizations|Hardening", "Transforms/version-row"),
+    ("unchecked-any-rounding",
+     "moe-widen-rounded-folds{unchecked-roundings} marks every step rounding that feeds the accumulator, not "
+     "only those of a sum of two bf16 values (a weighted step's fma with a NaN prob whose low bits are set "
+     "then rounds to zero instead of a NaN)",
+     [("compiler/Transforms/WidenRoundedFolds.cpp",
+       "    if (!rounding.getType().isBF16() || rounding.getRoundingmodeAttr() || !sum || !sum.getType().isF32() ||\n"
+       "        !holdsBf16(sum.getLhs(), wide) || !holdsBf16(sum.getRhs(), wide) || !rounding->hasOneUse())\n",
+       "    if (!rounding.getType().isBF16() || !rounding->hasOneUse())\n")],
+     r"MoeUnpermute|Optimizations", "Transforms/widen-rounded"),
 ]

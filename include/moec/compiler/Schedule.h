@@ -30,7 +30,8 @@ enum Optimization : uint32_t {
   kPrefetchGatheredRows = 1u << 11,   // moe-prefetch-gathered-rows (CPU)
   kWidenRoundedFolds = 1u << 12,      // moe-widen-rounded-folds (CPU)
   kVersionRowLoops = 1u << 13,        // moe-version-row-loops (CPU)
-  kAllOptimizations = (1u << 14) - 1,
+  kUncheckedStepRoundings = 1u << 14, // moe-widen-rounded-folds{unchecked-roundings} (CPU)
+  kAllOptimizations = (1u << 15) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): they win at some shapes and lose at
   // others, by more than a rule the compiler can check tells apart, so `moec tune` decides.
   kOptInOptimizations = kPrefetchGatheredRows,
@@ -45,7 +46,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
     {"group-rows", kGroupRows},                    {"group-points", kGroupPoints},
     {"lane-point-access", kLanePointAccess},       {"prefetch-gathered-rows", kPrefetchGatheredRows},
-    {"widen-rounded-folds", kWidenRoundedFolds},   {"version-row-loops", kVersionRowLoops}};
+    {"widen-rounded-folds", kWidenRoundedFolds},   {"version-row-loops", kVersionRowLoops},
+    {"unchecked-step-roundings", kUncheckedStepRoundings}};
 static_assert(
     [] {
       uint32_t all = 0;

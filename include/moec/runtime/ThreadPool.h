@@ -23,7 +23,8 @@ public:
   unsigned size() const { return static_cast<unsigned>(workers.size()) + 1; }
 
   /// Runs body(begin, end) over [0, n) split into at most size() contiguous chunks of at least
-  /// `minChunk` items; the calling thread takes one chunk. Returns when all are done.
+  /// `minChunk` items each (one chunk when n < 2 * minChunk), of sizes that differ by one at most; the
+  /// calling thread takes the first. Returns when all are done.
   void parallelFor(int64_t n, int64_t minChunk, const std::function<void(int64_t, int64_t)> &body);
 
   /// The process-wide pool: $MOEC_THREADS threads (1 to 1024), else one per hardware thread.
@@ -37,7 +38,7 @@ private:
   std::mutex mutex;
   std::condition_variable wake, done;
   const std::function<void(int64_t, int64_t)> *job = nullptr;
-  int64_t jobItems = 0, jobChunk = 0;
+  int64_t jobItems = 0, jobParts = 0;
   uint64_t generation = 0;
   unsigned pending = 0;
   bool stopping = false;

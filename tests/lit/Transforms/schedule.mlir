@@ -12,14 +12,14 @@
 // GPU-LABEL: func.func @bf16_7168
 // GPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 8, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @bf16_7168
-// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
+// CPU: moe.compute {{.*}} {schedule = #moe.schedule<rowsPerBlock = 110, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
 // On the CPU the vector is one register of elements: cpu-lanes f32 lanes (by default this machine's: 16 with
 // AVX-512), twice as many 16-bit ones (on Ascend one register of f32 lanes whatever the type),
-// and rowsPerBlock the least rows a worker takes: 1 MiB of the bytes a row streams (7168 bf16 in and out: 37).
+// and rowsPerBlock the least rows a worker takes: 3 MiB of the bytes a row streams (7168 bf16 in and out: 110).
 // CPU16-LABEL: func.func @bf16_7168
-// CPU16: {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 32, unroll = 8>} : memref<?x7168xbf16>
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 110, threads = 1, vector = 32, unroll = 8>} : memref<?x7168xbf16>
 // ASCEND-LABEL: func.func @bf16_7168
-// ASCEND: {schedule = #moe.schedule<rowsPerBlock = 37, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
+// ASCEND: {schedule = #moe.schedule<rowsPerBlock = 110, threads = 1, vector = 16, unroll = 8>} : memref<?x7168xbf16>
 // CPU16-LABEL: func.func @f16_7
 // CPU16: {schedule = #moe.schedule<rowsPerBlock = 1024, threads = 1, vector = 4, unroll = 8>} : memref<?x7xf16>
 // V1-LABEL: func.func @bf16_7168
@@ -77,7 +77,7 @@ func.func @f16_7(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @bf16_1020
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 4, unroll = 8>} : memref<?x1020xbf16>
 // CPU-LABEL: func.func @bf16_1020
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 258, threads = 1, vector = 16, unroll = 8>} : memref<?x1020xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 772, threads = 1, vector = 16, unroll = 8>} : memref<?x1020xbf16>
 func.func @bf16_1020(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c1020 = arith.constant 1020 : index
   %gv = moe.view %g[%N, %c1020] : !llvm.ptr -> memref<?x1020xbf16>
@@ -111,7 +111,7 @@ func.func @bf16_1(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
 // GPU-LABEL: func.func @transposed
 // GPU: {schedule = #moe.schedule<rowsPerBlock = 1, threads = 256, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 // CPU-LABEL: func.func @transposed
-// CPU: {schedule = #moe.schedule<rowsPerBlock = 74, threads = 1, vector = 1, unroll = 8>} : memref<?x7168xbf16>
+// CPU: {schedule = #moe.schedule<rowsPerBlock = 220, threads = 1, vector = 1, unroll = 8>} : memref<?x7168xbf16>
 func.func @transposed(%g: !llvm.ptr, %out: !llvm.ptr, %N: index) {
   %c7168 = arith.constant 7168 : index
   %gv = moe.view %g[%c7168, %N] : !llvm.ptr -> memref<7168x?xbf16>

@@ -9,6 +9,14 @@
 // (and the loop lowering then adds the live steps directly); carried in bf16 it does not.
 // RUN: moec-opt %s --moe-widen-rounded-folds --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT
 // RUN: moec-opt %s --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=NARROW
+// unchecked-roundings: the step's rounding of acc + a bf16 term, read back only by the accumulator, is
+// marked moe.nan_unchecked (a NaN there keeps its low 16 bits zero: moe-expand-unchecked-roundings); the
+// rounding of the fold's result keeps its NaN case. Without the option, or when a term is not a widened
+// bf16 value (here f32 from an integer: its low bits are not known to be zero), nothing is marked.
+// RUN: moec-opt %s --moe-widen-rounded-folds=unchecked-roundings=true | FileCheck %s --check-prefix=MARK
+// RUN: moec-opt %s --moe-widen-rounded-folds | FileCheck %s --check-prefix=NOMARK
+// RUN: sed -e 's/%14 = arith.extf %13 : bf16 to f32/%14 = arith.sitofp %5 : i32 to f32/' %s \
+// RUN:   | moec-opt --moe-widen-rounded-folds=unchecked-roundings=true | FileCheck %s --check-prefix=NOMARK
 // A fold that never widens its accumulator (here: a live step that ignores it) is left alone.
 // RUN: sed -e 's/%15 = arith.addf %9, %14 : f32/%15 = arith.addf %14, %14 : f32/' -e 's/%9 = arith.extf %arg13 : bf16 to f32/%9 = arith.constant 1.0 : f32/' %s | moec-opt --moe-widen-rounded-folds | FileCheck %s --check-prefix=KEEP
 
@@ -26,6 +34,13 @@
 // WIDE: moe.yield %[[STEP]] : f32
 // WIDE: %[[RESULT:.*]] = arith.truncf %[[FOLD]] : f32 to bf16
 // WIDE-NEXT: moe.yield %[[RESULT]] : bf16
+
+// MARK: %[[SUM:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// MARK-NEXT: %[[ROUNDED:.*]] = arith.truncf %[[SUM]] {moe.nan_unchecked} : f32 to bf16
+// MARK-NEXT: %[[WIDENED:.*]] = arith.extf %[[ROUNDED]] : bf16 to f32
+// MARK: %[[RESULT:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// MARK-NEXT: moe.yield %[[RESULT]] : bf16
+// NOMARK-NOT: moe.nan_unchecked
 
 // SHORT: moe.compact %c8 : memref<8xi32>
 // SHORT: moe.fold %{{.*}} : f32 {

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -304,6 +305,46 @@ TEST(MoeUnpermuteSpecial, SpecialAndSubnormalValues) {
             Problem p = makeProblem(dtype, Flags{mix, weighted, quirk}, 40, 6, 4, 19, rng, v);
             checkProblem(p);
           }
+}
+
+/// bf16 without mixed precision rounds after every add; moe-expand-unchecked-roundings drops the NaN case
+/// of the steps' roundings of `acc + x` (a NaN there stays a NaN, and the result's rounding makes it the
+/// canonical one). NaNs of every payload in the rows (0x7fff, 0xffff: the bias would carry out of a NaN
+/// with its low bits set), +-Inf pairs (their sum is the CPU's default NaN), and in the weighted mode NaN
+/// probs whose f32 payload fills the low bits (an fma step keeps its NaN case): the same bytes, NaNs
+/// included, with the optimization on and off, and the reference's values.
+TEST(MoeUnpermuteSpecial, UncheckedStepRoundingsKeepEveryBit) {
+  SEEDED_RNG(rng);
+  const uint16_t nanRows[] = {0x7fff, 0xffff, 0x7f81, 0xff81, 0x7fc1, 0xffc0};
+  const uint32_t nanProbs[] = {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0x7fc0ffffu};
+  for (bool weighted : {false, true}) {
+    Problem p = makeProblem(DType::BF16, Flags{false, weighted, false}, 60, 6, 4, 37, rng, Values::Special);
+    SCOPED_TRACE(p.describe());
+    auto *rows = static_cast<uint16_t *>(p.xu.data());
+    for (int64_t r = 0; r < p.R; ++r) {
+      if (std::isnan(p.pu.getF32(r)))
+        continue; // a padding row: never read
+      for (int64_t h = 0; h < p.H; ++h)
+        if (uniformInt(rng, 0, 19) == 0)
+          rows[r * p.H + h] = nanRows[uniformInt(rng, 0, 5)];
+      if (weighted && uniformInt(rng, 0, 9) == 0) {
+        uint32_t bits = nanProbs[uniformInt(rng, 0, 3)];
+        std::memcpy(static_cast<char *>(p.pu.data()) + r * 4, &bits, 4);
+      }
+    }
+    Schedule checked;
+    checked.disabled = kUncheckedStepRoundings;
+    CpuRunResult on = runOp(op(), p.dtype, p.attrs(), p.inputs());
+    CpuRunResult off = runOp(op(), p.dtype, p.attrs(), p.inputs(), checked);
+    const HostTensor &got = on.outputs.at(kOut), &want = off.outputs.at(kOut);
+    ASSERT_EQ(got.bytes(), want.bytes());
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0) << "the bytes differ with the NaN checks on";
+    EXPECT_TRUE(bitsEqual(reference(p).out, got));
+    int64_t nans = 0;
+    for (int64_t i = 0; i < got.elements(); ++i)
+      nans += std::isnan(loadF32(DType::BF16, got.raw(), i));
+    EXPECT_GT(nans, 0) << "no NaN reached the output: the test checks nothing";
+  }
 }
 
 /// The quirk flag: with exactly one contributor the raw row (bits, incl. -0.0) vs the weighted value.

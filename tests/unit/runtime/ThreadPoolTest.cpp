@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -15,18 +16,29 @@ using namespace moec;
 
 namespace {
 
-/// Runs one loop over [0, n) and checks that every item was visited once.
+/// Runs one loop over [0, n) and checks that every item was visited once, in at most size() chunks, none
+/// shorter than minChunk when there are several (a short tail would wake a thread for too little work).
 void expectEachOnce(ThreadPool &pool, int64_t n, int64_t minChunk) {
   std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  std::mutex mutex;
+  std::vector<int64_t> chunks;
   pool.parallelFor(n, minChunk, [&](int64_t begin, int64_t end) {
     ASSERT_LE(0, begin);
     ASSERT_LE(begin, end);
     ASSERT_LE(end, n);
     for (int64_t i = begin; i < end; ++i)
       hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mutex);
+    chunks.push_back(end - begin);
   });
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "item " << i << " of " << n;
+  EXPECT_LE(chunks.size(), pool.size()) << n << " items, minChunk " << minChunk;
+  for (int64_t c : chunks)
+    if (chunks.size() > 1)
+      EXPECT_GE(c, minChunk) << n << " items in " << chunks.size() << " chunks";
+  if (n >= 2 * minChunk && pool.size() > 1)
+    EXPECT_GE(chunks.size(), 2u) << n << " items, minChunk " << minChunk << ": room for two chunks, one used";
 }
 
 } // namespace

@@ -134,7 +134,16 @@ def MoeWidenRoundedFolds : Pass<"moe-widen-rounded-folds", "::mlir::ModuleOp"> {
     }
     %r = arith.truncf %w : f32 to bf16
     ```
+
+    With `unchecked-roundings` (bf16 only), a step's rounding of the sum of two bf16 values (the
+    accumulator and a widened bf16 term) whose rounded value goes only to the accumulator is marked
+    `moe.nan_unchecked`: moe-expand-unchecked-roundings rounds it without the NaN case, since a NaN there
+    stays a NaN and the fold's result is rounded with it (see that pass).
   }];
+  let options = [
+    Option<"uncheckedRoundings", "unchecked-roundings", "bool", /*default=*/"false",
+           "mark the step roundings whose NaN case the result's rounding covers (moe.nan_unchecked)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
@@ -528,6 +537,35 @@ def MoeBf16Bits : Pass<"moe-bf16-bits", "::mlir::ModuleOp"> {
     %b = arith.bitcast %rounded : vector<16xbf16> to vector<16xi16>
     %s = arith.select %isNan, %a, %b : vector<16xi1>, vector<16xi16>
     %r = arith.bitcast %s : vector<16xi16> to vector<16xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def MoeExpandUncheckedRoundings : Pass<"moe-expand-unchecked-roundings", "::mlir::ModuleOp"> {
+  let summary = "CPU: a marked bf16 rounding read back as f32 becomes integer ops without the NaN case";
+  let description = [{
+    Runs before arith-expand-ops. `arith.extf(arith.truncf(y))` from f32 to bf16 and back, where the
+    truncf is marked `moe.nan_unchecked` (moe-widen-rounded-folds{unchecked-roundings}), becomes the
+    round-to-nearest-even of arith-expand-ops on y's bits, kept in f32: `(bits + 0x7fff + bit16) &
+    0xffff0000`, without its NaN test and select (on x86 a compare into a mask register and a masked move
+    in every step of C2's chain of roundings). The marked roundings are of sums of two bf16 values, whose
+    low 16 bits are zero, so a NaN sum is an operand's NaN or the CPU's default NaN (x86 0xffc00000,
+    AArch64 and RISC-V 0x7fc00000), low 16 bits zero too: the bias then never carries out of them, and the
+    NaN stays the same NaN. The fold's result is rounded with the NaN case, so every result is the same.
+    (PTX's default NaN is 0x7fffffff, which the bias would carry into the sign: CPU only.)
+
+    ```mlir
+    %t = arith.truncf %y {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
+    %w = arith.extf %t : vector<16xbf16> to vector<16xf32>
+    // becomes
+    %b = arith.bitcast %y : vector<16xf32> to vector<16xi32>
+    %s = arith.shrui %b, %c16 : vector<16xi32>
+    %l = arith.andi %s, %c1 : vector<16xi32>
+    %bias = arith.addi %l, %c7fff : vector<16xi32>
+    %u = arith.addi %b, %bias : vector<16xi32>
+    %r = arith.andi %u, %cffff0000 : vector<16xi32>
+    %w = arith.bitcast %r : vector<16xi32> to vector<16xf32>
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];

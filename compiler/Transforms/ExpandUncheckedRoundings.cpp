@@ -1,0 +1,82 @@
+//===- ExpandUncheckedRoundings.cpp - bf16 roundings without the NaN case --===//
+//
+// C2 without mixed precision rounds its accumulator to bf16 after every add; moe-widen-rounded-folds
+// keeps it in f32 as `f32(bf16(acc + x))`. arith-expand-ops rounds with integer ops and then selects the
+// canonical NaN where the sum is a NaN: on x86 a compare into a mask register and a masked move, 2 of
+// the ~10 vector instructions of each step of the chain. Where moe-widen-rounded-folds marked the
+// rounding (kNanUncheckedAttr: the sum of two bf16 values, read back only by the accumulator), this pass
+// rounds it as arith-expand-ops does, minus the select, and stays in f32:
+//   bits = bitcast(y); bits + 0x7fff + ((bits >> 16) & 1), low 16 bits cleared.
+// That is arith-expand-ops' result for every non-NaN y (its `>> 16`, then extf's `<< 16`). A NaN y is
+// an operand's NaN quieted or a NaN of zero payload (LLVM's rules for a NaN result; x86 gives 0xffc00000,
+// AArch64 0x7fc00000), low 16 bits zero since the operands are widened bf16 values, so the bias (at
+// most 0x8000) never carries out of them and the NaN comes out unchanged. The fold's
+// result goes through an unmarked rounding, which turns any NaN into the canonical one: the same bits
+// as with the select at every step.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOEEXPANDUNCHECKEDROUNDINGS
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+/// `f32(bf16(y))` for f32 (or vector of f32) `y`, rounded to nearest even with integer ops, a NaN y kept.
+Value roundInF32(OpBuilder &b, Location loc, Value y) {
+  Type bitsType = b.getI32Type();
+  if (auto vector = dyn_cast<VectorType>(y.getType()))
+    bitsType = vector.clone(bitsType);
+  auto constant = [&](uint32_t v) {
+    TypedAttr value = b.getI32IntegerAttr(int32_t(v));
+    if (auto vector = dyn_cast<VectorType>(bitsType))
+      value = DenseElementsAttr::get(vector, value);
+    return arith::ConstantOp::create(b, loc, value);
+  };
+  Value c16 = constant(16), c1 = constant(1), bias = constant(0x7fff), high = constant(0xffff0000u);
+  Value bits = arith::BitcastOp::create(b, loc, bitsType, y);
+  Value bit16 = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, c16), c1);
+  Value biased = arith::AddIOp::create(b, loc, bits, arith::AddIOp::create(b, loc, bit16, bias));
+  Value rounded = arith::AndIOp::create(b, loc, biased, high);
+  return arith::BitcastOp::create(b, loc, y.getType(), rounded);
+}
+
+struct ExpandUncheckedRoundingsPass : impl::MoeExpandUncheckedRoundingsBase<ExpandUncheckedRoundingsPass> {
+  void runOnOperation() override {
+    SmallVector<arith::TruncFOp> marked;
+    getOperation()->walk([&](arith::TruncFOp rounding) {
+      if (rounding->hasAttr(kNanUncheckedAttr))
+        marked.push_back(rounding);
+    });
+    OpBuilder b(&getContext());
+    for (arith::TruncFOp rounding : marked) {
+      Value y = rounding.getIn();
+      if (!getElementTypeOrSelf(rounding.getType()).isBF16() || !getElementTypeOrSelf(y.getType()).isF32()) {
+        rounding.emitOpError("moe-expand-unchecked-roundings: marked, but not a rounding of f32 to bf16");
+        return signalPassFailure();
+      }
+      // Its f32 readers take the rounding in f32; anything else keeps the checked one.
+      for (Operation *user : llvm::make_early_inc_range(rounding->getUsers())) {
+        auto widened = dyn_cast<arith::ExtFOp>(user);
+        if (!widened || widened.getType() != y.getType())
+          continue;
+        b.setInsertionPoint(widened);
+        widened.replaceAllUsesWith(roundInF32(b, widened.getLoc(), y));
+        widened.erase();
+      }
+      if (rounding->use_empty())
+        rounding.erase();
+      else
+        rounding->removeAttr(kNanUncheckedAttr);
+    }
+  }
+};
+
+} // namespace
+} // namespace moec::moe

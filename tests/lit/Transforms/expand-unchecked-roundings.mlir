@@ -1,0 +1,69 @@
+// moe-expand-unchecked-roundings: a marked rounding to bf16 read back as f32 becomes arith-expand-ops'
+// round-to-nearest-even on the f32 bits, kept in f32 and without the NaN select; an unmarked one is left
+// to arith-expand-ops, and a marked one that something other than its widening reads keeps the truncf
+// for that reader (unmarked).
+// RUN: moec-opt %s --moe-expand-unchecked-roundings | FileCheck %s
+// RUN: moec-opt %s --moe-expand-unchecked-roundings --arith-expand="include-bf16=true" | FileCheck %s --check-prefix=EXPANDED
+
+// CHECK-LABEL: func.func @marked
+// CHECK-NOT: arith.truncf
+// The constants: 16, 1, the bias 0x7fff and the mask 0xffff0000 (-65536).
+// CHECK-DAG: %[[C16:.*]] = arith.constant dense<16> : vector<16xi32>
+// CHECK-DAG: %[[C1:.*]] = arith.constant dense<1> : vector<16xi32>
+// CHECK-DAG: %[[C7FFF:.*]] = arith.constant dense<32767> : vector<16xi32>
+// CHECK-DAG: %[[MASK:.*]] = arith.constant dense<-65536> : vector<16xi32>
+// CHECK: %[[BITS:.*]] = arith.bitcast %arg0 : vector<16xf32> to vector<16xi32>
+// CHECK: %[[HIGH:.*]] = arith.shrui %[[BITS]], %[[C16]] : vector<16xi32>
+// CHECK: %[[BIT16:.*]] = arith.andi %[[HIGH]], %[[C1]] : vector<16xi32>
+// CHECK: %[[BIAS:.*]] = arith.addi %[[BIT16]], %[[C7FFF]] : vector<16xi32>
+// CHECK: %[[BIASED:.*]] = arith.addi %[[BITS]], %[[BIAS]] : vector<16xi32>
+// CHECK: %[[ROUNDED:.*]] = arith.andi %[[BIASED]], %[[MASK]] : vector<16xi32>
+// CHECK: %[[BACK:.*]] = arith.bitcast %[[ROUNDED]] : vector<16xi32> to vector<16xf32>
+// CHECK: return %[[BACK]]
+// No NaN test is left once arith-expand-ops has run.
+// EXPANDED-LABEL: func.func @marked
+// EXPANDED-NOT: arith.cmpf
+// EXPANDED-NOT: arith.select
+// EXPANDED: return
+func.func @marked(%y: vector<16xf32>) -> vector<16xf32> {
+  %t = arith.truncf %y {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
+  %w = arith.extf %t : vector<16xbf16> to vector<16xf32>
+  return %w : vector<16xf32>
+}
+
+// A scalar one.
+// CHECK-LABEL: func.func @scalar
+// CHECK: arith.bitcast %arg0 : f32 to i32
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK-NOT: arith.truncf
+func.func @scalar(%y: f32) -> f32 {
+  %t = arith.truncf %y {moe.nan_unchecked} : f32 to bf16
+  %w = arith.extf %t : bf16 to f32
+  return %w : f32
+}
+
+// Unmarked: left to arith-expand-ops, whose expansion tests for NaN.
+// CHECK-LABEL: func.func @unmarked
+// CHECK: %[[T:.*]] = arith.truncf %arg0 : vector<16xf32> to vector<16xbf16>
+// CHECK: arith.extf %[[T]]
+// EXPANDED-LABEL: func.func @unmarked
+// EXPANDED: arith.cmpf
+// EXPANDED: arith.select
+func.func @unmarked(%y: vector<16xf32>) -> vector<16xf32> {
+  %t = arith.truncf %y : vector<16xf32> to vector<16xbf16>
+  %w = arith.extf %t : vector<16xbf16> to vector<16xf32>
+  return %w : vector<16xf32>
+}
+
+// A marked rounding also returned as bf16: the widening is rewritten, the truncf stays for the bf16 reader,
+// no longer marked.
+// CHECK-LABEL: func.func @read_as_bf16
+// CHECK: %[[T:.*]] = arith.truncf %arg0 : f32 to bf16
+// CHECK-NOT: moe.nan_unchecked
+// CHECK: %[[W:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CHECK: return %[[W]], %[[T]] : f32, bf16
+func.func @read_as_bf16(%y: f32) -> (f32, bf16) {
+  %t = arith.truncf %y {moe.nan_unchecked} : f32 to bf16
+  %w = arith.extf %t : bf16 to f32
+  return %w, %t : f32, bf16
+}
