@@ -10,7 +10,7 @@ ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 1; i < threads; ++i)
-    workers.emplace_back([this, i] { workerLoop(i); });
+    workers.emplace_back([this] { workerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -38,28 +38,23 @@ ThreadPool &ThreadPool::shared() {
   return pool;
 }
 
-/// Part `index` of [0, n) split into `parts` (the first n % parts one item longer); empty past the last.
+/// Part `index` (< parts) of [0, n) split into `parts`, the first n % parts one item longer.
 static std::pair<int64_t, int64_t> part(int64_t n, int64_t parts, int64_t index) {
-  if (index >= parts)
-    return {n, n};
   int64_t base = n / parts, extra = n % parts;
   int64_t begin = index * base + std::min(index, extra);
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
-void ThreadPool::workerLoop(unsigned index) {
-  uint64_t seen = 0;
+void ThreadPool::workerLoop() {
+  std::unique_lock<std::mutex> lock(mutex);
   for (;;) {
-    std::unique_lock<std::mutex> lock(mutex);
-    wake.wait(lock, [&] { return stopping || generation != seen; });
+    wake.wait(lock, [&] { return stopping || nextPart < jobParts; });
     if (stopping)
       return;
-    seen = generation;
     const auto *body = job;
-    auto [begin, end] = part(jobItems, jobParts, index);
+    auto [begin, end] = part(jobItems, jobParts, nextPart++);
     lock.unlock();
-    if (begin < end)
-      (*body)(begin, end);
+    (*body)(begin, end);
     lock.lock();
     if (--pending == 0)
       done.notify_one();
@@ -82,10 +77,12 @@ void ThreadPool::parallelFor(int64_t n, int64_t minChunk, const std::function<vo
     job = &body;
     jobItems = n;
     jobParts = parts;
-    pending = static_cast<unsigned>(workers.size());
-    ++generation;
+    nextPart = 1; // the calling thread runs part 0
+    pending = static_cast<unsigned>(parts - 1);
   }
-  wake.notify_all();
+  // Only as many workers as there are parts left: the others sleep on.
+  for (int64_t i = 1; i < parts; ++i)
+    wake.notify_one();
   auto [begin, end] = part(n, parts, 0);
   body(begin, end);
   std::unique_lock<std::mutex> lock(mutex);

@@ -31,16 +31,15 @@ public:
   static ThreadPool &shared();
 
 private:
-  void workerLoop(unsigned index);
+  void workerLoop();
 
   std::vector<std::thread> workers;
   std::mutex callMutex; // one parallelFor at a time
   std::mutex mutex;
   std::condition_variable wake, done;
   const std::function<void(int64_t, int64_t)> *job = nullptr;
-  int64_t jobItems = 0, jobParts = 0;
-  uint64_t generation = 0;
-  unsigned pending = 0;
+  int64_t jobItems = 0, jobParts = 0, nextPart = 0; // a worker takes part nextPart++ while parts are left
+  unsigned pending = 0; // parts taken by workers and not finished yet
   bool stopping = false;
 };
 
