@@ -114,7 +114,7 @@ SumOp contiguousReductionOf(DomainOp op) {
 /// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
 /// around it up to `stop`, but for `along` (the reduction a row streams). A bound known only at run time
 /// (a compacted list's length) counts once.
-int64_t stepsPerRow(Operation *op, Operation *stop, Operation *along) {
+int64_t stepsPerRow(Operation *op, Operation *stop, Operation *along, int64_t liveSteps) {
   int64_t steps = 1;
   for (Operation *p = op->getParentOp(); p && p != stop; p = p->getParentOp()) {
     if (p == along)
@@ -127,10 +127,34 @@ int64_t stepsPerRow(Operation *op, Operation *stop, Operation *along) {
     else if (auto compact = dyn_cast<CompactOp>(p))
       bound = compact.getBound();
     APInt value;
-    if (bound && matchPattern(bound, m_ConstantInt(&value)) && value.getSExtValue() > 0)
-      steps = std::min<int64_t>(steps * value.getSExtValue(), int64_t(1) << 40);
+    if (!bound || !matchPattern(bound, m_ConstantInt(&value)) || value.getSExtValue() < 1)
+      continue;
+    int64_t count = value.getSExtValue();
+    if (liveSteps > 0 && isa<SumOp, FoldOp>(p) && predicatedStep(p))
+      count = std::min(count, liveSteps);
+    steps = std::min<int64_t>(steps * count, int64_t(1) << 40);
   }
   return steps;
+}
+
+std::optional<PredicatedStep> predicatedStep(Operation *reduction) {
+  Block &body = reduction->getRegion(0).front();
+  Value yielded = cast<YieldOp>(body.getTerminator()).getValue();
+  auto branch = yielded.getDefiningOp<scf::IfOp>();
+  if (!branch || branch->getBlock() != &body || branch.getNumResults() != 1 || !branch.elseBlock())
+    return std::nullopt;
+  // Whether `v` leaves the accumulator unchanged: the fold's accumulator itself, or +0.0 for a sum.
+  auto keepsAccumulator = [&](Value v) {
+    if (isa<FoldOp>(reduction))
+      return v == body.getArgument(1);
+    APFloat zero(0.0f);
+    return matchPattern(v, m_ConstantFloat(&zero)) && zero.isPosZero();
+  };
+  bool thenKeeps = keepsAccumulator(branch.thenYield().getOperand(0));
+  bool elseKeeps = keepsAccumulator(branch.elseYield().getOperand(0));
+  if (thenKeeps == elseKeeps)
+    return std::nullopt;
+  return PredicatedStep{branch, elseKeeps};
 }
 
 int64_t streamedBytesPerRow(DomainOp op, int64_t inner) {
@@ -140,7 +164,7 @@ int64_t streamedBytesPerRow(DomainOp op, int64_t inner) {
     if (load.getIndices().empty() || load.getIndices().back() != along)
       return;
     int64_t elem = std::max<int64_t>(1, load.getMemRefType().getElementTypeBitWidth() / 8);
-    bytes = std::min<int64_t>(bytes + elem * stepsPerRow(load, op.op(), nullptr), int64_t(1) << 40);
+    bytes = std::min<int64_t>(bytes + elem * stepsPerRow(load, op.op(), nullptr, kAssumedLiveSteps), int64_t(1) << 40);
   });
   return std::min<int64_t>(bytes * std::max<int64_t>(inner, 1), int64_t(1) << 50);
 }

@@ -32,22 +32,6 @@ namespace moec::moe {
 
 namespace {
 
-/// A fold step `p ? acc : f(acc)` or a sum term `p ? 0.0 : f`: the scf.if, and whether f is its then
-/// branch.
-struct PredicatedStep {
-  scf::IfOp branch;
-  bool liveIsThen = false;
-};
-
-/// Whether `v` leaves the reduction's accumulator unchanged: the fold's accumulator itself, or +0.0 for a
-/// sum.
-bool keepsAccumulator(Operation *reduction, Value v) {
-  if (isa<FoldOp>(reduction))
-    return v == reduction->getRegion(0).front().getArgument(1);
-  APFloat zero(0.0f);
-  return matchPattern(v, m_ConstantFloat(&zero)) && zero.isPosZero();
-}
-
 /// Whether the fold's live steps add a term to the accumulator (so that the fold over the list is one the
 /// CPU lowering runs as an accumulated row): any f32 sum, or a fold whose live branch ends in
 /// `acc + x` or fma(x, w, acc) (rounded back to T or not: termAdditionReader), with the accumulator used
@@ -62,19 +46,6 @@ bool liveStepAccumulates(Operation *reduction, PredicatedStep step) {
   Operation *reader = termAdditionReader(next, acc);
   return reader && reader->getBlock() == &live && next.getDefiningOp()->getBlock() == &live &&
          llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == reader || user == keep; });
-}
-
-std::optional<PredicatedStep> predicatedStep(Operation *reduction) {
-  Block &body = reduction->getRegion(0).front();
-  Value yielded = cast<YieldOp>(body.getTerminator()).getValue();
-  auto branch = yielded.getDefiningOp<scf::IfOp>();
-  if (!branch || branch->getBlock() != &body || branch.getNumResults() != 1 || !branch.elseBlock())
-    return std::nullopt;
-  bool thenKeeps = keepsAccumulator(reduction, branch.thenYield().getOperand(0));
-  bool elseKeeps = keepsAccumulator(reduction, branch.elseYield().getOperand(0));
-  if (thenKeeps == elseKeeps)
-    return std::nullopt;
-  return PredicatedStep{branch, elseKeeps};
 }
 
 /// The ops of the reduction's body that `v` depends on, in body order; fails if one depends on the

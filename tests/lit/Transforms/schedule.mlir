@@ -182,3 +182,62 @@ func.func @row_guarded_scatter(%g: !llvm.ptr, %idx: !llvm.ptr, %out: !llvm.ptr, 
   }
   return
 }
+
+// C2's combine before moe-compact-predicated-folds: a fold over 128 experts whose step is `r < 0 ? acc :
+// acc + x[r, h]`. How many are live is known only from the data; the CPU row estimate counts at most 8
+// (kAssumedLiveSteps): 3 MiB / ((2 + 8 * 2) * 4096 bytes) = 43 rows a worker. A fold over 128 steps that
+// all add counts them all: 3 MiB / ((2 + 128 * 2) * 4096) = 3 rows.
+// CPU16-LABEL: func.func @predicated_fold
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 43, threads = 1, vector = 32, unroll = 8>} : memref<?x4096xbf16>
+// CPU16-LABEL: func.func @dense_fold
+// CPU16: {schedule = #moe.schedule<rowsPerBlock = 3, threads = 1, vector = 32, unroll = 8>} : memref<?x4096xbf16>
+func.func @predicated_fold(%x: !llvm.ptr, %map: !llvm.ptr, %out: !llvm.ptr, %T: index, %R: index) {
+  %c0 = arith.constant 0 : index
+  %c128 = arith.constant 128 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant 0.0 : f32
+  %xv = moe.view %x[%R, %c4096] : !llvm.ptr -> memref<?x4096xbf16>
+  %mv = moe.view %map[%T, %c128] : !llvm.ptr -> memref<?x128xi32>
+  %ov = moe.view %out[%T, %c4096] : !llvm.ptr -> memref<?x4096xbf16>
+  moe.compute %ov[%T, %c4096] : memref<?x4096xbf16> {
+  ^bb0(%t: index, %h: index):
+    %sum = moe.fold %c128, %zero : f32 {
+    ^bb0(%e: index, %acc: f32):
+      %r32 = memref.load %mv[%t, %e] : memref<?x128xi32>
+      %r = arith.index_cast %r32 : i32 to index
+      %dead = arith.cmpi slt, %r, %c0 : index
+      %next = scf.if %dead -> (f32) {
+        scf.yield %acc : f32
+      } else {
+        %v = memref.load %xv[%r, %h] : memref<?x4096xbf16>
+        %w = arith.extf %v : bf16 to f32
+        %a = arith.addf %acc, %w : f32
+        scf.yield %a : f32
+      }
+      moe.yield %next : f32
+    }
+    %y = arith.truncf %sum : f32 to bf16
+    moe.yield %y : bf16
+  }
+  return
+}
+func.func @dense_fold(%x: !llvm.ptr, %out: !llvm.ptr, %T: index) {
+  %c128 = arith.constant 128 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant 0.0 : f32
+  %xv = moe.view %x[%T, %c128, %c4096] : !llvm.ptr -> memref<?x128x4096xbf16>
+  %ov = moe.view %out[%T, %c4096] : !llvm.ptr -> memref<?x4096xbf16>
+  moe.compute %ov[%T, %c4096] : memref<?x4096xbf16> {
+  ^bb0(%t: index, %h: index):
+    %sum = moe.fold %c128, %zero : f32 {
+    ^bb0(%e: index, %acc: f32):
+      %v = memref.load %xv[%t, %e, %h] : memref<?x128x4096xbf16>
+      %w = arith.extf %v : bf16 to f32
+      %a = arith.addf %acc, %w : f32
+      moe.yield %a : f32
+    }
+    %y = arith.truncf %sum : f32 to bf16
+    moe.yield %y : bf16
+  }
+  return
+}

@@ -8,7 +8,10 @@
 
 #include "moec/compiler/Dialect/MoeDialect.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+
+#include <optional>
 
 namespace moec::moe {
 
@@ -96,6 +99,16 @@ constexpr int64_t kCpuReductionWidth = 32;
 /// way round) or fma(x, w, acc), or either rounded to f16 or bf16 and widened back, as an accumulation in
 /// T carried as f32 does (moe-widen-rounded-folds).
 mlir::Operation *termAdditionReader(mlir::Value next, mlir::Value acc);
+
+/// A fold step `p ? acc : f(acc)` or a sum term `p ? 0.0 : f`: the scf.if, and whether f is its then
+/// branch (see moe-compact-predicated-folds, which runs such a reduction over its live steps only).
+struct PredicatedStep {
+  mlir::scf::IfOp branch;
+  bool liveIsThen = false;
+};
+
+/// The predicated step of a moe.fold or moe.sum, if its step is one.
+std::optional<PredicatedStep> predicatedStep(mlir::Operation *reduction);
 
 /// Whether the domain's points are its units of work rather than its rows: it does not vectorize along its
 /// last dim, but a moe.sum in it reads along its own index (a dot product over H per point). The GPU runs
@@ -227,12 +240,19 @@ void emitStagedPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, int64_t
 
 /// How many times `op` runs per row: the product of the constant bounds of the sums, folds and compacts
 /// around it up to `stop`, but for `along` (the reduction a row streams; may be null). A bound known only
-/// at run time (a compacted list's length) counts once.
-int64_t stepsPerRow(mlir::Operation *op, mlir::Operation *stop, mlir::Operation *along);
+/// at run time (a compacted list's length) counts once. A predicated reduction (predicatedStep) counts at
+/// most `liveSteps` steps when that is above 0.
+int64_t stepsPerRow(mlir::Operation *op, mlir::Operation *stop, mlir::Operation *along, int64_t liveSteps = 0);
+
+/// The live steps that streamedBytesPerRow assumes of a predicated reduction over more steps: routing
+/// reductions are sparse (a token's top-K experts of E, K <= 8 in the production models of spec 8.1), and
+/// how many are live is known only from the data.
+constexpr int64_t kAssumedLiveSteps = 8;
 
 /// The bytes one row of `op` moves along its contiguous dim of `inner` elements: each load indexed by the
-/// row's last index, times the steps it runs per row, and the output. Values that do not run along the
-/// row (indices, probs) are left out: a few bytes a row.
+/// row's last index, times the steps it runs per row (at most kAssumedLiveSteps of a predicated
+/// reduction's, before moe-compact-predicated-folds makes it a list of those), and the output. Values that
+/// do not run along the row (indices, probs) are left out: a few bytes a row.
 int64_t streamedBytesPerRow(DomainOp op, int64_t inner);
 
 /// The first moe.sum of `op` that reads along its own index (a dot product over H), or null.
