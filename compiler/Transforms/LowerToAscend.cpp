@@ -425,6 +425,13 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       placed[output] = {view(raw["acc.f32"], {1, plan.getChunk()},
                              cast<MemRefType>(domain.output().getType()).getElementType()),
                         1, raw["acc.f32"]};
+    // A row copied unchanged from an input goes out from the input's buffer, from the copy it was staged
+    // in (the first: the only load of that tensor along the row).
+    if (CopiedRow copied = copiedRow(domain); copied.load && !plan.getPointRows() && !placed.count(output)) {
+      auto input = placed.find("in." + viewedTensorName(copied.load.getMemRef()));
+      if (input != placed.end())
+        placed[output] = input->second;
+    }
     return placed;
   }
 

@@ -251,7 +251,15 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       passCopies += 1;
       rowBytes += outputBytes;
     } else {
-      elementBuffers.push_back({"out." + output, outputBytes, true, outputOwnRow, 1});
+      // A row that is an input row unchanged goes out from that input's buffer (copiedRow), when the
+      // buffer holds as many rows of a pass as the output's would, and is not kept for later rows where
+      // a row may store a constant over it.
+      CopiedRow copied = accumulates ? CopiedRow() : copiedRow(domain);
+      auto source = copied.load ? streams.find(viewedTensorName(copied.load.getMemRef())) : streams.end();
+      bool fromInput = source != streams.end() && (!outputOwnRow || source->second.own) &&
+                       !(copied.overwrites && !source->second.own && source->second.reuseDims > 0);
+      if (!fromInput)
+        elementBuffers.push_back({"out." + output, outputBytes, true, outputOwnRow, 1});
       (outputOwnRow ? passCopiesPerChunk : rowCopies) += 1;
       rowBytes += rowLength * outputBytes;
     }

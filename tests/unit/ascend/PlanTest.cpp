@@ -375,12 +375,20 @@ TEST(AscendPlanVsCann, ModelShapesTable) {
 
 /// A3 (MoeTokenUnpermuteWithRoutingMapGrad) planned for a full routing with no drops: every permuted row
 /// is some token's, so the fill that zeroes unreferenced rows has none left, and the data and probs
-/// kernels work on the Tk * K live (token, expert) pairs.
+/// kernels work on their live rows: the Tk * K (token, expert) pairs, or in pad mode every slot.
 struct A3Case {
   bool padded, probs;
   int64_t tokens, k, e, h;
   dsl::DType dtype;
+  int64_t r = 0; // permuted rows; 0: Tk * K
+  int64_t rows() const { return r ? r : tokens * k; }
 };
+
+/// The fill of permuted_tokens_grad's rows that no slot references (moe-fill-uncovered-rows). The spec
+/// has them zero; CANN's kernel leaves them unwritten (spec 2.3: "unspecified upstream").
+bool isRowFill(const std::string &kernel) {
+  return kernel.find("__0_permuted_tokens_grad") != std::string::npos;
+}
 
 Plan planA3(const Chip &chip, const A3Case &c) {
   std::unique_ptr<dsl::OpDef> op = loadOp(kA3);
@@ -395,21 +403,66 @@ Plan planA3(const Chip &chip, const A3Case &c) {
   spec.present = with;
   CompiledOp compiled = compile(*op, spec);
   std::vector<std::vector<const dsl::Expr *>> domains;
-  PlanRequest request{op.get(), c.dtype, {{"Tk", c.tokens}, {"R", c.tokens * c.k}, {"E", c.e}, {"H", c.h}},
+  PlanRequest request{op.get(), c.dtype, {{"Tk", c.tokens}, {"R", c.rows()}, {"E", c.e}, {"H", c.h}},
                       {{"drop_and_pad", c.padded}}, with, {}};
   for (const KernelInfo &info : compiled.kernels) {
     domains.push_back(info.domain);
-    bool fill = info.name.find("__0_") != std::string::npos; // `permuted_tokens_grad[r, h] = 0`
-    request.liveRows[info.name] = fill ? 0 : c.tokens * c.k;
+    request.liveRows[info.name] = isRowFill(info.name) ? 0 : c.padded ? c.rows() : c.tokens * c.k;
   }
   return planOp(request, chip, compiled.ascend, domains, compiled.workspace);
+}
+
+/// The plan's cost without the fill of unreferenced rows: the work CANN's kernel does too.
+double costWithoutRowFill(const Plan &plan) {
+  double cost = plan.costNs;
+  for (const KernelPlan &k : plan.kernels)
+    if (isRowFill(k.tiling.kernel))
+      cost -= k.costNs;
+  return cost;
 }
 
 double cannA3CostNs(const Chip &chip, const A3Case &c) {
   cann::DType t = cannType(c.dtype);
   cann::UnpermuteWithRoutingMapGradTiling tiling = cann::unpermuteWithRoutingMapGradTiling(
-      {chip.vectorCores, chip.ubBytes}, c.tokens, c.tokens * c.k, c.e, c.h, c.padded, c.probs, t, t);
+      {chip.vectorCores, chip.ubBytes}, c.tokens, c.rows(), c.e, c.h, c.padded, c.probs, t, t);
   return cannCostNs(chip, cann::unpermuteWithRoutingMapGradWork(tiling, t, t, c.padded, c.probs));
+}
+
+// Under the same cost model, our A3 plans without probs do the work CANN's kernel does (the routed rows)
+// at no more cost on 910B: tokens 1 to 64k, K 1 to 512, H 1 to 16k, both modes, every dtype. The spec's
+// zeroing of rows no slot references, which CANN's kernel does not do, is one more kernel launch (see the
+// table below). With probs ours is still worse in places (issue 11): the test prints the worst cases.
+TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradWithoutProbsIsNeverWorse) {
+  Chip chip = builtinChip("910b");
+  int better = 0, cases = 0;
+  std::map<std::string, std::pair<double, std::string>> worstWithProbs; // mode -> (ours / CANN, case)
+  for (dsl::DType dtype : {dsl::DType::F32, dsl::DType::F16, dsl::DType::BF16})
+    for (auto [e, k] : {std::pair<int64_t, int64_t>{8, 1}, {8, 2}, {64, 6}, {256, 8}, {512, 512}})
+      for (int64_t h : {1, 8, 100, 1024, 7168, 16384})
+        for (auto [padded, probs] : {std::pair{false, false}, {false, true}, {true, false}, {true, true}})
+          for (int64_t n : {1, 7, 80, 1000, 4096, 65536}) {
+            if (n * k > (int64_t(1) << 22))
+              continue;
+            A3Case c{padded, probs, n, k, e, h, dtype};
+            if (padded) // whole capacities C = R / E (at least 1), as the op requires with probs
+              c.r = e * std::max<int64_t>(1, n * k / e);
+            std::string name = fmt::format("{} E={} K={} H={} N={} R={}{}{}", dsl::dtypeName(dtype), e, k, h, n,
+                                           c.rows(), padded ? " pad" : "", probs ? " +probs" : "");
+            SCOPED_TRACE(name);
+            double ours = costWithoutRowFill(planA3(chip, c)), theirs = cannA3CostNs(chip, c);
+            if (probs) {
+              auto &worst = worstWithProbs[padded ? "pad +probs" : "non-pad +probs"];
+              if (ours / theirs > worst.first)
+                worst = {ours / theirs, name};
+              continue;
+            }
+            EXPECT_LE(ours, theirs * (1 + 1e-9));
+            better += ours < theirs * 0.99;
+            ++cases;
+          }
+  std::cout << "without probs, ours is at least 1% cheaper in " << better << " of " << cases << " cases\n";
+  for (const auto &[mode, worst] : worstWithProbs)
+    std::cout << mode << ": worst ours / CANN " << fmt::format("{:.3f}", worst.first) << " at " << worst.second << "\n";
 }
 
 TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradTable) {
@@ -418,16 +471,20 @@ TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradTable) {
     const char *name;
     int64_t h, e, k;
   } shapes[] = {{"DeepSeek-V3", 7168, 256, 8}, {"Qwen3", 4096, 128, 8}, {"Mixtral", 4096, 8, 2}};
-  std::string table = "| shape | mode | N | CANN us | ours us | ours / CANN |\n|---|---|---|---|---|---|\n";
+  std::string table = "| shape | mode | N | CANN us | ours us | ours / CANN | ours without the fill us | "
+                      "without the fill / CANN |\n|---|---|---|---|---|---|---|---|\n";
   for (const Shape &s : shapes)
     for (auto [padded, probs] : {std::pair{false, false}, {false, true}, {true, false}, {true, true}})
       for (int64_t n : {80, 4096}) {
         A3Case c{padded, probs, n, s.k, s.e, s.h, dsl::DType::BF16};
         Plan ours = planA3(chip, c);
         expectSound(ours, chip);
-        double theirs = cannA3CostNs(chip, c);
-        table += fmt::format("| {} | {}{} | {} | {:.1f} | {:.1f} | {:.3f} |\n", s.name, padded ? "pad" : "non-pad",
-                             probs ? " +probs" : "", n, theirs / 1000, ours.costNs / 1000, ours.costNs / theirs);
+        double theirs = cannA3CostNs(chip, c), withoutFill = costWithoutRowFill(ours);
+        if (!probs)
+          EXPECT_LE(withoutFill, theirs * (1 + 1e-9)) << s.name;
+        table += fmt::format("| {} | {}{} | {} | {:.1f} | {:.1f} | {:.3f} | {:.1f} | {:.3f} |\n", s.name,
+                             padded ? "pad" : "non-pad", probs ? " +probs" : "", n, theirs / 1000, ours.costNs / 1000,
+                             ours.costNs / theirs, withoutFill / 1000, withoutFill / theirs);
       }
   std::cout << table;
 }

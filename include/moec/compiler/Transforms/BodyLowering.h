@@ -201,6 +201,16 @@ public:
   virtual void copyOutRows(mlir::OpBuilder &b, llvm::ArrayRef<RowStoreOp> stores, const mlir::IRMapping &scalars) = 0;
 };
 
+/// A domain whose rows are copies of one streamed input row (CopiedRow.cpp): what it writes (or yields)
+/// is a load along the row of a tensor of the output's element type, the only load of that tensor along
+/// the row, or scf.if results that yield it from their then branches, where the write's guard implies the
+/// condition or the else branch yields a constant. Ascend stages the output in that input's UB buffer.
+struct CopiedRow {
+  mlir::memref::LoadOp load; // null: the rows are not copies
+  bool overwrites = false;   // some rows write a constant instead (over the staged input row)
+};
+CopiedRow copiedRow(DomainOp op);
+
 /// `rowTarget` says where the row runs.
 struct RowTarget {
   bool onGpu = false;           // whole warps of a gpu.func: moe.compact lists go to shared memory
