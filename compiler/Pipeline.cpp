@@ -315,7 +315,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     // A tuned config may fix the UB buffering, the chunk and the rows per pass (0: the pass's choice).
     moePasses.addPass(moe::createMoePlanAscend({chip.name, chip.ubBytes, chip.ubAlignment, chip.maxCopyBytes,
                                                 spec.schedule.buffers, spec.schedule.chunk,
-                                                spec.schedule.rowsPerBlock}));
+                                                spec.schedule.rowsPerBlock, chip.dataCopyNs, chip.gmGBpsPerCore}));
   }
   if (failed(moePasses.run(*module)))
     diagnostics.fail(op.name + ": the moe passes failed");

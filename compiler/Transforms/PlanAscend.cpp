@@ -320,8 +320,20 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       return {std::min(chunk, maxCopyBytes / widest / granule * granule), granule};
     };
     auto chunksFor = [&](int64_t chunk) { return chunk <= 0 ? INT64_MAX : (rowLength + chunk - 1) / chunk; };
-    bool useInPlace = bufferCount.getValue() ? bufferCount.getValue() == 1
-                                             : chunksFor(largestChunk(inPlace).first) < chunksFor(largestChunk(pipelined).first);
+    // A row's cost in `chunks` chunks under the chip's cost model (runtime/ascend/Plan.cpp, a core of many
+    // passes): its DataCopy set-ups and its bytes, overlapped when double-buffered, added up when not.
+    auto rowCostNs = [&](int64_t chunks, bool doubleBuffered) {
+      double copyNs = double(chunks) * double(rowCopies + passCopiesPerChunk) * dataCopyNs + double(passCopies) * dataCopyNs;
+      double moveNs = double(rowBytes) / gmGbpsPerCore;
+      return doubleBuffered ? std::max(copyNs, moveNs) : copyNs + moveNs;
+    };
+    int64_t inPlaceChunks = chunksFor(largestChunk(inPlace).first);
+    int64_t pipelinedChunks = chunksFor(largestChunk(pipelined).first);
+    bool useInPlace = inPlaceChunks < pipelinedChunks; // without the chip's costs: the fewer chunks
+    if (useInPlace && dataCopyNs > 0 && gmGbpsPerCore > 0 && pipelinedChunks != INT64_MAX)
+      useInPlace = rowCostNs(inPlaceChunks, false) < rowCostNs(pipelinedChunks, true);
+    if (bufferCount.getValue())
+      useInPlace = bufferCount.getValue() == 1;
     elementBuffers = useInPlace ? inPlace : pipelined;
     int64_t bufferCopies = useInPlace ? 1 : 2;
     if (useInPlace && outputInAccumulator && outputOwnRow) { // staged a row at a time: one copy-out per row
@@ -353,10 +365,13 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     if (pointRows)
       buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes, 0, 0));
 
-    // Rows per pass: only worth it when something moves a pass at a time, and only for whole rows.
+    // Rows per pass: only worth it when something moves a pass at a time. A chunked row shares its pass's
+    // row-invariant values with the pass's other rows as well (A3's dot products over H = 16384 in two
+    // chunks, most of their points dead: a DataCopy of the pass's indices, not scalar reads per point);
+    // a buffer per row of the pass holds each row's chunk.
     int64_t rowsPerPass = 1;
     bool batches = passCopies > 0 || llvm::any_of(elementBuffers, [](const ElementBuffer &b) { return b.perRowOfPass; });
-    if (chunks == 1 && batches) {
+    if (batches) {
       int64_t perRow = fixedBytesPerRow, shared = 0;
       for (const ElementBuffer &b : elementBuffers)
         (b.perRowOfPass ? perRow : shared) += b.copies * align(b.bytes * chunk);

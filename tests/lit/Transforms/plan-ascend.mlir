@@ -3,15 +3,19 @@
 //   UB 64 KiB: the pipelined layout (double-buffered in and out queues) holds the whole row;
 //   UB 32 KiB: it would need two chunks, so the in-place layout (single buffers, the output staged in
 //              the accumulator, one copy-out per row) keeps one, and 360 rows share a pass of indices;
+//              with the chip's costs too: 7 DataCopy set-ups then 84 KB (2800 + 2100 ns) beat 14
+//              overlapping them (5600 ns);
 //   UB 4 KiB:  six balanced chunks of 504 elements (a granule of 8 f32), not 5 x 512 + 440;
 //   UB 64 B:   not even one chunk with the indices: an error.
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=65536" | FileCheck %s --check-prefix=UB64
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=32768" | FileCheck %s --check-prefix=UB32
+// RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=32768 data-copy-ns=400 gm-gbps-per-core=40" | FileCheck %s --check-prefix=UB32
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=4096" | FileCheck %s --check-prefix=UB4
 // RUN: not moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=64" 2>&1 | FileCheck %s --check-prefix=TINY
 // Autotuning's knobs override the choices: single buffers where double ones fit, double ones where they
 // need more chunks, a chunk cap in whole granules (1000 and 1001 alike: 3 chunks of 1000, a granule of
-// 8 f32), a cap on rows per pass.
+// 8 f32; the UB the cap leaves free lets 6 rows share a pass of their indices and output chunk), a cap on
+// rows per pass.
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=65536 buffer-count=1" | FileCheck %s --check-prefix=FORCE1
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=32768 buffer-count=2" | FileCheck %s --check-prefix=FORCE2
 // RUN: moec-opt %s --moe-plan-ascend="chip=ut ub-bytes=65536 max-chunk=1000" | FileCheck %s --check-prefix=CAP
@@ -34,7 +38,7 @@
 // FORCE1: chunk = 3000, chunks = 1, bufferCount = 1, maxRowsPerPass =
 // FORCE1-NOT: out.grad_x
 // FORCE2: chunk = 1504, chunks = 2, bufferCount = 2, maxRowsPerPass = 1,
-// CAP: chunk = 1000, chunks = 3, bufferCount = 2, maxRowsPerPass = 1,
+// CAP: chunk = 1000, chunks = 3, bufferCount = 2, maxRowsPerPass = 6,
 // ROWS: chunk = 3000, chunks = 1, bufferCount = 1, maxRowsPerPass = 16,
 
 // TINY: error: 'moe.compute' op moe-plan-ascend: a chunk of 8 elements with 24 B of row-invariant values does not fit the 64 B UB of chip 'ut'

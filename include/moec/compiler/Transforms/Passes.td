@@ -401,8 +401,9 @@ def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
     output (`out.<tensor>`), f32 working buffers for a reduction and for casts, and the row-invariant
     values (`idx.<tensor>`: indices and probs, copied once per pass). It then picks the largest chunk of
     the row that fits the UB with 32-byte aligned buffers (balanced: 7168 elements in two passes are two
-    chunks of 3584, not 4096 + 3072), double buffering when that costs no extra chunk, and how many short
-    rows share a pass. The result is a `#moe.ascend_plan` on the op; nothing else changes. A domain that
+    chunks of 3584, not 4096 + 3072), double buffering unless single buffers, holding longer chunks, make
+    a row cheaper under the chip's cost model (a row's DataCopy set-ups and bytes overlap when
+    double-buffered, add up when not), and how many short rows share a pass. The result is a `#moe.ascend_plan` on the op; nothing else changes. A domain that
     reduces along a contiguous dim (a dot product over H) plans its points as rows.
 
     Before (B2, f32, H = 8):
@@ -424,9 +425,12 @@ def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
     Option<"ubAlignment", "ub-alignment", "int64_t", "32", "UB buffer alignment in bytes (a power of two)">,
     Option<"maxCopyBytes", "max-copy-bytes", "int64_t", "65536", "the most bytes one buffer of a chunk holds">,
     Option<"bufferCount", "buffer-count", "int64_t", "0",
-           "1: single buffers, a narrow input cast in place; 2: double-buffered queues; 0: the fewer chunks">,
+           "1: single buffers, a narrow input cast in place; 2: double-buffered queues; 0: the cheaper row "
+           "under data-copy-ns and gm-gbps-per-core (without them: the fewer chunks)">,
     Option<"maxChunk", "max-chunk", "int64_t", "0", "the most elements of a row per UB pass (0: what fits)">,
-    Option<"maxRowsPerPass", "max-rows-per-pass", "int64_t", "0", "the most rows that share a UB pass (0: what fits)">
+    Option<"maxRowsPerPass", "max-rows-per-pass", "int64_t", "0", "the most rows that share a UB pass (0: what fits)">,
+    Option<"dataCopyNs", "data-copy-ns", "double", "0", "the chip's set-up time of one DataCopy (cost model)">,
+    Option<"gmGbpsPerCore", "gm-gbps-per-core", "double", "0", "the chip's GM bandwidth per vector core (cost model)">
   ];
 }
 
