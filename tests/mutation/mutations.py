@@ -411,4 +411,18 @@ MUTATIONS = [
        "        !holdsBf16(sum.getLhs(), wide) || !holdsBf16(sum.getRhs(), wide) || !rounding->hasOneUse())\n",
        "    if (!rounding.getType().isBF16() || !rounding->hasOneUse())\n")],
      r"MoeUnpermute|Optimizations", "Transforms/widen-rounded"),
+    ("copied-row-keeps-overwritten-row",
+     "moe-plan-ascend stages a copied row's output in its input's buffer even when that buffer is kept for "
+     "the next rows and a row may store a constant over it (the next row sharing it would copy the constant)",
+     [("compiler/Transforms/PlanAscend.cpp",
+       "      bool fromInput = source != streams.end() && (!outputOwnRow || source->second.own) &&\n"
+       "                       !(copied.overwrites && !source->second.own && source->second.reuseDims > 0);\n",
+       "      bool fromInput = source != streams.end() && (!outputOwnRow || source->second.own);\n")],
+     r"AscendSimulator|AscendPlanVsCann", "Transforms/plan-ascend"),
+    ("ascend-layout-by-chunks",
+     "moe-plan-ascend takes single buffers wherever they need fewer chunks, whatever the row costs",
+     [("compiler/Transforms/PlanAscend.cpp",
+       "    if (useInPlace && dataCopyNs > 0 && gmGbpsPerCore > 0 && pipelinedChunks != INT64_MAX)\n",
+       "    if (false)\n")],
+     r"AscendPlanVsCann", "Transforms/plan-ascend"),
 ]
