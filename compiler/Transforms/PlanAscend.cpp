@@ -323,7 +323,8 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     // A row's cost in `chunks` chunks under the chip's cost model (runtime/ascend/Plan.cpp, a core of many
     // passes): its DataCopy set-ups and its bytes, overlapped when double-buffered, added up when not.
     auto rowCostNs = [&](int64_t chunks, bool doubleBuffered) {
-      double copyNs = double(chunks) * double(rowCopies + passCopiesPerChunk) * dataCopyNs + double(passCopies) * dataCopyNs;
+      double copies = double(chunks) * double(rowCopies + passCopiesPerChunk) + double(passCopies); // no overflow
+      double copyNs = copies * dataCopyNs;
       double moveNs = double(rowBytes) / gmGbpsPerCore;
       return doubleBuffered ? std::max(copyNs, moveNs) : copyNs + moveNs;
     };

@@ -386,9 +386,7 @@ struct A3Case {
 
 /// The fill of permuted_tokens_grad's rows that no slot references (moe-fill-uncovered-rows). The spec
 /// has them zero; CANN's kernel leaves them unwritten (spec 2.3: "unspecified upstream").
-bool isRowFill(const std::string &kernel) {
-  return kernel.find("__0_permuted_tokens_grad") != std::string::npos;
-}
+bool isRowFill(const std::string &kernel) { return kernel.find("__0_permuted_tokens_grad") != std::string::npos; }
 
 Plan planA3(const Chip &chip, const A3Case &c) {
   std::unique_ptr<dsl::OpDef> op = loadOp(kA3);
