@@ -48,7 +48,7 @@ CopiedRow copiedRow(DomainOp op) {
   CopiedRow copied;
   Value v = written;
   Block *block = &body;
-  for (int depth = 0; depth < 8 && !copied.load; ++depth) {
+  for (int depth = 0; depth < 8; ++depth) {
     Operation *def = v.getDefiningOp();
     if (!def || def->getBlock() != block)
       return {};

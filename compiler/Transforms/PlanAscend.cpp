@@ -15,6 +15,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "moec/runtime/ascend/Plan.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +23,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 
+#include <limits>
 #include <map>
 
 #define DEBUG_TYPE "moe-plan-ascend"
@@ -320,13 +322,19 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       return {std::min(chunk, maxCopyBytes / widest / granule * granule), granule};
     };
     auto chunksFor = [&](int64_t chunk) { return chunk <= 0 ? INT64_MAX : (rowLength + chunk - 1) / chunk; };
-    // A row's cost in `chunks` chunks under the chip's cost model (runtime/ascend/Plan.cpp, a core of many
-    // passes): its DataCopy set-ups and its bytes, overlapped when double-buffered, added up when not.
+    // A row's streaming cost in `chunks` chunks under the chip's cost model (ascend::coreCostNs, for a core
+    // of many passes): its DataCopy set-ups and its bytes, overlapped when double-buffered, added when not.
+    ascend::Chip costs;
+    costs.dataCopyNs = dataCopyNs;
+    costs.gmGBpsPerCore = gmGbpsPerCore;
     auto rowCostNs = [&](int64_t chunks, bool doubleBuffered) {
-      double copies = double(chunks) * double(rowCopies + passCopiesPerChunk) + double(passCopies); // no overflow
-      double copyNs = copies * dataCopyNs;
-      double moveNs = double(rowBytes) / gmGbpsPerCore;
-      return doubleBuffered ? std::max(copyNs, moveNs) : copyNs + moveNs;
+      ascend::CoreWork row;
+      double copies = double(chunks) * double(rowCopies + passCopiesPerChunk) + double(passCopies);
+      row.dataCopies = int64_t(std::min(copies, 1e18)); // no int64 overflow for absurd gathers
+      row.gmBytes = rowBytes;
+      row.passes = std::numeric_limits<int64_t>::max();
+      row.bufferCount = doubleBuffered ? 2 : 1;
+      return ascend::coreCostNs(costs, row);
     };
     int64_t inPlaceChunks = chunksFor(largestChunk(inPlace).first);
     int64_t pipelinedChunks = chunksFor(largestChunk(pipelined).first);

@@ -403,8 +403,9 @@ def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
     the row that fits the UB with 32-byte aligned buffers (balanced: 7168 elements in two passes are two
     chunks of 3584, not 4096 + 3072), double buffering unless single buffers, holding longer chunks, make
     a row cheaper under the chip's cost model (a row's DataCopy set-ups and bytes overlap when
-    double-buffered, add up when not), and how many short rows share a pass. The result is a `#moe.ascend_plan` on the op; nothing else changes. A domain that
-    reduces along a contiguous dim (a dot product over H) plans its points as rows.
+    double-buffered, add up when not), and how many short rows share a pass. The result is a
+    `#moe.ascend_plan` on the op; nothing else changes. A domain that reduces along a contiguous dim (a dot
+    product over H) plans its points as rows.
 
     Before (B2, f32, H = 8):
     ```mlir
