@@ -61,6 +61,7 @@ Chip chipFromJson(const std::string &source, const std::string &where) {
   c.dataCopyNs = positiveNumber(j, "data_copy_ns", 1e9, where);
   c.scalarReadNs = positiveNumber(j, "scalar_read_ns", 1e9, where);
   c.coreLaunchNs = positiveNumber(j, "core_launch_ns", 1e9, where);
+  c.syncAllNs = j.contains("sync_all_ns") ? positiveNumber(j, "sync_all_ns", 1e9, where) : c.coreLaunchNs;
   return c;
 }
 
@@ -98,7 +99,8 @@ std::string chipKeyText(const Chip &c) {
                       {"gm_gbps_per_core", c.gmGBpsPerCore},
                       {"data_copy_ns", c.dataCopyNs},
                       {"scalar_read_ns", c.scalarReadNs},
-                      {"core_launch_ns", c.coreLaunchNs}};
+                      {"core_launch_ns", c.coreLaunchNs},
+                      {"sync_all_ns", c.syncAllNs}};
   return j.dump();
 }
 

@@ -219,9 +219,33 @@ Plan planOp(const PlanRequest &request, const Chip &chip, const std::vector<Kern
     auto live = request.liveRows.find(tilings[k].kernel);
     plan.kernels.push_back(
         planKernel(tilings[k], chip, rows, live == request.liveRows.end() ? -1 : live->second, groupRows));
-    plan.costNs += plan.kernels.back().costNs;
   }
+  plan.launches = planLaunches(chip, plan.kernels);
+  for (const LaunchPlan &l : plan.launches)
+    plan.costNs += l.costNs;
   return plan;
+}
+
+std::vector<LaunchPlan> planLaunches(const Chip &chip, std::vector<KernelPlan> &kernels) {
+  const bool staged = chip.syncAllNs < chip.coreLaunchNs;
+  std::vector<LaunchPlan> launches;
+  for (KernelPlan &k : kernels) {
+    if (launches.empty() || !staged)
+      launches.emplace_back();
+    LaunchPlan &l = launches.back();
+    k.launch = int64_t(launches.size()) - 1;
+    k.stage = int64_t(l.kernels.size());
+    l.kernels.push_back(k.tiling.kernel);
+    if (k.rows == 0) // no core starts it: no stage, no barrier
+      continue;
+    l.syncAlls += l.blockDim > 0; // a stage ran before this one
+    l.blockDim = std::max(l.blockDim, k.blockDim);
+    l.costNs += k.costNs - chip.coreLaunchNs;
+  }
+  for (LaunchPlan &l : launches)
+    if (l.blockDim > 0)
+      l.costNs += chip.coreLaunchNs + double(l.syncAlls) * chip.syncAllNs;
+  return launches;
 }
 
 int64_t tilingKey(const dsl::OpDef &op, dsl::DType dtype, const std::map<std::string, int64_t> &attrs,

@@ -2,6 +2,7 @@
 #include "moec/runtime/ascend/Plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -40,7 +41,8 @@ std::vector<std::pair<const char *, int64_t>> tilingFields(const Plan &plan, con
           {"chunkElements", t.chunk},              {"chunkLoops", t.chunks},
           {"lastChunkElements", t.rowLength - (t.chunks - 1) * t.chunk},
           {"bufferNum", t.bufferCount},            {"rowsPerPass", k.rowsPerPass},
-          {"ubBytes", k.ubBytesUsed},              {"workspaceBytes", plan.workspaceBytes}};
+          {"ubBytes", k.ubBytesUsed},              {"workspaceBytes", plan.workspaceBytes},
+          {"launchIndex", k.launch},               {"stage", k.stage}};
 }
 
 } // namespace
@@ -50,6 +52,11 @@ std::string planTable(const Plan &plan) {
                                 plan.chip, plan.tilingKey, plan.workspaceBytes, plan.costNs / 1000);
   out += fmt::format("  dims: {}; attrs: {}\n", valuesText(plan.dims), valuesText(plan.attrs));
   out += "  config: " + (plan.tunedFrom.empty() ? plan.config : plan.config + " (tuned: " + plan.tunedFrom + ")") + "\n";
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const LaunchPlan &l = plan.launches[i];
+    out += fmt::format("  launch {}: blockDim {}, {} SyncAll, {:.2f} us: {}\n", i, l.blockDim, l.syncAlls,
+                       l.costNs / 1000, fmt::join(l.kernels, ", "));
+  }
   for (const KernelPlan &k : plan.kernels) {
     const KernelTiling &t = k.tiling;
     out += fmt::format("kernel {} (writes {}): {} {}{}\n", t.kernel, t.output, k.rows,
@@ -78,7 +85,8 @@ std::string planTable(const Plan &plan) {
       row("busiest core", fmt::format("{} rows, {} passes, {} DataCopy, {} scalar loads, {} B", busiest.rows,
                                       busiest.passes, busiest.dataCopies, busiest.scalarReads, busiest.gmBytes));
     }
-    row("cost", fmt::format("{:.2f} us", k.costNs / 1000));
+    row("cost", fmt::format("{:.2f} us as a launch of its own", k.costNs / 1000));
+    row("runs in", fmt::format("launch {}, stage {}", k.launch, k.stage));
   }
   return out;
 }
@@ -95,12 +103,17 @@ nlohmann::json planToJson(const Plan &plan) {
                    {"rows_per_former_core", k.rowsPerFormerCore}, {"tail_cores", k.tailCores},
                    {"rows_per_tail_core", k.rowsPerTailCore}, {"rows_per_pass", k.rowsPerPass},
                    {"scalar_row_values", k.scalarRowValues}, {"ub_bytes_used", k.ubBytesUsed}, {"cores", cores},
-                   {"cost_ns", k.costNs}});
+                   {"cost_ns", k.costNs}, {"launch", k.launch}, {"stage", k.stage}});
     kernels.push_back(std::move(kernel));
   }
+  nlohmann::json launches = nlohmann::json::array();
+  for (const LaunchPlan &l : plan.launches)
+    launches.push_back(
+        {{"kernels", l.kernels}, {"block_dim", l.blockDim}, {"sync_alls", l.syncAlls}, {"cost_ns", l.costNs}});
   return {{"format", 1}, {"op", plan.op}, {"chip", plan.chip}, {"dtype", plan.dtype}, {"dims", plan.dims},
           {"attrs", plan.attrs}, {"tiling_key", plan.tilingKey}, {"workspace_bytes", plan.workspaceBytes},
-          {"cost_ns", plan.costNs}, {"config", plan.config}, {"tuned_from", plan.tunedFrom}, {"kernels", kernels}};
+          {"cost_ns", plan.costNs}, {"config", plan.config}, {"tuned_from", plan.tunedFrom}, {"kernels", kernels},
+          {"launches", launches}};
 }
 
 std::string planHeader(const Plan &plan) {

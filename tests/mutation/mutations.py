@@ -425,4 +425,10 @@ MUTATIONS = [
        "    if (useInPlace && dataCopyNs > 0 && gmGbpsPerCore > 0 && pipelinedChunks != INT64_MAX)\n",
        "    if (false)\n")],
      r"AscendPlanVsCann", "Transforms/plan-ascend"),
+    ("stages-without-sync",
+     "planLaunches runs an op's kernels as stages of one launch without charging the SyncAll between them",
+     [("runtime/ascend/Plan.cpp",
+       "      l.costNs += chip.coreLaunchNs + double(l.syncAlls) * chip.syncAllNs;\n",
+       "      l.costNs += chip.coreLaunchNs;\n")],
+     r"AscendPlanLaunches|AscendChips", "CLI/plan"),
 ]

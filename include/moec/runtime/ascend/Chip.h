@@ -27,6 +27,10 @@ struct Chip {
   double dataCopyNs = 0;    // fixed cost of one DataCopy
   double scalarReadNs = 0;  // one scalar load from GM (through the scalar unit's cache)
   double coreLaunchNs = 0;  // fixed cost of starting a core
+  // A SyncAll between the stages of one launch: every core waits there for the others. An op's kernels
+  // share a launch, one stage each, when this is cheaper than coreLaunchNs (chip files without the field:
+  // equal, so each kernel is its own launch).
+  double syncAllNs = 0;
 };
 
 /// One embedded chip file (runtime/ascend/chips/*.json).

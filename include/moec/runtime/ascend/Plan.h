@@ -11,7 +11,9 @@
 // that depends only on static dims. planOp() adds what depends on the call's runtime dims, cheaply, at
 // launch. Cost model (coreCostNs): a core takes coreLaunchNs + scalar reads + its DataCopy set-ups and
 // its GM bytes at its share of the bandwidth, the last two added when single-buffered and overlapped when
-// double-buffered; a kernel takes its busiest core; an op, its kernels in order.
+// double-buffered; a kernel takes its busiest core; an op, its launches in order. Where the chip's SyncAll
+// costs less than a launch, an op's kernels are the stages of one launch with a SyncAll between them
+// (planLaunches): the barrier orders them as separate launches would, for one launch's start-up.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -96,8 +98,23 @@ struct KernelPlan {
   bool scalarRowValues = false; // row-invariant values read as scalars, not copied a pass at a time
   int64_t ubBytesUsed = 0;
   std::vector<CoreWork> cores; // blockDim entries
-  double costNs = 0;           // the busiest core's
+  double costNs = 0;           // the busiest core's, as a launch of its own
+  int64_t launch = 0, stage = 0; // where it runs: Plan::launches[launch].kernels[stage]
 };
+
+/// One launch of an op's kernels: they run as its stages, in order, with a SyncAll between two stages
+/// (every core's writes of one stage are done before any core starts the next). A kernel without rows in
+/// the call is skipped, with its barrier.
+struct LaunchPlan {
+  std::vector<std::string> kernels;
+  int64_t blockDim = 0; // the most any stage uses; a core with no rows in a stage waits at its barrier
+  int64_t syncAlls = 0;
+  double costNs = 0; // one coreLaunchNs, each stage's busiest core without it, and the SyncAlls
+};
+
+/// Groups `kernels` (in order) into launches on `chip`: all into one when a SyncAll costs less than a
+/// launch, else one each. Sets each kernel's `launch` and `stage`.
+std::vector<LaunchPlan> planLaunches(const Chip &chip, std::vector<KernelPlan> &kernels);
 
 /// The chip's bandwidth bound on moving `bytes`: coreLaunchNs plus the bytes spread over every vector
 /// core at gmGBpsPerCore, no DataCopy set-up counted. What autotuning sets a plan's cost against, as a
@@ -121,7 +138,8 @@ struct Plan {
   int64_t tilingKey = 0;
   int64_t workspaceBytes = 0; // the system workspace plus the kernels' own (one byte per row per output)
   std::vector<KernelPlan> kernels;
-  double costNs = 0; // the kernels one after another
+  std::vector<LaunchPlan> launches;
+  double costNs = 0; // the launches one after another
   std::string config = "heuristic"; // the UB plan's knobs (a tuned config's text), or the compiler's choice
   std::string tunedFrom;            // the tuning file the config came from ("" when not tuned)
 };
