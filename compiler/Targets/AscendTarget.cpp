@@ -38,7 +38,7 @@ std::vector<ascend::KernelTiling> ascendTilings(Operation *module, const std::ve
     for (auto buffer : plan.getBuffers().getAsRange<moe::UbBufferAttr>())
       t.buffers.push_back({buffer.getName().str(), buffer.getElementBytes(), buffer.getCopies(),
                            buffer.getPerRowOfPass(), buffer.getFixedBytesPerRow(), buffer.getReuseDims(),
-                           buffer.getCopiesPerChunk()});
+                           buffer.getCopiesPerChunk(), buffer.getWholeRow()});
     tilings.push_back(std::move(t));
   }
   return tilings;

@@ -33,12 +33,14 @@ namespace moec::moe {
 
 namespace {
 
-/// A buffer of the plan, placed: `copies x chunk` elements (a 1-D chunk when there is one copy).
+/// A buffer of the plan, placed: `copies x chunk` elements (a 1-D chunk when there is one copy), or
+/// `copies x rowLength` for a kept input that holds whole rows.
 struct PlacedBuffer {
   Value memref;
   int64_t copies = 1;
   Value raw;             // the placed bytes
   SmallVector<Value> keptRows; // a kept input, per copy: the flat index of the GM row it holds (-1: none)
+  bool wholeRow = false;       // indexed by the position along the row, not within the chunk
 };
 
 /// The StagedRow of one domain: the plan's buffers, and which gathered rows the current loop reads from
@@ -104,7 +106,7 @@ public:
     }
     auto [buffer, slot] = it->second;
     Location loc = load.getLoc();
-    Value local = arith::SubIOp::create(b, loc, h, offset);
+    Value local = wholeRows.contains(buffer) ? h : Value(arith::SubIOp::create(b, loc, h, offset));
     if (width == 1)
       return memref::LoadOp::create(b, loc, buffer, ValueRange{slot, local});
     return vector::LoadOp::create(b, loc, VectorType::get({width}, load.getType()), buffer, ValueRange{slot, local});
@@ -236,11 +238,14 @@ private:
     if (step && buffer.copies > 1) // a double-buffered queue: the steps alternate between the copies
       slot = arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, step, slot), cst(buffer.copies));
     staged[load] = {buffer.memref, slot};
+    if (buffer.wholeRow)
+      wholeRows.insert(buffer.memref);
     // A kept input (its GM row does not depend on the innermost row indices: A3 reads token t's gradient
     // for each of its K slots) is copied only when the row it needs is not the one the buffer holds. With
-    // one chunk per row the buffer still holds it from the row before.
+    // one chunk per row, or a buffer that holds whole rows, it still holds it from the row before; a whole
+    // row is held once its last chunk is in.
     Value keptRow;
-    if (!buffer.keptRows.empty() && plan.getChunks() == 1 && !step)
+    if (!buffer.keptRows.empty() && (plan.getChunks() == 1 || buffer.wholeRow) && !step)
       keptRow = buffer.keptRows[size_t(index)];
 
     SmallVector<std::pair<scf::IfOp, bool>> conditions; // outermost first; true: the then branch
@@ -271,10 +276,19 @@ private:
       Value held = memref::LoadOp::create(b, loc, keptRow, ValueRange{cst(0)});
       Value fresh = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flat, held);
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, fresh, false).thenBlock());
-      memref::StoreOp::create(b, loc, flat, keptRow, ValueRange{cst(0)});
+      if (!buffer.wholeRow) {
+        memref::StoreOp::create(b, loc, flat, keptRow, ValueRange{cst(0)});
+      } else {
+        Value last = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           arith::AddIOp::create(b, loc, offset, length), cst(plan.getRowLength()));
+        OpBuilder::InsertionGuard lastGuard(b);
+        b.setInsertionPointToStart(scf::IfOp::create(b, loc, last, false).thenBlock());
+        memref::StoreOp::create(b, loc, flat, keptRow, ValueRange{cst(0)});
+      }
     }
     at.push_back(offset);
-    DataCopyOp::create(b, loc, runtime, core, load.getMemRef(), at, buffer.memref, ValueRange{slot, cst(0)}, length);
+    DataCopyOp::create(b, loc, runtime, core, load.getMemRef(), at, buffer.memref,
+                       ValueRange{slot, buffer.wholeRow ? offset : cst(0)}, length);
   }
 
   /// Appends the emitted values of a row's `indices` to `at`; fails `op` ("<verb> a row that varies along
@@ -344,6 +358,7 @@ private:
   Value inner;
   Value offset, length;
   DenseMap<Operation *, std::pair<Value, Value>> staged; // a load -> (buffer, copy)
+  llvm::DenseSet<Value> wholeRows;                       // the staged buffers that hold whole rows
   DenseMap<Type, Value> accumulatorViews;
   bool problem = false;
 };
@@ -404,7 +419,7 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
         element = it->second;
       }
       int64_t copies = buffer.getCopies();
-      int64_t elements = onePerPoint ? 1 : plan.getChunk();
+      int64_t elements = onePerPoint ? 1 : buffer.getWholeRow() ? plan.getRowLength() : plan.getChunk();
       int64_t bytes = onePerPoint ? buffer.getFixedBytesPerRow() : buffer.getElementBytes() * elements * copies;
       auto rawType = MemRefType::get({bytes}, b.getI8Type(), MemRefLayoutAttrInterface(), ub);
       raw[name.str()] = UbAllocOp::create(b, loc, rawType, runtime, core, name, offset);
@@ -412,7 +427,7 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       if (!name.starts_with("acc."))
         shape.insert(shape.begin(), copies);
       PlacedBuffer &placedBuffer = placed[name.str()];
-      placedBuffer = {view(raw[name.str()], shape, element), copies, raw[name.str()], {}};
+      placedBuffer = {view(raw[name.str()], shape, element), copies, raw[name.str()], {}, buffer.getWholeRow()};
       for (int64_t copy = 0; buffer.getReuseDims() > 0 && copy < copies; ++copy) { // scalars of the core
         Value held = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
         memref::StoreOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, -1), held, ValueRange{c0});

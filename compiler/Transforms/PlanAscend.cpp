@@ -10,7 +10,8 @@
 //   * a reduction along the row keeps an f32 accumulator, and a T other than f32 needs an f32 cast buffer;
 //   * loads that do not run along the row (indices, probs) are copied once per pass into `idx.` buffers.
 // The chunk is then the largest multiple of the granule (32 B / the narrowest element) that fits the UB
-// and the copy limit, balanced over the chunks the row needs.
+// and the copy limit, balanced over the chunks the row needs. An input kept across the rows that share
+// its GM row holds the whole row when the row needs several chunks and the others still fit as many.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
@@ -232,6 +233,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       bool perRowOfPass;
       int64_t copies = 1;
       int64_t reuseDims = 0, copiesPerChunk = 0; // a stream kept across rows that share its row
+      bool wholeRow = false;                     // such a stream holding its whole row, every chunk
     };
     SmallVector<ElementBuffer> elementBuffers;
     for (const auto &[name, s] : streams) {
@@ -248,6 +250,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     bool outputOwnRow = !domain.isScatter() ||
                         indexesOwnRow(cast<WriteOp>(body.getTerminator()).getIndices(), body);
     int64_t fixedBytesPerRow = 0;
+    std::string outputSource; // the input buffer the output row goes out from, if any
     if (pointRows) {
       fixedBytesPerRow += outputBytes; // one value per point
       passCopies += 1;
@@ -262,6 +265,8 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
                        !(copied.overwrites && !source->second.own && source->second.reuseDims > 0);
       if (!fromInput)
         elementBuffers.push_back({"out." + output, outputBytes, true, outputOwnRow, 1});
+      else
+        outputSource = "in." + source->first;
       (outputOwnRow ? passCopiesPerChunk : rowCopies) += 1;
       rowBytes += rowLength * outputBytes;
     }
@@ -311,14 +316,18 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       inPlace.push_back(b);
     }
     auto largestChunk = [&](ArrayRef<ElementBuffer> layout) -> std::pair<int64_t, int64_t> {
-      int64_t perElement = 0, narrowest = 8, widest = 1;
+      int64_t perElement = 0, narrowest = 8, widest = 1, wholeRows = 0;
       for (const ElementBuffer &b : layout) {
-        perElement += b.bytes * b.copies;
+        if (b.wholeRow)
+          wholeRows += b.copies * align(b.bytes * rowLength);
+        else
+          perElement += b.bytes * b.copies;
         narrowest = std::min(narrowest, b.bytes);
         widest = std::max(widest, b.bytes);
       }
       int64_t granule = std::max<int64_t>(1, ubAlignment / narrowest);
-      int64_t chunk = (ubBytes - fixed) / std::max<int64_t>(perElement, 1) / granule * granule;
+      int64_t chunk =
+          std::max<int64_t>(0, ubBytes - fixed - wholeRows) / std::max<int64_t>(perElement, 1) / granule * granule;
       return {std::min(chunk, maxCopyBytes / widest / granule * granule), granule};
     };
     auto chunksFor = [&](int64_t chunk) { return chunk <= 0 ? INT64_MAX : (rowLength + chunk - 1) / chunk; };
@@ -349,15 +358,39 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       passCopiesPerChunk -= 1;
       rowCopies += 1;
     }
-    auto [fits, granule] = largestChunk(elementBuffers);
-    int64_t largest = fits;
-    if (maxChunk > 0) // a tuned cap: whole granules, at least one
-      largest = std::min(largest, std::max(granule, maxChunk / granule * granule));
-    // A point row's dot product keeps kCpuReductionWidth partial sums: when the row needs several chunks,
-    // whole multiples of them per chunk put every term in the same partial sum as one pass does.
-    if (pointRows && chunksFor(largest) > 1) {
-      granule = std::max(granule, kCpuReductionWidth);
-      largest = std::max(largest / granule, std::min<int64_t>(1, fits / granule)) * granule;
+    // The largest chunk of a layout, within a tuned cap, and its granule.
+    auto chunkOf = [&](ArrayRef<ElementBuffer> layout) -> std::pair<int64_t, int64_t> {
+      auto [fits, granule] = largestChunk(layout);
+      int64_t largest = fits;
+      if (maxChunk > 0) // a tuned cap: whole granules, at least one
+        largest = std::min(largest, std::max(granule, maxChunk / granule * granule));
+      // A point row's dot product keeps kCpuReductionWidth partial sums: when the row needs several
+      // chunks, whole multiples of them per chunk put every term in the same partial sum as one pass does.
+      if (pointRows && chunksFor(largest) > 1) {
+        granule = std::max(granule, kCpuReductionWidth);
+        largest = std::max(largest / granule, std::min<int64_t>(1, fits / granule)) * granule;
+      }
+      return {largest, granule};
+    };
+    auto [largest, granule] = chunkOf(elementBuffers);
+    // A kept input of a row that needs several chunks would be copied again for every row that shares it
+    // (each row's chunks replace the last); holding its whole row, single, copies it once per group. Taken
+    // when the other buffers still need no more chunks (A3's token row, shared by its experts' dot
+    // products over H = 16384 in f32). Not for the buffer the output row goes out from.
+    if (largest >= granule && chunksFor(largest) > 1) {
+      SmallVector<ElementBuffer> whole = elementBuffers;
+      bool holds = false;
+      for (ElementBuffer &b : whole)
+        if (b.reuseDims > 0 && b.name != outputSource) {
+          b.wholeRow = holds = true;
+          b.copies = 1;
+        }
+      auto [wholeLargest, wholeGranule] = chunkOf(whole);
+      if (holds && wholeLargest >= wholeGranule && chunksFor(wholeLargest) <= chunksFor(largest)) {
+        elementBuffers = whole;
+        largest = wholeLargest;
+        granule = wholeGranule;
+      }
     }
     if (largest < granule)
       return op->emitOpError("moe-plan-ascend: a chunk of ")
@@ -367,12 +400,12 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     int64_t chunk = ((rowLength + chunks - 1) / chunks + granule - 1) / granule * granule;
 
     for (const ElementBuffer &b : elementBuffers)
-      buffers.push_back(
-          UbBufferAttr::get(ctx, b.name, b.bytes, b.copies, b.perRowOfPass, 0, b.reuseDims, b.copiesPerChunk));
+      buffers.push_back(UbBufferAttr::get(ctx, b.name, b.bytes, b.copies, b.perRowOfPass, 0, b.reuseDims,
+                                          b.copiesPerChunk, b.wholeRow));
     for (const auto &[name, s] : rowValues)
-      buffers.push_back(UbBufferAttr::get(ctx, "idx." + name, 0, 1, true, s.gathers * s.elementBytes, 0, 0));
+      buffers.push_back(UbBufferAttr::get(ctx, "idx." + name, 0, 1, true, s.gathers * s.elementBytes, 0, 0, false));
     if (pointRows)
-      buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes, 0, 0));
+      buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes, 0, 0, false));
 
     // Rows per pass: only worth it when something moves a pass at a time. A chunked row shares its pass's
     // row-invariant values with the pass's other rows as well (A3's dot products over H = 16384 in two
@@ -383,7 +416,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     if (batches) {
       int64_t perRow = fixedBytesPerRow, shared = 0;
       for (const ElementBuffer &b : elementBuffers)
-        (b.perRowOfPass ? perRow : shared) += b.copies * align(b.bytes * chunk);
+        (b.perRowOfPass ? perRow : shared) += b.copies * align(b.bytes * (b.wholeRow ? rowLength : chunk));
       // Each buffer that grows with the rows may round up by one alignment unit.
       int64_t slack = ubAlignment * int64_t(rowValues.size() + 1 + elementBuffers.size());
       rowsPerPass = std::clamp<int64_t>((ubBytes - shared - slack) / std::max<int64_t>(perRow, 1), 1, 65535);

@@ -49,14 +49,16 @@ CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t begin, int64_
     w.dataCopies = add(w.dataCopies, mul(groups, t.passCopies));
   w.gmBytes = add(mul(live, t.rowBytes), mul(rows - live, deadRowBytes(t)));
   // Kept inputs: one copy per group of rows sharing their GM row that this core's rows [begin, end) touch
-  // (and no more than its live rows). The UB keeps the row across rows only when it is one chunk; with
-  // several, each row's chunks replace it, and every live row copies it (as the tiled kernels do).
+  // (and no more than its live rows). The UB keeps the row across rows when it is one chunk or the buffer
+  // holds whole rows; otherwise each row's chunks replace it, and every live row copies it (as the tiled
+  // kernels do).
   for (size_t i = 0; i < t.buffers.size() && rows > 0; ++i) {
     const UbBuffer &b = t.buffers[i];
     if (b.reuseDims == 0)
       continue;
     int64_t group = i < groupRows.size() ? std::max<int64_t>(1, groupRows[i]) : 1;
-    int64_t groups = t.chunks > 1 ? live : std::min(live, (begin + rows - 1) / group - begin / group + 1);
+    int64_t groups =
+        t.chunks > 1 && !b.wholeRow ? live : std::min(live, (begin + rows - 1) / group - begin / group + 1);
     w.dataCopies = add(w.dataCopies, mul(mul(groups, t.chunks), b.copiesPerChunk));
     w.gmBytes = add(w.gmBytes, mul(mul(groups, b.copiesPerChunk), mul(t.rowLength, b.elementBytes)));
   }
@@ -69,7 +71,7 @@ CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t begin, int64_
 int64_t ubBytes(const KernelTiling &t, int64_t rows, int64_t alignment) {
   int64_t total = 0;
   for (const UbBuffer &b : t.buffers) {
-    int64_t perCopy = mul(mul(b.elementBytes, t.chunk), b.perRowOfPass ? rows : 1);
+    int64_t perCopy = mul(mul(b.elementBytes, b.wholeRow ? t.rowLength : t.chunk), b.perRowOfPass ? rows : 1);
     total = add(total, add(mul(b.copies, alignUp(perCopy, alignment)), alignUp(mul(b.fixedBytesPerRow, rows), alignment)));
   }
   return total;

@@ -75,10 +75,13 @@ std::string planTable(const Plan &plan) {
     row("row-invariant values", k.scalarRowValues ? "scalar loads" : "a DataCopy per pass");
     row("UB used", fmt::format("{} B", k.ubBytesUsed));
     for (const UbBuffer &b : t.buffers)
-      row("  " + b.name, b.elementBytes ? fmt::format("{} B/element x {}{}{}", b.elementBytes, b.copies,
-                                                      b.perRowOfPass ? " per row of the pass" : "",
-                                                      b.reuseDims ? ", kept across the rows that share it" : "")
-                                        : fmt::format("{} B per row", b.fixedBytesPerRow));
+      row("  " + b.name, b.elementBytes
+                             ? fmt::format("{} B/element x {}{}{}", b.elementBytes, b.copies,
+                                           b.perRowOfPass ? " per row of the pass" : "",
+                                           b.reuseDims ? (b.wholeRow ? ", kept whole across the rows that share it"
+                                                                     : ", kept across the rows that share it")
+                                                       : "")
+                             : fmt::format("{} B per row", b.fixedBytesPerRow));
     if (!k.cores.empty()) {
       const CoreWork &busiest = *std::max_element(k.cores.begin(), k.cores.end(),
                                                   [](const CoreWork &a, const CoreWork &b) { return a.costNs < b.costNs; });

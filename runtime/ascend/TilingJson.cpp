@@ -33,9 +33,14 @@ std::string nameField(const nlohmann::json &j, const std::string &field, const s
 nlohmann::json tilingToJson(const KernelTiling &t) {
   nlohmann::json buffers = nlohmann::json::array();
   for (const UbBuffer &b : t.buffers)
-    buffers.push_back({{"name", b.name}, {"element_bytes", b.elementBytes}, {"copies", b.copies},
-                       {"per_row_of_pass", b.perRowOfPass}, {"fixed_bytes_per_row", b.fixedBytesPerRow},
-                       {"reuse_dims", b.reuseDims}, {"copies_per_chunk", b.copiesPerChunk}});
+    buffers.push_back({{"name", b.name},
+                       {"element_bytes", b.elementBytes},
+                       {"copies", b.copies},
+                       {"per_row_of_pass", b.perRowOfPass},
+                       {"fixed_bytes_per_row", b.fixedBytesPerRow},
+                       {"reuse_dims", b.reuseDims},
+                       {"copies_per_chunk", b.copiesPerChunk},
+                       {"whole_row", b.wholeRow}});
   return {{"kernel", t.kernel},
           {"output", t.output},
           {"row_length", t.rowLength},
@@ -82,10 +87,13 @@ KernelTiling tilingFromJson(const nlohmann::json &j, const Chip &chip, const std
     std::string at = where + ": buffers[" + std::to_string(i) + "]";
     if (!b.is_object())
       throw std::runtime_error(at + " must be an object");
-    t.buffers.push_back({nameField(b, "name", at), integerField(b, "element_bytes", 0, 8, at),
-                         integerField(b, "copies", 1, 2, at), boolField(b, "per_row_of_pass", at),
-                         integerField(b, "fixed_bytes_per_row", 0, chip.ubBytes, at),
-                         integerField(b, "reuse_dims", 0, 16, at), integerField(b, "copies_per_chunk", 0, kMaxCount, at)});
+    t.buffers.push_back(
+        {nameField(b, "name", at), integerField(b, "element_bytes", 0, 8, at), integerField(b, "copies", 1, 2, at),
+         boolField(b, "per_row_of_pass", at), integerField(b, "fixed_bytes_per_row", 0, chip.ubBytes, at),
+         integerField(b, "reuse_dims", 0, 16, at), integerField(b, "copies_per_chunk", 0, kMaxCount, at),
+         b.contains("whole_row") && boolField(b, "whole_row", at)});
+    if (t.buffers.back().wholeRow && (t.buffers.back().reuseDims == 0 || t.buffers.back().elementBytes == 0))
+      throw std::runtime_error(at + ": 'whole_row' is for a kept input ('reuse_dims' > 0, 'element_bytes' > 0)");
     if (t.buffers.back().elementBytes * t.chunk > chip.maxCopyBytes)
       throw std::runtime_error(at + ": a chunk of " + std::to_string(t.chunk) + " elements is over the chip's " +
                                std::to_string(chip.maxCopyBytes) + " B copy limit");

@@ -431,4 +431,17 @@ MUTATIONS = [
        "      l.costNs += chip.coreLaunchNs + double(l.syncAlls) * chip.syncAllNs;\n",
        "      l.costNs += chip.coreLaunchNs;\n")],
      r"AscendPlanLaunches|AscendChips", "CLI/plan"),
+    ("whole-row-held-after-first-chunk",
+     "moe-lower-to-ascend marks a kept whole row as held when its first chunk is in (the row's next chunks are "
+     "then not copied: the dot products read what the buffer held before)",
+     [("compiler/Transforms/LowerToAscend.cpp",
+       "      if (!buffer.wholeRow) {\n",
+       "      if (true) {\n")],
+     r"AscendSimulator", "Transforms/plan-ascend-whole-row"),
+    ("whole-row-counted-per-point",
+     "the plan counts a kept whole row as copied for every live row, as a chunked kept row is",
+     [("runtime/ascend/Plan.cpp",
+       "        t.chunks > 1 && !b.wholeRow ? live : std::min(live, (begin + rows - 1) / group - begin / group + 1);\n",
+       "        t.chunks > 1 ? live : std::min(live, (begin + rows - 1) / group - begin / group + 1);\n")],
+     r"AscendSimulatorCounts|AscendPlanVsCann", "Transforms/plan-ascend-whole-row"),
 ]

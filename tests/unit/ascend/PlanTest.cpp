@@ -315,6 +315,15 @@ TEST(AscendTilingJson, RoundTripsAndRejectsWhatDoesNotFitTheChip) {
   EXPECT_NE(error([](nlohmann::json &b) { b["max_rows_per_pass"] = 65535; }).find("do not fit"), std::string::npos);
   EXPECT_NE(error([](nlohmann::json &b) { b["buffers"] = 1; }).find("'buffers' must be a list"), std::string::npos);
   EXPECT_NE(error([](nlohmann::json &b) { b["kernel"] = ""; }).find("'kernel'"), std::string::npos);
+  // whole_row is for a kept input only (B2's gathered rows are not kept); a file without it reads false.
+  EXPECT_NE(
+      error([](nlohmann::json &b) { b["buffers"][0]["whole_row"] = true; }).find("'whole_row' is for a kept input"),
+      std::string::npos);
+  EXPECT_NE(error([](nlohmann::json &b) { b["buffers"][0]["whole_row"] = 1; }).find("'whole_row'"), std::string::npos);
+  nlohmann::json older = j;
+  for (nlohmann::json &b : older["buffers"])
+    b.erase("whole_row");
+  EXPECT_EQ(tilingToJson(tilingFromJson(older, chip, "t")), j);
   std::string shortCopies = chipJson(40, 196352);
   shortCopies.replace(shortCopies.find("\"max_copy_bytes\": 65536"), 23, "\"max_copy_bytes\": 8192");
   try {
@@ -475,15 +484,16 @@ double cannA3CostNs(const Chip &chip, const A3Case &c) {
          (c.probs ? chip.syncAllNs : 0);
 }
 
-// Under the same cost model, our A3 plans without probs do the work CANN's kernel does (the routed rows)
-// at no more cost on 910B: tokens 1 to 64k, K 1 to 512, H 1 to 16k, both modes, every dtype. The spec's
-// zeroing of rows no slot references, which CANN's kernel does not do, is one more stage of the launch (see
-// the table below). With probs ours is still worse in places (issue 11): the test prints the worst cases.
-TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradWithoutProbsIsNeverWorse) {
+// Under the same cost model, our A3 plans do the work CANN's kernel does (the routed rows, and with probs
+// their dot products) at no more cost on 910B: tokens 1 to 64k, K 1 to 512, H 1 to 16k, both modes, every
+// dtype. The spec's zeroing of rows no slot references, which CANN's kernel does not do, is one more stage
+// of the launch (see the table below). Pad mode with probs is still worse in a few cases (issue 11: at most
+// 1.4 %, f32 at H = 16384): the test prints how many and the worst.
+TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradIsNeverWorseButPaddedWithProbs) {
   Chip chip = builtinChip("910b");
-  int better = 0, cases = 0;
-  std::map<std::string, std::pair<double, std::string>> worstWithProbs; // mode -> (ours / CANN, case)
-  std::map<std::string, std::pair<int, int>> worseWithProbs;            // mode -> (cases worse, cases)
+  std::map<std::string, std::pair<int, int>> better; // mode -> (cases 1 % cheaper, cases)
+  std::pair<int, int> worsePadded;                   // pad +probs: (cases worse, cases)
+  std::pair<double, std::string> worstPadded;        // (ours / CANN, case)
   for (dsl::DType dtype : {dsl::DType::F32, dsl::DType::F16, dsl::DType::BF16})
     for (auto [e, k] : {std::pair<int64_t, int64_t>{8, 1}, {8, 2}, {64, 6}, {256, 8}, {512, 512}})
       for (int64_t h : {1, 8, 100, 1024, 7168, 16384})
@@ -498,23 +508,22 @@ TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradWithoutProbsIsNeverWorse) {
                                            c.rows(), padded ? " pad" : "", probs ? " +probs" : "");
             SCOPED_TRACE(name);
             double ours = costWithoutRowFill(chip, planA3(chip, c)), theirs = cannA3CostNs(chip, c);
-            if (probs) {
-              std::string mode = padded ? "pad +probs" : "non-pad +probs";
-              auto &worst = worstWithProbs[mode];
-              if (ours / theirs > worst.first)
-                worst = {ours / theirs, name};
-              worseWithProbs[mode].first += ours > theirs * (1 + 1e-9);
-              worseWithProbs[mode].second += 1;
+            if (padded && probs) {
+              if (ours / theirs > worstPadded.first)
+                worstPadded = {ours / theirs, name};
+              worsePadded.first += ours > theirs * (1 + 1e-9);
+              worsePadded.second += 1;
               continue;
             }
             EXPECT_LE(ours, theirs * (1 + 1e-9));
-            better += ours < theirs * 0.99;
-            ++cases;
+            auto &count = better[std::string(padded ? "pad" : "non-pad") + (probs ? " +probs" : "")];
+            count.first += ours < theirs * 0.99;
+            count.second += 1;
           }
-  std::cout << "without probs, ours is at least 1% cheaper in " << better << " of " << cases << " cases\n";
-  for (const auto &[mode, worst] : worstWithProbs)
-    std::cout << fmt::format("{}: worse than CANN in {} of {} cases, the worst {:.3f}x at {}\n", mode,
-                             worseWithProbs[mode].first, worseWithProbs[mode].second, worst.first, worst.second);
+  for (const auto &[mode, count] : better)
+    std::cout << fmt::format("{}: ours at least 1% cheaper in {} of {} cases\n", mode, count.first, count.second);
+  std::cout << fmt::format("pad +probs: worse than CANN in {} of {} cases, the worst {:.3f}x at {}\n",
+                           worsePadded.first, worsePadded.second, worstPadded.first, worstPadded.second);
 }
 
 TEST(AscendPlanVsCann, UnpermuteWithRoutingMapGradTable) {

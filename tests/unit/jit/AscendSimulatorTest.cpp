@@ -31,6 +31,15 @@ ascend::Chip smallChip() {
   return chip;
 }
 
+/// A chip whose UB holds a whole row of 3001 elements next to chunks of the others: a kept input of a
+/// chunked row holds its whole row (#moe.ub_buffer<..., wholeRow = true>).
+ascend::Chip wholeRowChip() {
+  ascend::Chip chip = smallChip();
+  chip.name = "whole-row-ub";
+  chip.ubBytes = 32768;
+  return chip;
+}
+
 class AscendSimulator : public ::testing::TestWithParam<OpMode> {};
 
 TEST_P(AscendSimulator, IsBitIdenticalToTheCpuKernels) {
@@ -40,7 +49,8 @@ TEST_P(AscendSimulator, IsBitIdenticalToTheCpuKernels) {
   struct Size {
     int64_t tokens, H;
   };
-  for (const ascend::Chip &chip : {ascend::builtinChip("910b"), ascend::builtinChip("310p"), smallChip()}) {
+  for (const ascend::Chip &chip :
+       {ascend::builtinChip("910b"), ascend::builtinChip("310p"), smallChip(), wholeRowChip()}) {
     for (Size size : {Size{1, 8}, Size{37, 100}, Size{45, 3001}}) {
       for (DType dtype : {DType::BF16, DType::F16, DType::F32}) {
         SCOPED_TRACE(chip.name + " tokens " + std::to_string(size.tokens) + " H " + std::to_string(size.H) + " " +
@@ -181,6 +191,57 @@ TEST(AscendSimulatorCounts, A3KeepsATokensRowForItsSlots) {
     }
   }
   EXPECT_GT(comparedWithPlan, 0) << "no plan read the indices as scalars: nothing was compared";
+}
+
+// A3 with probs, every expert chosen (K = E, so every point is live): the dot products of a token's E points
+// share its gradient row, a kept input. Its rows need three chunks on a 32 KiB UB, and the buffer holds the
+// whole row: a core copies it in once per token its points touch (chunk by chunk), not once per point; each
+// point copies its permuted row in. The plan counts the same kept-row bytes per core.
+TEST(AscendSimulatorCounts, A3KeepsAWholeTokenRowForItsDotProducts) {
+  auto op = loadOp("moe_token_unpermute_with_routing_map_grad");
+  std::mt19937 rng(std::random_device{}());
+  const int64_t T = 45, E = 4, H = 3001;
+  ascend::Chip chip = wholeRowChip();
+  for (DType dtype : {DType::BF16, DType::F32}) {
+    SCOPED_TRACE(dsl::dtypeName(dtype));
+    Case c = unpermuteGradNonPad(dtype, T, E, E, H, true, rng, false);
+    std::map<std::string, TensorView> inputs;
+    for (auto &[name, t] : c.inputs)
+      inputs[name] = t.view();
+    CpuRunResult run = runOnAscendSimulator(*op, dtype, c.attrs, inputs, chip);
+    AscendPlanner planner(chip);
+    auto plan = planner.plan(
+        "moe_token_unpermute_with_routing_map_grad",
+        {dtype, {{"Tk", T}, {"R", T * E}, {"E", E}, {"H", H}}, {}, {"routing_map", "permuted_tokens", "probs"}});
+    const int64_t b = dsl::dtypeBytes(dtype);
+    int wholeRows = 0;
+    for (size_t k = 0; k < run.simulated.size(); ++k) {
+      const ascend::KernelTiling &tiling = run.tilings[k];
+      auto kept = std::find_if(tiling.buffers.begin(), tiling.buffers.end(), [](const auto &b) { return b.wholeRow; });
+      if (kept == tiling.buffers.end())
+        continue;
+      ++wholeRows;
+      EXPECT_EQ(kept->name, "in.unpermuted_tokens_grad");
+      EXPECT_GT(tiling.chunks, 1);
+      const ascend::SimulatedLaunch &launch = run.simulated[k];
+      const ascend::KernelPlan *kernel = nullptr;
+      for (const ascend::KernelPlan &p : plan->kernels)
+        if (p.tiling.kernel == launch.kernel)
+          kernel = &p;
+      ASSERT_NE(kernel, nullptr);
+      ASSERT_EQ(kernel->cores.size(), launch.cores.size());
+      for (int64_t core = 0, begin = 0; core < int64_t(launch.cores.size()); ++core) {
+        const auto &stats = launch.cores[size_t(core)];
+        int64_t rows = stats.rows, tokens = (begin + rows - 1) / E - begin / E + 1;
+        EXPECT_EQ(stats.bytesIn, (rows + tokens) * H * b) << "core " << core;
+        const ascend::CoreWork &planned = kernel->cores[size_t(core)];
+        EXPECT_EQ(planned.rows, rows) << "core " << core;
+        EXPECT_EQ(planned.gmBytes - rows * tiling.rowBytes, tokens * H * b) << "core " << core;
+        begin += rows;
+      }
+    }
+    EXPECT_EQ(wholeRows, 1) << "the dot products' kernel holds whole token rows";
+  }
 }
 
 // What a real core would get wrong fails loudly, naming it: a chip whose UB cannot hold even one chunk is

@@ -64,7 +64,8 @@ def Moe_UbBufferAttr : AttrDef<Moe_Dialect, "UbBuffer"> {
     whether it holds every row of a UB pass or one row at a time. An input whose GM row does not depend on
     the `reuseDims` innermost row indices is kept across the rows that share it and copied
     `copiesPerChunk` times per group of such rows and chunk (0, 0: copied for every row, as counted in
-    the plan's `rowCopiesPerChunk`).
+    the plan's `rowCopiesPerChunk`). `wholeRow` (printed only when true): such a kept input holds its whole
+    row, every chunk of it, so that a row of several chunks is still copied once per group.
 
     ```mlir
     #moe.ub_buffer<name = "in.grad_expanded_x", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0,
@@ -73,7 +74,7 @@ def Moe_UbBufferAttr : AttrDef<Moe_Dialect, "UbBuffer"> {
   }];
   let parameters = (ins StringRefParameter<>:$name, "int64_t":$elementBytes, "int64_t":$copies,
                         "bool":$perRowOfPass, "int64_t":$fixedBytesPerRow, "int64_t":$reuseDims,
-                        "int64_t":$copiesPerChunk);
+                        "int64_t":$copiesPerChunk, DefaultValuedParameter<"bool", "false">:$wholeRow);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

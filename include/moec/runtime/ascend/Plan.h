@@ -31,7 +31,8 @@
 namespace moec::ascend {
 
 /// One buffer in a core's UB. Its bytes for a pass of `rows` rows and `chunk` elements per row are
-/// copies * align(elementBytes * chunk * (perRowOfPass ? rows : 1)) + align(fixedBytesPerRow * rows).
+/// copies * align(elementBytes * chunk * (perRowOfPass ? rows : 1)) + align(fixedBytesPerRow * rows), with
+/// the row's length in place of `chunk` for a kept input that holds whole rows.
 struct UbBuffer {
   std::string name;         // "in.grad_expanded_x", "out.grad_x", "acc.f32", "idx.expanded_row_idx"
   int64_t elementBytes = 0; // per element of the chunk; 0 for a buffer of row-invariant values
@@ -43,6 +44,9 @@ struct UbBuffer {
   // are in KernelTiling::rowCopiesPerChunk and rowBytes instead).
   int64_t reuseDims = 0;
   int64_t copiesPerChunk = 0;
+  // A kept input that holds its whole row (every chunk of it): a row of several chunks is still copied
+  // once per group of rows that share it, chunk by chunk, by the group's first live row.
+  bool wholeRow = false;
 };
 
 /// A kernel's tiling for one chip: what the compiler derives from the scheduled IR.
