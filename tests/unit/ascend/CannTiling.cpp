@@ -313,7 +313,8 @@ UnpermuteWithRoutingMapGradTiling unpermuteWithRoutingMapGradTiling(const CannPl
 //    and K probs. Copies: its routing_map row in (E int8 bytes), per chunk 1 unpermuted row in + K grads out + K
 //    permuted rows in, then its probs_grad row out (E*pts); plus one InitOutput zero-fill of the core's own
 //    probs_grad rows. indicesReserveNum only batches the scalar index loads; it merges no copies.
-// Each InitOutput counts as one copy (it is a library loop over UB-sized DataCopies). Simplification: every index
+// Each InitOutput counts as one copy (it is a library loop over UB-sized DataCopies); Init then calls SyncAll()
+// before Process, so the zero-fill is also counted apart (initCopies, initBytes). Simplification: every index
 // is live and each routing_map row holds exactly topK chosen experts.
 std::vector<CoreWork> unpermuteWithRoutingMapGradWork(const UnpermuteWithRoutingMapGradTiling &t, DType tokens,
                                                       DType probs, bool padded, bool hasProbs) {
@@ -338,9 +339,11 @@ std::vector<CoreWork> unpermuteWithRoutingMapGradWork(const UnpermuteWithRouting
       w.dataCopies = w.rows * (2 + loops * (1 + 2 * k));
       w.gmBytes = w.rows * (e + rowBytes * (1 + 2 * k) + e * pts);
       if (w.rows * e > 0) { // InitOutput of this core's probs_grad rows
-        w.dataCopies += 1;
-        w.gmBytes += w.rows * e * pts;
+        w.initCopies = 1;
+        w.initBytes = w.rows * e * pts;
       }
+      w.dataCopies += w.initCopies;
+      w.gmBytes += w.initBytes;
       continue;
     }
     w.rows = former ? t.rowIdMapEachCore : t.rowIdMapTailCore;
@@ -354,9 +357,11 @@ std::vector<CoreWork> unpermuteWithRoutingMapGradWork(const UnpermuteWithRouting
       w.dataCopies = w.rows * (3 * loops + 1);
       w.gmBytes = w.rows * (3 * rowBytes + pts);
       if (t.tokensNum * e > 0) { // InitOutput of all of probs_grad, on every core
-        w.dataCopies += 1;
-        w.gmBytes += t.tokensNum * e * pts;
+        w.initCopies = 1;
+        w.initBytes = t.tokensNum * e * pts;
       }
+      w.dataCopies += w.initCopies;
+      w.gmBytes += w.initBytes;
     }
   }
   return work;

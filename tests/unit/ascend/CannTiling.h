@@ -46,6 +46,9 @@ struct CoreWork {
                              ///< added beyond the brief because both kernels read their indices this way
   int64_t passes = 0;        ///< UB passes (rows times H loops)
   int64_t bufferCount = 1;   ///< 2: the kernel's queues are double-buffered
+  /// Of dataCopies and gmBytes: Init's zero-fill (InitOutput), which a SyncAll of every core then follows
+  /// before Process starts (the A3 kernels with probs), so it overlaps none of Process's copies.
+  int64_t initCopies = 0, initBytes = 0;
 };
 
 struct InitRoutingV2GradTiling {

@@ -480,6 +480,8 @@ TEST(UnpermuteWithRoutingMapGrad, WorkOfUtKey1Case) {
   EXPECT_EQ(work[0].dataCopies, 6);
   EXPECT_EQ(work[0].gmBytes, 64 + 3 * 128 + 64 * 2 + 64 * 2);
   EXPECT_EQ(work[0].scalarGmReads, 2);
+  EXPECT_EQ(work[0].initCopies, 1); // of those, the zero-fill before the SyncAll
+  EXPECT_EQ(work[0].initBytes, 64 * 2);
   for (size_t core = 30; core < 40; ++core)
     EXPECT_EQ(work[core].rows + work[core].dataCopies + work[core].gmBytes, 0) << "core " << core;
 }
@@ -495,6 +497,9 @@ TEST(UnpermuteWithRoutingMapGrad, PaddedProbsZeroFillRunsOnIdleCores) {
   EXPECT_EQ(work[39].rows, 0);
   EXPECT_EQ(work[39].dataCopies, 1);           // InitOutput of all of probs_grad
   EXPECT_EQ(work[39].gmBytes, 30 * 64 * 2);
+  EXPECT_EQ(work[39].initCopies, 1); // all of it before the SyncAll
+  EXPECT_EQ(work[39].initBytes, 30 * 64 * 2);
+  EXPECT_EQ(work[0].initBytes, 30 * 64 * 2);
 }
 
 TEST(UnpermuteWithRoutingMapGrad, WorkRejectsMismatchedMode) {
