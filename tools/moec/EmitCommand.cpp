@@ -92,8 +92,11 @@ void runEmit(const EmitOptions &o) {
 
   if (!o.dumpDir.empty())
     writeDumps(compiled, o.dumpDir, op->name);
-  if (!o.dumpDir.empty() && spec.target.kind == TargetKind::Ascend)
+  if (!o.dumpDir.empty() && spec.target.kind == TargetKind::Ascend) {
     writeFile((std::filesystem::path(o.dumpDir) / (op->name + ".tiling.json")).string(), tilingsJson(compiled));
+    writeFile((std::filesystem::path(o.dumpDir) / (op->name + ".tiling.h")).string(),
+              ascend::tilingHeader(op->name, spec.target.arch, compiled.ascend));
+  }
   const std::string &text = compiled.dumps.at(wanted);
   if (o.output.empty())
     std::cout << text;
@@ -144,6 +147,9 @@ void runEmitAll(const EmitAllOptions &o) {
                                .string();
         // Ascend: each kernel's tiling for the chip; the core split waits for a call's dims (moec plan).
         writeFile(file, isAscend ? tilingsJson(compiled) : compiled.dumps.at(code));
+        if (isAscend) // and its TilingData structs, next to it
+          writeFile(file.substr(0, file.size() - std::string("json").size()) + "h",
+                    ascend::tilingHeader(op->name, target.arch, compiled.ascend));
         fmt::print("{:<42} {:<6} {:<52} {:<10} {:>10.1f}  {}\n", op->name, dsl::dtypeName(spec.dtype), label,
                    target.str(), compiled.times.total(), file);
         ++count;
@@ -165,7 +171,8 @@ void registerEmitCommand(CLI::App &app) {
   cmd->add_option("--with", o->with, "an optional tensor the kernels are specialized to receive (repeatable)");
   cmd->add_option("--emit", o->emit,
                   "stage: ast, moe, loops, llvm, ptx (ptx target), asm (cpu target); ascend: ast, moe (with each "
-                  "kernel's #moe.ascend_plan; --dump-dir adds <op>.tiling.json), loops (the tiled kernels)");
+                  "kernel's #moe.ascend_plan; --dump-dir adds <op>.tiling.json and the TilingData structs, "
+                  "<op>.tiling.h), loops (the tiled kernels)");
   cmd->add_option("-o,--output", o->output, "write the stage here instead of stdout");
   cmd->add_option("--dump-dir", o->dumpDir, "also write every stage as DIR/<op>.<stage>");
   cmd->callback([o] { runEmit(*o); });

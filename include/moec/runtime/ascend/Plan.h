@@ -193,4 +193,8 @@ nlohmann::json planToJson(const Plan &plan);
 /// instance holding this plan's values, as a CANN kernel reads its tiling.
 std::string planHeader(const Plan &plan);
 
+/// The same structs without values, for kernels compiled before any call's dims are known (`moec emit
+/// --target ascend --dump-dir`). It shares planHeader's guard.
+std::string tilingHeader(const std::string &op, const std::string &chip, const std::vector<KernelTiling> &tilings);
+
 } // namespace moec::ascend
