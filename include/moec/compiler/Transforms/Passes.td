@@ -405,7 +405,8 @@ def MoePlanAscend : Pass<"moe-plan-ascend", "::mlir::ModuleOp"> {
     a row cheaper under the chip's cost model (a row's DataCopy set-ups and bytes overlap when
     double-buffered, add up when not), and how many short rows share a pass. The result is a
     `#moe.ascend_plan` on the op; nothing else changes. A domain that reduces along a contiguous dim (a dot
-    product over H) plans its points as rows.
+    product over H) plans its points as rows. An input kept across the rows that share its GM row holds its
+    whole row (`wholeRow`) when the row needs several chunks and the other buffers still need no more.
 
     Before (B2, f32, H = 8):
     ```mlir
