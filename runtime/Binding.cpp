@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 
@@ -207,16 +208,42 @@ int64_t readInteger(const TensorView &v, int64_t i) {
   }
 }
 
+/// The least and greatest of `v`'s elements (a loop the compiler vectorizes: every call checks its index
+/// tensors, R = N x K of them, and this is most of what a launch costs beside the kernels).
+template <typename I> std::pair<int64_t, int64_t> minMaxOf(const TensorView &v) {
+  const I *x = static_cast<const I *>(v.data);
+  I lo = std::numeric_limits<I>::max(), hi = std::numeric_limits<I>::min();
+  for (int64_t i = 0, n = v.elements(); i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  return {lo, hi};
+}
+
+std::pair<int64_t, int64_t> minMaxOf(const TensorView &v) {
+  switch (v.dtype) {
+  case DType::I32:
+    return minMaxOf<int32_t>(v);
+  case DType::I8:
+    return minMaxOf<int8_t>(v);
+  default:
+    return minMaxOf<uint8_t>(v);
+  }
+}
+
 void checkRanges(const OpDef &op, const std::map<std::string, TensorView> &inputs, const Bindings &b) {
   for (const TensorDecl &t : op.tensors) {
     auto it = inputs.find(t.name);
     if (t.isOutput || !t.rangeLo || it == inputs.end())
       continue;
     const TensorView &v = it->second;
-    if (v.device != Device::Host)
+    if (v.device != Device::Host || v.elements() == 0)
       continue;
     int64_t lo = evalInt(*t.rangeLo, b), hi = evalInt(*t.rangeHi, b);
-    for (int64_t i = 0, n = v.elements(); i < n; ++i) {
+    auto [least, greatest] = minMaxOf(v);
+    if (least >= lo && greatest < hi)
+      continue;
+    for (int64_t i = 0, n = v.elements(); i < n; ++i) { // the first element outside, for the message
       int64_t x = readInteger(v, i);
       if (x < lo || x >= hi)
         fail(op, "tensor '" + t.name + "' element " + std::to_string(i) + " is " + std::to_string(x) +
@@ -225,26 +252,74 @@ void checkRanges(const OpDef &op, const std::map<std::string, TensorView> &input
   }
 }
 
+[[noreturn]] void failRepeated(const OpDef &op, const std::string &name, int64_t x, int64_t first, int64_t i) {
+  fail(op, "tensor '" + name + "' must hold distinct values: " + std::to_string(x) + " is at elements " +
+               std::to_string(first) + " and " + std::to_string(i));
+}
+
+/// Whether `v`'s non-negative values, all below `limit` (else false, and nothing is checked), are
+/// distinct: one bit per value in a buffer kept per thread (a hash set cost ~50 ns an element; this, ~1).
+template <typename I>
+bool checkUniqueBelow(const OpDef &op, const std::string &name, const TensorView &v, int64_t limit) {
+  thread_local std::vector<uint64_t> seen;
+  size_t words = size_t(limit + 63) / 64;
+  if (seen.size() < words)
+    seen.resize(words);
+  std::fill_n(seen.begin(), words, 0);
+  const I *values = static_cast<const I *>(v.data);
+  for (int64_t i = 0, n = v.elements(); i < n; ++i) {
+    int64_t x = values[i];
+    if (x < 0)
+      continue;
+    if (x >= limit)
+      return false;
+    uint64_t bit = uint64_t(1) << (x % 64);
+    if (seen[x / 64] & bit)
+      failRepeated(op, name, x, std::find(values, values + i, values[i]) - values, i);
+    seen[x / 64] |= bit;
+  }
+  return true;
+}
+
+bool checkUniqueBelow(const OpDef &op, const std::string &name, const TensorView &v, int64_t limit) {
+  switch (v.dtype) {
+  case DType::I32:
+    return checkUniqueBelow<int32_t>(op, name, v, limit);
+  case DType::I8:
+    return checkUniqueBelow<int8_t>(op, name, v, limit);
+  default:
+    return checkUniqueBelow<uint8_t>(op, name, v, limit);
+  }
+}
+
 /// `unique` tensors: their non-negative values are pairwise distinct, so scatters through them never
-/// collide.
-void checkUnique(const OpDef &op, const std::map<std::string, TensorView> &inputs) {
+/// collide. Runs after checkRanges: where the values are known to lie in a range not much wider than the
+/// tensor, a bitmap over it finds repeats; otherwise a hash map.
+void checkUnique(const OpDef &op, const std::map<std::string, TensorView> &inputs, const Bindings &b) {
   for (const TensorDecl &t : op.tensors) {
     auto it = inputs.find(t.name);
     if (!t.unique || it == inputs.end() || it->second.device != Device::Host)
       continue;
+    const TensorView &v = it->second;
+    int64_t n = v.elements();
+    if (t.rangeHi && n > 0) {
+      int64_t hi = evalInt(*t.rangeHi, b);
+      if (hi <= 0)
+        continue; // no non-negative values: nothing can repeat
+      if (hi / 64 <= n + 1024 && checkUniqueBelow(op, t.name, v, hi))
+        continue;
+    }
     std::unordered_map<int64_t, int64_t> seen;
-    for (int64_t i = 0, n = it->second.elements(); i < n; ++i) {
-      int64_t x = readInteger(it->second, i);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t x = readInteger(v, i);
       if (x < 0)
         continue;
       auto [first, inserted] = seen.emplace(x, i);
       if (!inserted)
-        fail(op, "tensor '" + t.name + "' must hold distinct values: " + std::to_string(x) + " is at elements " +
-                     std::to_string(first->second) + " and " + std::to_string(i));
+        failRepeated(op, t.name, x, first->second, i);
     }
   }
 }
-
 
 } // namespace
 
@@ -358,7 +433,7 @@ BoundCall bindCall(const OpDef &op, DType dtype, const std::map<std::string, int
 
 void checkIndexData(const OpDef &op, const std::map<std::string, TensorView> &inputs, const Bindings &bindings) {
   checkRanges(op, inputs, bindings);
-  checkUnique(op, inputs);
+  checkUnique(op, inputs, bindings);
 }
 
 void checkOutputs(const OpDef &op, DType dtype, const BoundCall &call,

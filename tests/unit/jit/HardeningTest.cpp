@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <random>
 
 using namespace moec;
@@ -303,4 +304,60 @@ TEST(Aliasing, AnOutputOverlappingAnotherTensorIsRefused) {
   EXPECT_NO_THROW(unpermute.launch({{"hidden_states_unzipped", yu.view()}, {"zipped_expertwise_rowmap", rowmap2},
                                     {"expert_routemap_topk", rowmap2}, {"token_prob_unzipped", pu.view()},
                                     {"hidden_states", hidden}, {"expert_prob_topk", probsApart}}));
+}
+
+namespace {
+/// A scatter through a `unique` index, with a declared range or without one (`range`: "" or " in [-1, N)").
+std::unique_ptr<dsl::OpDef> uniqueScatter(const std::string &range) {
+  return userOp("op scatter<T: f32>\n  dim N: runtime, H: static\n  in idx: i32[N]" + range +
+                " unique\n  in x: T[N, H]\n  out y: T[N, H]\n{\n  y[m, h] = T(0.0)\n  for i < N {\n"
+                "    if idx[i] >= 0 {\n      y[idx[i], h] = x[i, h]\n    }\n  }\n}\n");
+}
+} // namespace
+
+TEST(IndexData, RepeatsInAUniqueTensorAreFoundWithOrWithoutARange) {
+  // A declared range lets the check use a bitmap over it; without one it hashes the values. Both name the
+  // first two elements that hold the repeated value, and -1 (a skipped slot) may repeat.
+  std::mt19937 rng(7);
+  for (const std::string range : {std::string(" in [-1, N)"), std::string()}) {
+    auto op = uniqueScatter(range);
+    const int32_t n = 3001;
+    std::vector<int32_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    perm[10] = perm[20] = -1;
+    HostTensor x = iota(n, 2);
+    HostTensor good = ints(perm);
+    EXPECT_NO_THROW(runOnCpu(*op, DType::F32, {}, {{"idx", good.view()}, {"x", x.view()}})) << range;
+    for (auto [first, second] : {std::pair{0, n - 1}, std::pair{1234, 1235}, std::pair{n - 2, n - 1}}) {
+      std::vector<int32_t> repeated = perm;
+      int32_t value = first == n - 2 ? n - 1 : 1234 + first % 7; // n - 1: the range's last value
+      for (int32_t &v : repeated)
+        if (v == value)
+          v = -1; // nowhere else
+      repeated[first] = repeated[second] = value;
+      HostTensor bad = ints(repeated);
+      expectThrowContaining<ArgumentError>(
+          [&] {
+            runOnCpu(*op, DType::F32, {}, {{"idx", bad.view()}, {"x", x.view()}});
+          },
+          {"tensor 'idx' must hold distinct values: " + std::to_string(value) + " is at elements " +
+           std::to_string(first) + " and " + std::to_string(second)});
+    }
+  }
+}
+
+TEST(IndexData, TheFirstElementOutsideItsRangeIsNamed) {
+  auto op = uniqueScatter(" in [-1, N)");
+  HostTensor x = iota(100, 2);
+  std::vector<int32_t> perm(100);
+  std::iota(perm.begin(), perm.end(), 0);
+  perm[37] = 100;
+  perm[80] = -2;
+  HostTensor bad = ints(perm);
+  expectThrowContaining<ArgumentError>(
+      [&] {
+        runOnCpu(*op, DType::F32, {}, {{"idx", bad.view()}, {"x", x.view()}});
+      },
+      {"tensor 'idx' element 37 is 100, outside the valid range [-1, 100)"});
 }
