@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 #include <unistd.h>
@@ -80,6 +81,28 @@ void BM_CpuLaunchOverhead(benchmark::State &state) {
     k.launch({grad.view(), idx.view()}, {out.view()});
 }
 BENCHMARK(BM_CpuLaunchOverhead);
+
+/// The argument checks of a production-sized call, where the index data dominates them: A3 at N = 4096,
+/// top-8 (out_index, R = 32768 unique values in [-1, R), and permute_token_id in [-1, R)). H is small: the
+/// checks read the index tensors only.
+void BM_CheckProductionIndexData(benchmark::State &state) {
+  moec::Runtime rt(cpuOptions());
+  moec::Kernel k = rt.get("moe_token_unpermute_with_routing_map_grad", {moec::bf16, {{"E", 256}, {"H", 64}}, {}, {}, {}});
+  const int64_t tokens = 4096, rows = tokens * 8;
+  moec::HostTensor grad{moec::bf16, {tokens, 64}}, outIndex{moec::i32, {rows}}, tokenIds{moec::i32, {rows}};
+  moec::HostTensor dy{moec::bf16, {rows, 64}};
+  auto *out = static_cast<int32_t *>(outIndex.raw());
+  std::iota(out, out + rows, 0);
+  std::reverse(out, out + rows);
+  std::copy(out, out + rows, static_cast<int32_t *>(tokenIds.raw()));
+  std::map<std::string, moec::TensorView> inputs{
+      {"unpermuted_tokens_grad", grad.view()}, {"out_index", outIndex.view()}, {"permute_token_id", tokenIds.view()}};
+  std::map<std::string, moec::TensorView> outputs{{"permuted_tokens_grad", dy.view()}};
+  for (auto _ : state)
+    benchmark::DoNotOptimize(k.check(inputs, outputs));
+  state.SetItemsProcessed(state.iterations() * rows);
+}
+BENCHMARK(BM_CheckProductionIndexData)->Unit(benchmark::kMicrosecond);
 
 /// A new process's first get() of a kernel on disk: no MLIR pipeline, the object file is linked.
 void BM_WarmStartFromDisk(benchmark::State &state) {
