@@ -348,16 +348,21 @@ TEST(IndexData, RepeatsInAUniqueTensorAreFoundWithOrWithoutARange) {
 }
 
 TEST(IndexData, TheFirstElementOutsideItsRangeIsNamed) {
+  // Past the end, below the start, and both (the first one is named).
   auto op = uniqueScatter(" in [-1, N)");
   HostTensor x = iota(100, 2);
-  std::vector<int32_t> perm(100);
-  std::iota(perm.begin(), perm.end(), 0);
-  perm[37] = 100;
-  perm[80] = -2;
-  HostTensor bad = ints(perm);
-  expectThrowContaining<ArgumentError>(
-      [&] {
-        runOnCpu(*op, DType::F32, {}, {{"idx", bad.view()}, {"x", x.view()}});
-      },
-      {"tensor 'idx' element 37 is 100, outside the valid range [-1, 100)"});
+  for (auto [bad, message] : {std::pair<std::map<int, int32_t>, std::string>{{{37, 100}}, "element 37 is 100"},
+                              {{{80, -2}}, "element 80 is -2"},
+                              {{{37, 100}, {20, -2}}, "element 20 is -2"}}) {
+    std::vector<int32_t> perm(100);
+    std::iota(perm.begin(), perm.end(), 0);
+    for (auto [i, v] : bad)
+      perm[i] = v;
+    HostTensor idx = ints(perm);
+    expectThrowContaining<ArgumentError>(
+        [&] {
+          runOnCpu(*op, DType::F32, {}, {{"idx", idx.view()}, {"x", x.view()}});
+        },
+        {"tensor 'idx' " + message + ", outside the valid range [-1, 100)"});
+  }
 }
