@@ -13,7 +13,8 @@
 //     │ moe-version-row-loops (cpu), canonicalize, cse                                  [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
-//     │ cpu: moe-expand-unchecked-roundings, arith-expand (bf16), moe-bf16-bits,
+//     │ cpu: moe-expand-unchecked-roundings, moe-native-bf16-roundings (AVX512-BF16 hosts),
+//     │      arith-expand (bf16), moe-bf16-bits,
 //     │      scf-to-cf, convert-to-llvm          ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
 //     │ reconcile-unrealized-casts
 //     ▼
@@ -25,6 +26,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Frontend/MoeGen.h"
 #include "moec/compiler/Registration.h"
+#include "moec/compiler/Targets/Targets.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 #include "moec/dsl/Diagnostics.h"
@@ -419,6 +421,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even; the
     // marked roundings of a widened fold's steps go first, without its NaN case.
     llvmPasses.addPass(moe::createMoeExpandUncheckedRoundings());
+    // Where the host has AVX512-BF16, vector roundings use vcvtneps2bf16 but for NaN and subnormal lanes.
+    if (!isAscend && !(spec.schedule.disabled & kNativeBf16Roundings) && hostHasNativeBf16Rounding())
+      llvmPasses.addPass(moe::createMoeNativeBf16Roundings());
     llvmPasses.addPass(arith::createArithExpandOpsPass({/*includeBf16=*/true}));
     // ... and bf16 values between ops as i16, which x86 keeps in registers (see moe-bf16-bits).
     llvmPasses.addPass(moe::createMoeBf16Bits());

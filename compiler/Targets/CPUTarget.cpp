@@ -1,14 +1,15 @@
 //===- CPUTarget.cpp - LLVM IR to host code, JIT-compiled in process -----===//
 #include "moec/compiler/Targets/Targets.h"
 
+#include "moec/runtime/Half.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
-#include "moec/runtime/Half.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <cstdio>
@@ -25,6 +26,7 @@ static void initializeHost() {
   std::call_once(initialized, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser(); // moe-native-bf16-roundings emits inline asm
   });
 }
 
@@ -201,6 +203,14 @@ std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object) {
     throw std::runtime_error("cannot load the kernel object: " + errorText(std::move(error)));
   appendPerfMap(**jit, object);
   return std::make_unique<OrcExecutable>(std::move(*jit));
+}
+
+bool hostHasNativeBf16Rounding() {
+  static const bool has = [] {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    return features.lookup("avx512bf16") && features.lookup("avx512dq") && features.lookup("avx512f");
+  }();
+  return has;
 }
 
 std::string hostToolchain() {

@@ -16,22 +16,23 @@ namespace moec {
 /// computes (tests check results bit for bit with each one off, and each opt-in one on). A Schedule can
 /// turn them off; the opt-in ones (kOptInOptimizations) run only where a Schedule turns them on.
 enum Optimization : uint32_t {
-  kHoistRowInvariants = 1u << 0,    // moe-hoist-row-invariants
-  kCompactPredicatedFolds = 1u << 1, // moe-compact-predicated-folds
-  kStreamingStores = 1u << 2,        // moe-lower-to-loops{streaming-stores} (CPU)
-  kAccumulateRows = 1u << 3,         // moe-lower-to-loops{accumulate-rows} (CPU)
-  kFillUncoveredRows = 1u << 4,      // moe-fill-uncovered-rows
-  kCarryPrefixFolds = 1u << 5,       // moe-carry-prefix-folds
-  kInterleaveReductions = 1u << 6,   // moe-lower-to-loops{interleave-reductions} (CPU)
-  kFuseRowStores = 1u << 7,          // genMoe's statement fusion (dsl::FusedRows; every target)
-  kGroupRows = 1u << 8,              // moe-group-rows (GPU)
-  kGroupPoints = 1u << 9,            // moe-group-points (GPU)
+  kHoistRowInvariants = 1u << 0,      // moe-hoist-row-invariants
+  kCompactPredicatedFolds = 1u << 1,  // moe-compact-predicated-folds
+  kStreamingStores = 1u << 2,         // moe-lower-to-loops{streaming-stores} (CPU)
+  kAccumulateRows = 1u << 3,          // moe-lower-to-loops{accumulate-rows} (CPU)
+  kFillUncoveredRows = 1u << 4,       // moe-fill-uncovered-rows
+  kCarryPrefixFolds = 1u << 5,        // moe-carry-prefix-folds
+  kInterleaveReductions = 1u << 6,    // moe-lower-to-loops{interleave-reductions} (CPU)
+  kFuseRowStores = 1u << 7,           // genMoe's statement fusion (dsl::FusedRows; every target)
+  kGroupRows = 1u << 8,               // moe-group-rows (GPU)
+  kGroupPoints = 1u << 9,             // moe-group-points (GPU)
   kLanePointAccess = 1u << 10,        // moe-lane-point-access (GPU)
   kPrefetchGatheredRows = 1u << 11,   // moe-prefetch-gathered-rows (CPU)
   kWidenRoundedFolds = 1u << 12,      // moe-widen-rounded-folds (CPU)
   kVersionRowLoops = 1u << 13,        // moe-version-row-loops (CPU)
   kUncheckedStepRoundings = 1u << 14, // moe-widen-rounded-folds{unchecked-roundings} (CPU)
-  kAllOptimizations = (1u << 15) - 1,
+  kNativeBf16Roundings = 1u << 15,    // moe-native-bf16-roundings (CPU with AVX512-BF16)
+  kAllOptimizations = (1u << 16) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): they win at some shapes and lose at
   // others, by more than a rule the compiler can check tells apart, so `moec tune` decides.
   kOptInOptimizations = kPrefetchGatheredRows,
@@ -40,14 +41,22 @@ enum Optimization : uint32_t {
 /// Each optimization by the name `--disable NAME` / `--enable NAME` and a config's `off=NAME` / `on=NAME`
 /// give it, in bit order.
 inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = {
-    {"hoist-row-invariants", kHoistRowInvariants}, {"compact-predicated-folds", kCompactPredicatedFolds},
-    {"streaming-stores", kStreamingStores},        {"accumulate-rows", kAccumulateRows},
-    {"fill-uncovered-rows", kFillUncoveredRows},   {"carry-prefix-folds", kCarryPrefixFolds},
-    {"interleave-reductions", kInterleaveReductions}, {"fuse-row-stores", kFuseRowStores},
-    {"group-rows", kGroupRows},                    {"group-points", kGroupPoints},
-    {"lane-point-access", kLanePointAccess},       {"prefetch-gathered-rows", kPrefetchGatheredRows},
-    {"widen-rounded-folds", kWidenRoundedFolds},   {"version-row-loops", kVersionRowLoops},
-    {"unchecked-step-roundings", kUncheckedStepRoundings}};
+    {"hoist-row-invariants", kHoistRowInvariants},
+    {"compact-predicated-folds", kCompactPredicatedFolds},
+    {"streaming-stores", kStreamingStores},
+    {"accumulate-rows", kAccumulateRows},
+    {"fill-uncovered-rows", kFillUncoveredRows},
+    {"carry-prefix-folds", kCarryPrefixFolds},
+    {"interleave-reductions", kInterleaveReductions},
+    {"fuse-row-stores", kFuseRowStores},
+    {"group-rows", kGroupRows},
+    {"group-points", kGroupPoints},
+    {"lane-point-access", kLanePointAccess},
+    {"prefetch-gathered-rows", kPrefetchGatheredRows},
+    {"widen-rounded-folds", kWidenRoundedFolds},
+    {"version-row-loops", kVersionRowLoops},
+    {"unchecked-step-roundings", kUncheckedStepRoundings},
+    {"native-bf16-roundings", kNativeBf16Roundings}};
 static_assert(
     [] {
       uint32_t all = 0;

@@ -8,15 +8,19 @@
 #include "ModeRun.h"
 
 #include "moec/Runtime.h"
+#include "moec/dsl/Parser.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
-#include "moec/dsl/Parser.h"
+#include "moec/runtime/Half.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <iterator>
+#include <random>
 
 using namespace moec;
 using namespace moec::gpucheck;
@@ -292,4 +296,46 @@ TEST(FusedRowStores, InAVectorizedBodyStoreOneElementPerStep) {
       const HostTensor &y = fused.outputs.at("y");
       EXPECT_EQ(std::memcmp(y.raw(), x.raw(), x.bytes()), 0) << "y is not a copy of x";
     }
+}
+
+// moe-native-bf16-roundings (hosts with AVX512-BF16): vcvtneps2bf16 where no lane of 16 is a NaN or
+// subnormal, the exact rounding where one is. Every class of f32 rounds to the exact rounding's bits with
+// the pass on and off: ties (to even, down and up), subnormals (which the instruction reads as zero), NaNs
+// (quiet, signaling, with payloads: the canonical NaN), infinities, a finite value that rounds to infinity,
+// zeros of both signs. Row 0 is all normal (the instruction's path); each later row has one special value
+// among normal ones, in a different lane, so every vector that holds one takes the exact path.
+TEST(NativeBf16Roundings, EveryClassOfF32RoundsExactly) {
+  auto op = dsl::loadOpText("round.moe", "op round<T: bf16>\n  dim N: runtime, H: static\n  in x: f32[N, H]\n"
+                                         "  out y: T[N, H]\n{\n  y[n, h] = T(x[n, h])\n}\n");
+  const uint32_t specials[] = {0x00000001u, 0x007fffffu, 0x00008000u, 0x80400000u, 0x7fc00000u, 0x7f800001u,
+                               0xffc12345u, 0x7fffffffu, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x3f808000u,
+                               0x3f818000u, 0x3f808001u, 0x00000000u, 0x80000000u};
+  const int64_t H = 64, N = 1 + int64_t(std::size(specials));
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> normal(-4.0f, 4.0f);
+  HostTensor x(DType::F32, {N, H});
+  auto *bits = static_cast<uint32_t *>(x.raw());
+  for (int64_t i = 0; i < N * H; ++i) {
+    float v = normal(rng);
+    std::memcpy(&bits[i], &v, 4);
+  }
+  for (size_t i = 0; i < std::size(specials); ++i)
+    bits[(1 + i) * H + (i * 7) % H] = specials[i];
+  auto run = [&](uint32_t disabled) {
+    Schedule s;
+    s.disabled = disabled;
+    return runOnCpu(*op, DType::BF16, {}, {{"x", x.view()}}, s);
+  };
+  CpuRunResult on = run(0), off = run(kNativeBf16Roundings);
+  const auto *y = static_cast<const uint16_t *>(on.outputs.at("y").raw());
+  const auto *exact = static_cast<const uint16_t *>(off.outputs.at("y").raw());
+  for (int64_t i = 0; i < N * H; ++i) {
+    float v;
+    std::memcpy(&v, &bits[i], 4);
+    ASSERT_EQ(y[i], exact[i]) << "element " << i << ", f32 bits " << std::hex << bits[i];
+    if (!std::isnan(v))
+      ASSERT_EQ(y[i], floatToBf16(v)) << "element " << i << ", f32 bits " << std::hex << bits[i];
+    else
+      ASSERT_TRUE(std::isnan(bf16ToFloat(y[i]))) << "element " << i;
+  }
 }

@@ -76,6 +76,9 @@ std::unique_ptr<CpuExecutable> loadHostObject(const std::string &object);
 /// What host code depends on besides the IR: triple, CPU and features ("x86_64-... znver4 +avx2,...").
 std::string hostToolchain();
 
+/// Whether the host CPU has vcvtneps2bf16 and vfpclassps (AVX512-BF16, AVX512-DQ): moe-native-bf16-roundings.
+bool hostHasNativeBf16Rounding();
+
 /// Host assembly of an optimized `module` (for `--emit asm`); does not change the module.
 std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm);
 

@@ -577,6 +577,37 @@ def MoeExpandUncheckedRoundings : Pass<"moe-expand-unchecked-roundings", "::mlir
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def MoeNativeBf16Roundings : Pass<"moe-native-bf16-roundings", "::mlir::ModuleOp"> {
+  let summary = "CPU with AVX512-BF16: a vector rounding of f32 to bf16 by vcvtneps2bf16 where it is exact";
+  let description = [{
+    Runs before arith-expand-ops, on CPUs with AVX512-BF16 and AVX512-DQ (the pipeline adds it only
+    there). arith-expand-ops rounds f32 to bf16 exactly with ~8 integer instructions per 16 lanes, NaN
+    case and pack included; vcvtneps2bf16 rounds 16 lanes to nearest even in one, but it reads subnormal
+    inputs as zero and keeps a NaN's payload. A normal f32 never rounds to a subnormal bf16 (same
+    exponent range), so the instruction is exact for everything else. A rounding of vector<16k x f32>
+    becomes a test of each 16 lanes for NaN or subnormal (vfpclassps), the instruction (inline asm: the
+    target machine keeps the feature off so that LLVM never uses it for its own roundings) where no lane
+    is one, and the exact rounding otherwise. Every result is the same.
+
+    ```mlir
+    %r = arith.truncf %x : vector<32xf32> to vector<32xbf16>
+    // becomes
+    %lo = vector.extract_strided_slice %x {offsets = [0], sizes = [16], strides = [1]}
+    %mlo = llvm.call_intrinsic "llvm.x86.avx512.fpclass.ps.512"(%lo, %c161) : (...) -> vector<16xi1>
+    ... the same for lanes 16-31, or'ed into %m
+    %any = vector.reduction <or>, %m : vector<16xi1> into i1
+    %r = scf.if %any -> (vector<32xbf16>) {
+      scf.yield (arith.truncf %x, expanded exactly by arith-expand-ops)
+    } else {
+      %blo = llvm.inline_asm "vcvtneps2bf16 $1, $0", "=v,v" %lo : (vector<16xf32>) -> vector<16xi16>
+      ... inserted into a vector<32xi16>, bitcast to vector<32xbf16> and yielded
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
   let summary = "CPU: a loop along a row in a version without the branches its row decides";
   let description = [{
