@@ -376,17 +376,20 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   else if (isGpu)
     loopPasses.addPass(moe::createMoeLowerToGPU({/*stepTables=*/!(spec.schedule.disabled & kHoistRowInvariants)}));
   else
-    loopPasses.addPass(moe::createMoeLowerToLoops(
-        {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows),
-         !(spec.schedule.disabled & kInterleaveReductions)}));
-  // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head.
-  if (!isGpu && !isAscend && optimizationOn(spec.schedule, kPrefetchGatheredRows))
-    loopPasses.addPass(moe::createMoePrefetchGatheredRows());
+    loopPasses.addPass(moe::createMoeLowerToLoops({!(spec.schedule.disabled & kStreamingStores),
+                                                   !(spec.schedule.disabled & kAccumulateRows),
+                                                   !(spec.schedule.disabled & kInterleaveReductions)}));
   // CPU: a loop along a row runs without the branches its row decides (bounds checks, live terms) where
   // they take their usual values.
   if (!isGpu && !isAscend && !(spec.schedule.disabled & kVersionRowLoops)) {
     loopPasses.addPass(createCanonicalizerPass()); // its selectors compare with folded constants
     loopPasses.addPass(moe::createMoeVersionRowLoops());
+  }
+  // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head. After
+  // the versions: each loop along a row then gathers only the rows its version reads.
+  if (!isGpu && !isAscend && optimizationOn(spec.schedule, kPrefetchGatheredRows)) {
+    loopPasses.addPass(createCanonicalizerPass()); // folds each version to the terms it reads
+    loopPasses.addPass(moe::createMoePrefetchGatheredRows());
   }
   // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());

@@ -6,8 +6,10 @@
 # bench/cpu/table.sh [DTYPE]; TOKENS, REPS, BUDGET and THREADS (default: all) override; EXTRA adds moec bench
 # arguments to every cell (EXTRA="--disable compact-predicated-folds" measures without an optimization).
 # AGAINST=OTHER_MOEC compares two builds on a noisy machine: each cell is "other / this , other / this",
-# the two binaries alternating twice. AB=NAME compares one build with and without an optimization: each
-# cell is "off / on , off / on" (`--disable NAME`, alternating twice). ROWS=REGEX measures only the rows
+# the two binaries run in the order A B B A (on this VM consecutive runs alternate fast and slow, by up to
+# 0.1 of a memcpy, so A B A B favours A). AB=NAME compares one build with and without an optimization: each
+# cell is "off / on , off / on" (`--disable NAME`, in the order A B B A); ENABLE=1 with AB=NAME turns an
+# opt-in optimization on instead (`--enable NAME`; the cell is still "off / on"). ROWS=REGEX measures only the rows
 # whose label matches (ROWS='mix_precision' for C2 without mixed precision).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,16 +28,22 @@ ratio() { # moec binary, moec bench arguments -> "0.93"
 }
 cell() { # moec bench arguments -> "0.93", or "0.88 / 0.93 , 0.87 / 0.91" with AGAINST or AB
   if [[ -n ${AB:-} ]]; then
-    local off=(--disable "$AB")
-    echo "$(ratio "$moec" "$@" "${off[@]}") / $(ratio "$moec" "$@") , $(ratio "$moec" "$@" "${off[@]}") /" \
-      "$(ratio "$moec" "$@")"
+    local off=(--disable "$AB") on=()
+    [[ -n ${ENABLE:-} ]] && off=() on=(--enable "$AB")
+    local off1 on1 on2 off2
+    off1=$(ratio "$moec" "$@" "${off[@]}") on1=$(ratio "$moec" "$@" "${on[@]}")
+    on2=$(ratio "$moec" "$@" "${on[@]}") off2=$(ratio "$moec" "$@" "${off[@]}")
+    echo "$off1 / $on1 , $off2 / $on2"
     return
   fi
   if [[ -z ${AGAINST:-} ]]; then
     ratio "$moec" "$@"
     return
   fi
-  echo "$(ratio "$AGAINST" "$@") / $(ratio "$moec" "$@") , $(ratio "$AGAINST" "$@") / $(ratio "$moec" "$@")"
+  local other1 this1 this2 other2
+  other1=$(ratio "$AGAINST" "$@") this1=$(ratio "$moec" "$@")
+  this2=$(ratio "$moec" "$@") other2=$(ratio "$AGAINST" "$@")
+  echo "$other1 / $this1 , $other2 / $this2"
 }
 row() { # label, op, then arguments that use $H $E $K
   local label=$1 op=$2 line

@@ -11,10 +11,13 @@
 //      ahead (its loads clamped into their tensors) and the first kPrefetchBytes of its gathered row are
 //      prefetched before the current row's loop starts.
 // Where the hardware already streams the rows (each expert's rows read in order, as B2 and C2 read them at
-// Mixtral's 8 experts), software prefetches only cost. So where (2) applies, a table of recently gathered
-// rows tells those rows apart (checkAndRecordRow): a streamed row is not prefetched ahead, nor is a streamed
-// next row. Even so the pass loses on realistic routing about as often as it wins (bench/cpu/RESULTS.md,
-// "2026-12-02, late"), so it is opt-in (kOptInOptimizations) and `moec tune` decides.
+// Mixtral's 8 experts), software prefetches only cost (B2 there: 1.2 of a memcpy without, 0.9 with). So
+// each gathered row whose index is known before its loop is classed by a table of recently gathered rows
+// (checkAndRecordRow: streamed when the row before it is recent), and the classes vote in a saturating
+// count (countStreamed): while most recent rows were streamed, the loop runs a copy without prefetches.
+// The decision is per launch and routing, not per row: prefetching each scattered row but not each
+// streamed one lost more than it won (bench/cpu/RESULTS.md, "2026-12-04"). The pass runs after
+// moe-version-row-loops, so each version's loop classes only the rows it reads.
 // Prefetches change no result; every address they compute lies inside its tensor.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/Passes.h"
@@ -27,6 +30,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <optional>
@@ -48,6 +52,8 @@ constexpr int64_t kLineBytes = 64;
 constexpr uint32_t kLocality = 3;
 /// Slots of the table of recently gathered rows (a power of two; 64 measured, below).
 constexpr int64_t kRecentRows = 64;
+/// The count of streamed rows saturates at +-kStreamVotes: it follows a change of routing within as many rows.
+constexpr int64_t kStreamVotes = 16;
 
 /// Whether `v` is computed from a load (a row chosen by data: a gather), looking through pure ops and
 /// into the regions of the ops that yield it.
@@ -116,6 +122,7 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
   }
 
   void runOn(func::FuncOp func) {
+    counter = {};
     // Tensors the function never writes: their loads can run ahead.
     DenseSet<Value> written, readOnly;
     func.walk([&](Operation *op) {
@@ -157,17 +164,87 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     for (auto [load, along] : gathers)
       slices.push_back(rowSlice(load, along, readOnly));
     SmallVector<Value> streamed(gathers.size());
-    for (auto [g, gather] : llvm::enumerate(gathers))
-      if (slices[g]) {
-        OpBuilder b(gather.second);
-        SmallVector<Value> row = cloneRowIndices(b, gather.first, *slices[g], slices[g]->rows.getInductionVar());
-        streamed[g] = checkAndRecordRow(b, gather.first, row, /*record=*/true);
-      }
     for (auto [g, gather] : llvm::enumerate(gathers)) {
-      prefetchAlongRow(gather.first, gather.second, streamed[g]);
+      auto [load, along] = gather;
+      OpBuilder b(along);
+      ValueRange indices = load.getIndices().drop_back();
+      // Indices defined around the loop (they dominate it) are the row itself; else the slice computes them.
+      if (llvm::all_of(indices,
+                       [&](Value index) { return index.getParentRegion()->isAncestor(along->getParentRegion()); }))
+        streamed[g] = checkAndRecordRow(b, load, SmallVector<Value>(indices), /*record=*/true);
+      else if (slices[g])
+        streamed[g] = checkAndRecordRow(
+            b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()), /*record=*/true);
+    }
+    for (auto [g, gather] : llvm::enumerate(gathers)) {
+      prefetchAlongRow(gather.first, gather.second);
       if (slices[g])
         prefetchNextRow(gather.first, gather.second, *slices[g]);
     }
+    // A loop whose every gathered row is classed counts the classes, and runs without prefetches while most
+    // rows have been streamed.
+    llvm::MapVector<Operation *, SmallVector<Value>> classes;
+    DenseSet<Operation *> unclassed;
+    for (auto [g, gather] : llvm::enumerate(gathers)) {
+      if (streamed[g])
+        classes[gather.second].push_back(streamed[g]);
+      else
+        unclassed.insert(gather.second);
+    }
+    for (auto &[along, flags] : classes)
+      if (!unclassed.contains(along))
+        versionOnStreamed(cast<scf::ForOp>(along), countStreamed(cast<scf::ForOp>(along), flags));
+  }
+
+  /// Adds each flag's vote (+1 streamed, -1 not) to the function's saturating count of streamed rows; returns
+  /// whether the count is then at least 0 (most recent rows streamed).
+  Value countStreamed(scf::ForOp along, ArrayRef<Value> flags) {
+    OpBuilder b(along);
+    Location loc = along.getLoc();
+    Value slot = streamCounter(along->getParentOfType<func::FuncOp>());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value count = memref::LoadOp::create(b, loc, slot, ValueRange{zero});
+    Value up = arith::ConstantIndexOp::create(b, loc, 1), down = arith::ConstantIndexOp::create(b, loc, -1);
+    Value high = arith::ConstantIndexOp::create(b, loc, kStreamVotes);
+    Value low = arith::ConstantIndexOp::create(b, loc, -kStreamVotes);
+    for (Value flag : flags) {
+      count = arith::AddIOp::create(b, loc, count, arith::SelectOp::create(b, loc, flag, up, down));
+      count = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, count, low), high);
+    }
+    memref::StoreOp::create(b, loc, count, slot, ValueRange{zero});
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, count, zero);
+  }
+
+  /// The count of streamed rows: a stack slot at the function's entry, 0 at first.
+  Value streamCounter(func::FuncOp func) {
+    if (counter)
+      return counter;
+    OpBuilder b(&func.getBody().front(), func.getBody().front().begin());
+    Location loc = func.getLoc();
+    counter = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    memref::StoreOp::create(b, loc, zero, counter, ValueRange{zero});
+    return counter;
+  }
+
+  /// `if (mostlyStreamed) { along without its prefetches } else { along }`.
+  void versionOnStreamed(scf::ForOp along, Value mostlyStreamed) {
+    OpBuilder b(along);
+    Location loc = along.getLoc();
+    auto branches = scf::IfOp::create(b, loc, along.getResultTypes(), mostlyStreamed, /*withElseRegion=*/true);
+    along->replaceAllUsesWith(branches.getResults());
+    b.setInsertionPointToStart(branches.thenBlock());
+    auto plain = cast<scf::ForOp>(b.clone(*along));
+    plain.walk([](memref::PrefetchOp prefetch) { prefetch.erase(); });
+    if (!branches.thenBlock()->empty() && branches.thenBlock()->back().hasTrait<OpTrait::IsTerminator>())
+      branches.thenBlock()->back().erase();
+    b.setInsertionPointToEnd(branches.thenBlock());
+    scf::YieldOp::create(b, loc, plain.getResults());
+    if (!branches.elseBlock()->empty() && branches.elseBlock()->back().hasTrait<OpTrait::IsTerminator>())
+      branches.elseBlock()->back().erase();
+    along->moveBefore(branches.elseBlock(), branches.elseBlock()->end());
+    b.setInsertionPointToEnd(branches.elseBlock());
+    scf::YieldOp::create(b, loc, along.getResults());
   }
 
   /// The row loop around a loop along the row and the ops (in an order they can be cloned in) that compute
@@ -283,20 +360,12 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     return table;
   }
 
-  /// 1. x[i, h + kPrefetchBytes], clamped to the row, before the load of x[i, h]; unless `streamed` (when
-  /// known) says the hardware already streams the row.
-  void prefetchAlongRow(vector::LoadOp load, scf::ForOp along, Value streamed) {
+  /// 1. x[i, h + kPrefetchBytes], clamped to the row, before the load of x[i, h].
+  void prefetchAlongRow(vector::LoadOp load, scf::ForOp along) {
     auto type = cast<MemRefType>(load.getBase().getType());
     int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-    Value distance;
-    {
-      // A streamed row prefetches the element it loads: no traffic, and no branch in the loop.
-      OpBuilder b(along);
-      Location loc = load.getLoc();
-      distance = arith::ConstantIndexOp::create(b, loc, kPrefetchBytes / elemBytes);
-      if (streamed)
-        distance = arith::SelectOp::create(b, loc, streamed, arith::ConstantIndexOp::create(b, loc, 0), distance);
-    }
+    OpBuilder before(along);
+    Value distance = arith::ConstantIndexOp::create(before, load.getLoc(), kPrefetchBytes / elemBytes);
     OpBuilder b(load);
     Location loc = load.getLoc();
     SmallVector<Value> indices(load.getIndices());
@@ -335,6 +404,8 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
 
   /// The recent-rows table of each gathered tensor.
   DenseMap<Value, Value> tables;
+  /// The function's count of streamed rows.
+  Value counter;
 };
 } // namespace
 } // namespace moec::moe

@@ -49,14 +49,13 @@ uint32_t parseOptimizations(const std::string &field, const std::string &value, 
 }
 
 // The spaces. CPU: `rows` is the least rows a worker takes at once (small batches stay on fewer threads);
-// `off` may turn streaming (non-temporal) stores off, `on` the software prefetch of gathered rows on (it wins
-// where rows come from many scattered streams, and loses where the hardware already streams them: C2 at
-// Mixtral's E = 8). GPU: threads along the row, rows per block.
-const std::vector<Knob> kCpuKnobs = {{"off", {0, kStreamingStores}},
-                                     {"on", {0, kPrefetchGatheredRows}},
-                                     {"rows", {1, 16, 128}},
-                                     {"unroll", {1, 4, 8}},
-                                     {"vector", {4, 8, 16, 32}}};
+// `off` may turn streaming (non-temporal) stores off, the software prefetch of gathered rows, or both.
+// GPU: threads along the row, rows per block.
+const std::vector<Knob> kCpuKnobs = {
+    {"off", {0, kStreamingStores, kPrefetchGatheredRows, kStreamingStores | kPrefetchGatheredRows}},
+    {"rows", {1, 16, 128}},
+    {"unroll", {1, 4, 8}},
+    {"vector", {4, 8, 16, 32}}};
 const std::vector<Knob> kGpuKnobs = {{"threads", {32, 64, 128, 256, 512}},
                                      {"rows", {1, 2, 4, 8}},
                                      {"unroll", {1, 4, 8}},

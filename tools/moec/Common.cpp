@@ -96,18 +96,19 @@ void TargetOptions::add(CLI::App &cmd, bool ascend) {
          "turn an optimization off: " + optimizationNames() +
              " (repeatable; results are the same, only speed changes)");
   cmd.add_option_function<std::vector<std::string>>(
-         "--enable",
-         [this](const std::vector<std::string> &names) {
-           for (const std::string &name : names) {
-             uint32_t bit = optimizationByName(name) & kOptInOptimizations;
-             if (!bit)
-               throw CLI::ValidationError("--enable", "'" + name + "' is not an opt-in optimization (" +
-                                                          optimizationNames(kOptInOptimizations) + ")");
-             schedule.enabled |= bit;
-           }
-         },
-         "turn an opt-in optimization on: " + optimizationNames(kOptInOptimizations) +
-             " (repeatable; results are the same, only speed changes)");
+      "--enable",
+      [this](const std::vector<std::string> &names) {
+        for (const std::string &name : names) {
+          uint32_t bit = optimizationByName(name) & kOptInOptimizations;
+          if (!bit)
+            throw CLI::ValidationError("--enable", "'" + name + "' is not an opt-in optimization (" +
+                                                       optimizationNames(kOptInOptimizations) +
+                                                       "); the others are on unless --disable'd");
+          schedule.enabled |= bit;
+        }
+      },
+      "turn an opt-in optimization on (" + optimizationNames(kOptInOptimizations) + ")" +
+          " (repeatable; results are the same, only speed changes)");
 }
 
 Target TargetOptions::resolveTarget() const {

@@ -33,9 +33,10 @@ enum Optimization : uint32_t {
   kUncheckedStepRoundings = 1u << 14, // moe-widen-rounded-folds{unchecked-roundings} (CPU)
   kNativeBf16Roundings = 1u << 15,    // moe-native-bf16-roundings (CPU with AVX512-BF16)
   kAllOptimizations = (1u << 16) - 1,
-  // Off unless asked for (`--enable NAME`, a config's `on=NAME`): they win at some shapes and lose at
-  // others, by more than a rule the compiler can check tells apart, so `moec tune` decides.
-  kOptInOptimizations = kPrefetchGatheredRows,
+  // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
+  // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec
+  // tune` decides. None at present (prefetch-gathered-rows was one until it learnt to tell them apart).
+  kOptInOptimizations = 0,
 };
 
 /// Each optimization by the name `--disable NAME` / `--enable NAME` and a config's `off=NAME` / `on=NAME`
@@ -67,13 +68,13 @@ static_assert(
     "every optimization has a name");
 
 /// "hoist-row-invariants, compact-predicated-folds, ...": the names of the optimizations in `mask`, for
-/// messages and help.
+/// messages and help ("none" for an empty mask).
 inline std::string optimizationNames(uint32_t mask = kAllOptimizations) {
   std::string text;
   for (const auto &[name, bit] : kOptimizationsByName)
     if (mask & bit)
       text += (text.empty() ? "" : ", ") + std::string(name);
-  return text;
+  return text.empty() ? "none" : text;
 }
 
 /// "hoist-row-invariants" -> kHoistRowInvariants; 0 for an unknown name.

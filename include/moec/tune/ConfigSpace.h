@@ -4,7 +4,7 @@
 //
 //   vector=8,threads=1,rows=16,unroll=4                (every field; 0 means the compiler's choice)
 //   vector=8,threads=1,rows=16,unroll=4,off=streaming-stores   (optimizations turned off, '+'-joined;
-//   on=prefetch-gathered-rows turns opt-in ones on)
+//   on=NAME turns opt-in ones on, where there are any)
 //   heuristic                                          (Schedule{}: every field the compiler's choice)
 //   buffers=2,chunk=4096,rows=64                       (ascend: the UB plan; the vector code the compiler's)
 //

@@ -2,19 +2,24 @@
 // top of the loop along the row. A table of the 64 recent rows (a stack array filled with -2) tells a row
 // the hardware already streams (the row before it is recent) from one it does not. Before each row's loop
 // the row's index (its load clamped into idx, 0 when idx is empty) is checked against the table and added
-// to it; along the row the load prefetches 768 bytes (384 bf16) on, clamped to the row's last element, or
-// its own element where the row is streamed; and when the next row is in the range its index (computed
-// the same way) is checked, and the first 768 bytes of its row are prefetched, a line (32 elements) at a
-// time, when that row is inside x and not streamed. @sequential reads row n itself: no prefetch.
-// @written_index: the index tensor is written in the function: the row is prefetched along the row, but
-// no index is computed ahead. @conditional_index: the index is loaded under a condition (not by every
-// row): along the row only.
+// to it; when the next row is in the range its index (computed the same way) is checked, and the first 768
+// bytes of its row are prefetched, a line (32 elements) at a time, when that row is inside x and not
+// streamed. Each row's class then votes in a count of streamed rows (a stack slot from 0, +1 streamed, -1
+// not, saturating at +-16): while the count is at least 0 the loop along the row runs as it was; else a
+// copy whose load prefetches 768 bytes (384 bf16) on, clamped to the row's last element.
+// @sequential reads row n itself: no prefetch. @written_index: the index tensor is written in the function:
+// the row is prefetched along the row (no class, no copy), but no index is computed ahead.
+// @conditional_index: the index is loaded under a condition (not by every row): along the row only.
+// @index_before_loop: the row index is loaded before the loop along the row, from a buffer the row loop
+// writes (a compacted list): that index is the row's class, but no next row is computed.
 // RUN: moec-opt %s --moe-prefetch-gathered-rows --canonicalize | FileCheck %s
 
 // CHECK-LABEL: func.func @gather
 // CHECK-DAG: %[[NONE:.*]] = arith.constant -2 : index
 // CHECK-DAG: %[[MASK:.*]] = arith.constant 63 : index
 // CHECK-DAG: %[[FAR:.*]] = arith.constant 384 : index
+// CHECK: %[[COUNTER_SLOT:.*]] = memref.alloca() : memref<1xindex>
+// CHECK: memref.store %c0, %[[COUNTER_SLOT]][%c0] : memref<1xindex>
 // CHECK: %[[TABLE:.*]] = memref.alloca() : memref<64xindex>
 // CHECK: scf.for %[[SLOT:.*]] = %{{.*}} to %c64 step %{{.*}} {
 // CHECK-NEXT: memref.store %[[NONE]], %[[TABLE]][%[[SLOT]]] : memref<64xindex>
@@ -29,7 +34,6 @@
 // CHECK:   %[[STREAMED:.*]] = arith.cmpi eq, %[[SEEN]], %[[PREV]] : index
 // CHECK:   %[[CUR_SLOT:.*]] = arith.andi %[[CUR]], %[[MASK]] : index
 // CHECK:   memref.store %[[CUR]], %[[TABLE]][%[[CUR_SLOT]]] : memref<64xindex>
-// CHECK:   %[[DIST:.*]] = arith.select %[[STREAMED]], %{{.*}}, %[[FAR]] : index
 // CHECK:   %[[NEXT:.*]] = arith.addi %[[N]], %[[C1]] : index
 // CHECK:   %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[E]] : index
 // CHECK:   scf.if %[[MORE]] {
@@ -49,13 +53,25 @@
 // CHECK-COUNT-9: memref.prefetch %arg0[%[[R1]], %c{{[0-9]+}}], read, locality<3>, data
 // CHECK-NEXT:    memref.prefetch %arg0[%[[R1]], %c352], read, locality<3>, data
 // CHECK-NEXT:  }
-// CHECK:   scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:     %[[I:.*]] = memref.load %arg1[%[[N]]] : memref<?xi32>
-// CHECK:     %[[R:.*]] = arith.index_cast %[[I]] : i32 to index
-// CHECK:     %[[AHEAD:.*]] = arith.addi %[[H]], %[[DIST]] : index
-// CHECK:     %[[AT:.*]] = arith.minui %[[AHEAD]], %c4095 : index
-// CHECK:     memref.prefetch %arg0[%[[R]], %[[AT]]], read, locality<3>, data
-// CHECK:     vector.load %arg0[%[[R]], %[[H]]]
+// CHECK:   %[[COUNT:.*]] = memref.load %[[COUNTER:.*]][%c0] : memref<1xindex>
+// CHECK:   %[[VOTE:.*]] = arith.select %[[STREAMED]], %[[C1]], %c-1 : index
+// CHECK:   %[[SUM:.*]] = arith.addi %[[COUNT]], %[[VOTE]] : index
+// CHECK:   %[[LOW:.*]] = arith.maxsi %[[SUM]], %c-16 : index
+// CHECK:   %[[NEW_COUNT:.*]] = arith.minsi %[[LOW]], %c16 : index
+// CHECK:   memref.store %[[NEW_COUNT]], %[[COUNTER]][%c0] : memref<1xindex>
+// CHECK:   %[[MOSTLY:.*]] = arith.cmpi sge, %[[NEW_COUNT]], %c0 : index
+// CHECK:   scf.if %[[MOSTLY]] {
+// CHECK:     scf.for %[[H0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NOT:   memref.prefetch
+// CHECK:       vector.load %arg0[%{{.*}}, %[[H0]]]
+// CHECK:   } else {
+// CHECK:     scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:       %[[I:.*]] = memref.load %arg1[%[[N]]] : memref<?xi32>
+// CHECK:       %[[R:.*]] = arith.index_cast %[[I]] : i32 to index
+// CHECK:       %[[AHEAD:.*]] = arith.addi %[[H]], %[[FAR]] : index
+// CHECK:       %[[AT:.*]] = arith.minui %[[AHEAD]], %c4095 : index
+// CHECK:       memref.prefetch %arg0[%[[R]], %[[AT]]], read, locality<3>, data
+// CHECK:       vector.load %arg0[%[[R]], %[[H]]]
 func.func @gather(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: memref<?x4096xbf16>, %begin: index, %end: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -138,6 +154,41 @@ func.func @conditional_index(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out:
       } else {
         scf.yield %zeros : vector<16xbf16>
       }
+      vector.store %v, %out[%n, %h] : memref<?x4096xbf16>, vector<16xbf16>
+    }
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @index_before_loop
+// CHECK: scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:   memref.store %{{.*}}, %[[LIST:.*]][%c0] : memref<1xi32>
+// CHECK:   %[[I:.*]] = memref.load %[[LIST]][%c0] : memref<1xi32>
+// CHECK:   %[[R:.*]] = arith.index_cast %[[I]] : i32 to index
+// CHECK:   %[[PREV:.*]] = arith.subi %[[R]], %c1 : index
+// CHECK:   %[[SEEN:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<64xindex>
+// CHECK:   %[[STREAMED:.*]] = arith.cmpi eq, %[[SEEN]], %[[PREV]] : index
+// CHECK:   memref.store %[[R]], %{{.*}}[%{{.*}}] : memref<64xindex>
+// CHECK-NOT: scf.if %{{.*}} {
+// CHECK:   arith.select %[[STREAMED]], %c1, %c-1 : index
+// CHECK:   scf.if %{{.*}} {
+// CHECK-NOT: memref.prefetch
+// CHECK:   } else {
+// CHECK:     memref.prefetch %arg0[%[[R]], %{{.*}}], read, locality<3>, data
+// CHECK:   }
+func.func @index_before_loop(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: memref<?x4096xbf16>, %begin: index, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  %list = memref.alloca() : memref<1xi32>
+  scf.for %n = %begin to %end step %c1 {
+    %j = memref.load %idx[%n] : memref<?xi32>
+    memref.store %j, %list[%c0] : memref<1xi32>
+    %i = memref.load %list[%c0] : memref<1xi32>
+    %r = arith.index_cast %i : i32 to index
+    scf.for %h = %c0 to %c4096 step %c16 {
+      %v = vector.load %x[%r, %h] : memref<?x4096xbf16>, vector<16xbf16>
       vector.store %v, %out[%n, %h] : memref<?x4096xbf16>, vector<16xbf16>
     }
   }
