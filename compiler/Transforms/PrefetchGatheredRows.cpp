@@ -16,7 +16,7 @@
 // (checkAndRecordRow: streamed when the row before it is recent), and the classes vote in a saturating
 // count (countStreamed): while most recent rows were streamed, the loop runs a copy without prefetches.
 // The decision is per launch and routing, not per row: prefetching each scattered row but not each
-// streamed one lost more than it won (bench/cpu/RESULTS.md, "2026-12-04"). The pass runs after
+// streamed one lost more than it won (bench/cpu/RESULTS.md, "2026-12-04, evening"). The pass runs after
 // moe-version-row-loops, so each version's loop classes only the rows it reads.
 // Prefetches change no result; every address they compute lies inside its tensor.
 //===----------------------------------------------------------------------===//
@@ -163,33 +163,31 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     SmallVector<std::optional<RowSlice>> slices;
     for (auto [load, along] : gathers)
       slices.push_back(rowSlice(load, along, readOnly));
-    SmallVector<Value> streamed(gathers.size());
-    for (auto [g, gather] : llvm::enumerate(gathers)) {
-      auto [load, along] = gather;
-      OpBuilder b(along);
-      ValueRange indices = load.getIndices().drop_back();
-      // Indices defined around the loop (they dominate it) are the row itself; else the slice computes them.
-      if (llvm::all_of(indices,
-                       [&](Value index) { return index.getParentRegion()->isAncestor(along->getParentRegion()); }))
-        streamed[g] = checkAndRecordRow(b, load, SmallVector<Value>(indices), /*record=*/true);
-      else if (slices[g])
-        streamed[g] = checkAndRecordRow(
-            b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()), /*record=*/true);
-    }
-    for (auto [g, gather] : llvm::enumerate(gathers)) {
-      prefetchAlongRow(gather.first, gather.second);
-      if (slices[g])
-        prefetchNextRow(gather.first, gather.second, *slices[g]);
-    }
     // A loop whose every gathered row is classed counts the classes, and runs without prefetches while most
     // rows have been streamed.
     llvm::MapVector<Operation *, SmallVector<Value>> classes;
     DenseSet<Operation *> unclassed;
     for (auto [g, gather] : llvm::enumerate(gathers)) {
-      if (streamed[g])
-        classes[gather.second].push_back(streamed[g]);
+      auto [load, along] = gather;
+      Value streamed;
+      OpBuilder b(along);
+      ValueRange indices = load.getIndices().drop_back();
+      // Indices defined around the loop (they dominate it) are the row itself; else the slice computes them.
+      if (llvm::all_of(indices,
+                       [&](Value index) { return index.getParentRegion()->isAncestor(along->getParentRegion()); }))
+        streamed = checkAndRecordRow(b, load, SmallVector<Value>(indices), /*record=*/true);
+      else if (slices[g])
+        streamed = checkAndRecordRow(b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()),
+                                     /*record=*/true);
+      if (streamed)
+        classes[along].push_back(streamed);
       else
-        unclassed.insert(gather.second);
+        unclassed.insert(along);
+    }
+    for (auto [g, gather] : llvm::enumerate(gathers)) {
+      prefetchAlongRow(gather.first, gather.second);
+      if (slices[g])
+        prefetchNextRow(gather.first, gather.second, *slices[g]);
     }
     for (auto &[along, flags] : classes)
       if (!unclassed.contains(along))
