@@ -10,21 +10,26 @@
 # 0.1 of a memcpy, so A B A B favours A). AB=NAME compares one build with and without an optimization: each
 # cell is "off / on , off / on" (`--disable NAME`, in the order A B B A); ENABLE=1 with AB=NAME turns an
 # opt-in optimization on instead (`--enable NAME`; the cell is still "off / on"). ROWS=REGEX measures only the rows
-# whose label matches (ROWS='mix_precision' for C2 without mixed precision).
+# whose label matches (ROWS='mix_precision' for C2 without mixed precision). PROCS=3 makes each figure the
+# median of 3 processes. On this VM consecutive processes often alternate fast and slow (A3 at DeepSeek-V3:
+# 0.94, 0.81, 0.94, 0.82, ...), and the whole machine has slow spells of minutes (B2 at Mixtral, 2 threads:
+# 0.6 for minutes, then 1.2): compare builds with AGAINST or AB, and repeat a table at another time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
-dtype=${1:-bf16} tokens=${TOKENS:-4096} reps=${REPS:-5} budget=${BUDGET:-1}
+dtype=${1:-bf16} tokens=${TOKENS:-4096} reps=${REPS:-5} budget=${BUDGET:-1} procs=${PROCS:-1}
 threads=()
 [[ -n ${THREADS:-} ]] && threads=(--threads "$THREADS")
 read -r -a extra <<<"${EXTRA:-}"
 shapes=("7168 256 8" "4096 128 8" "4096 8 2")
-ratio() { # moec binary, moec bench arguments -> "0.93"
-  local bin=$1
+ratio() { # moec binary, moec bench arguments -> "0.93": the median over PROCS processes
+  local bin=$1 runs=()
   shift
-  "$bin" bench "$@" --target cpu --dtype "$dtype" --tokens "$tokens" --reps "$reps" --budget "$budget" \
-    "${threads[@]}" "${extra[@]}" |
-    sed -n 's/.*; \([0-9.]*\)x memcpy$/\1/p'
+  for ((p = 0; p < procs; p++)); do
+    runs+=("$("$bin" bench "$@" --target cpu --dtype "$dtype" --tokens "$tokens" --reps "$reps" --budget "$budget" \
+      "${threads[@]}" "${extra[@]}" | sed -n 's/.*; \([0-9.]*\)x memcpy$/\1/p')")
+  done
+  printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(((procs + 1) / 2))p"
 }
 cell() { # moec bench arguments -> "0.93", or "0.88 / 0.93 , 0.87 / 0.91" with AGAINST or AB
   if [[ -n ${AB:-} ]]; then
@@ -58,7 +63,7 @@ row() { # label, op, then arguments that use $H $E $K
   done
   echo "$line"
 }
-echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}: fraction of a same-run memcpy on as many threads${AGAINST:+ ($AGAINST / $moec, twice)}${AB:+ (without / with $AB, twice)}"
+echo "CPU, $dtype, N=$tokens, threads=${THREADS:-all}${PROCS:+, median of $PROCS processes}: fraction of a same-run memcpy on as many threads${AGAINST:+ ($AGAINST / $moec, twice)}${AB:+ (without / with $AB, twice)}"
 echo "| op, mode | DeepSeek-V3 | Qwen3 | Mixtral |"
 echo "|---|---|---|---|"
 b2=(moe_init_routing_v2_grad --dim 'H=$H' --attr 'top_k=$K' --experts '$E')

@@ -351,6 +351,20 @@ MUTATIONS = [
        "      memref::StoreOp::create(b, loc, number, table, ValueRange{arith::AndIOp::create(b, loc, number, mask)});\n",
        "      memref::StoreOp::create(b, loc, number, table, ValueRange{number});\n")],
      None, "Transforms/prefetch-gathered-rows"),
+    ("stream-vote-unsaturated",
+     "moe-prefetch-gathered-rows adds each row's vote to its count of streamed rows without saturating it at "
+     "+-16 (after a long run of streamed rows, a change of routing would take as many rows to be followed)",
+     [("compiler/Transforms/PrefetchGatheredRows.cpp",
+       "      count = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, count, low), high);\n",
+       "")],
+     None, "Transforms/prefetch-gathered-rows"),
+    ("stream-vote-inverted",
+     "moe-prefetch-gathered-rows runs the copy without prefetches while most recent rows were scattered, "
+     "not streamed",
+     [("compiler/Transforms/PrefetchGatheredRows.cpp",
+       "    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, count, zero);\n",
+       "    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, count, zero);\n")],
+     None, "Transforms/prefetch-gathered-rows"),
     ("direct-steps-unguarded",
      "an accumulated row with 1 to 8 live steps adds all 8 steps' terms for each vector, the ones past the count "
      "too (a list entry left from an earlier row, or the last live one again)",
