@@ -40,3 +40,4 @@ run "A3 drop_and_pad,+permuted_tokens,+probs" "${a3[@]}" --attr drop_and_pad=1 -
 c2=(moe_unpermute --dim E=$E --dim K=$K --dim H=$H)
 run "C2 default" "${c2[@]}"
 run "C2 using_weighted_combine" "${c2[@]}" --attr using_weighted_combine=1
+run "C2 using_mix_precision=0" "${c2[@]}" --attr using_mix_precision=0
