@@ -18,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
 dtype=${1:-bf16} tokens=${TOKENS:-4096} reps=${REPS:-5} budget=${BUDGET:-1} procs=${PROCS:-1}
+[[ $procs =~ ^[1-9][0-9]*$ ]] || { echo "table.sh: PROCS must be a whole number >= 1, got '$procs'" >&2; exit 2; }
 threads=()
 [[ -n ${THREADS:-} ]] && threads=(--threads "$THREADS")
 read -r -a extra <<<"${EXTRA:-}"
