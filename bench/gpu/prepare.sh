@@ -3,7 +3,8 @@
 # runtime-only build needs, into paths the device tool carries:
 #   bench/gpu/bundle/   PTX + metadata for every op x dtype x mode at the production shapes of spec §8.1
 #   .gpu-deps/include/  fmt and nlohmann-json headers
-# Then, on the GPU machine: bash bench/gpu/run.sh (carry: .gpu-deps, bench/gpu/bundle).
+#   bench/gpu/variants/ bundles of other schedules of some of them (bench/gpu/device.sh times them too)
+# Then, on the GPU machine: bash bench/gpu/run.sh (carry: .gpu-deps, bench/gpu/bundle, bench/gpu/variants).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 arch=${ARCH:-sm_90}
@@ -47,6 +48,25 @@ json.dump(merged, open(os.path.join(out, "bundle.json"), "w"), indent=1)
 print(f"{len(merged['entries'])} specializations in {out}")
 PY
 rm -rf "$tmp"
+# Schedule variants (bf16), each a bundle of its own under bench/gpu/variants/NAME, timed beside the default
+# in the same device run: what the default was measured against (a pass off, another block shape).
+variants=bench/gpu/variants
+rm -rf "$variants"
+variant() { # name, then moec bundle options
+  local name=$1
+  shift
+  $moec bundle --dtypes bf16 --arch "$arch" -o "$variants/$name" "$@" > /dev/null
+}
+h4096='H=4096,top_k=8,E=128,K=8;H=4096,top_k=2,E=8,K=2'
+variant b2-no-version-row-loops --ops moe_init_routing_v2_grad --shapes "$shapes" --disable version-row-loops
+variant b2-threads128-rows2 --ops moe_init_routing_v2_grad --shapes "$h4096" --threads 128 --rows-per-block 2
+variant c2-no-version-row-loops --ops moe_unpermute --shapes "$shapes" --disable version-row-loops
+variant c2-threads128-rows2 --ops moe_unpermute --shapes "$h4096" --threads 128 --rows-per-block 2
+variant c2-threads64-rows4 --ops moe_unpermute --shapes "$h4096" --threads 64 --rows-per-block 4
+variant a3-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
+  --with routing_map,permuted_tokens,probs --disable version-row-loops
+variant a3-pad-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad \
+  --shapes "${shapes//H=/drop_and_pad=1,H=}" --with permuted_tokens,probs --disable version-row-loops
 mkdir -p .gpu-deps/include
 cp -r /usr/include/fmt /usr/include/nlohmann .gpu-deps/include/
-du -sh "$out" .gpu-deps
+du -sh "$out" "$variants" .gpu-deps

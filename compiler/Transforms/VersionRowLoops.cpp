@@ -1,4 +1,4 @@
-//===- VersionRowLoops.cpp - CPU: loops along a row without their row's branches ===//
+//===- VersionRowLoops.cpp - Loops along a row without their row's branches ===//
 //
 // A loop along a row tests, at every vector, conditions that are the same for the whole row: a gathered row's bounds
 // check (the else branch reports the error), a compacted fold's "is term k live" (the else branch skips the term), a
@@ -8,7 +8,12 @@
 // exactly the live terms), folded by the canonicalizer into straight-line code, and the original, taken for a row where
 // a condition differs from what the copies assume. One test and one switch per row choose. Results do not change: a
 // copy runs only where the conditions it assumed hold.
+// On the GPU the gain is memory-level parallelism: the loop along a row there loads its gathered rows' indices and
+// tests their bounds inside the loop, and each gather behind its branch was waited for before the next was issued. The
+// copy without the branches issues all of them at once. There the loads of the indices move out of the loop first, and
+// no switch is made (it would be an indirect branch): each condition takes its usual value.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,6 +43,14 @@ constexpr size_t kMaxConditions = 64;
 /// The most versions of a loop a selector may make (a fold of up to 16 live terms).
 constexpr int64_t kMaxVersions = 17;
 
+/// The function whose argument `arg` is (null for another block's argument, or a gpu.func's memory attribution).
+FunctionOpInterface kernelArgumentOwner(BlockArgument arg) {
+  auto func = arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!func || arg.getOwner() != &func.getFunctionBody().front() || arg.getArgNumber() >= func.getNumArguments())
+    return nullptr;
+  return func;
+}
+
 /// Whether `v` is the kernel's status buffer, or a view of it (func argument `moe.arg = "status"`).
 bool isStatus(Value v) {
   while (Operation *def = v.getDefiningOp()) {
@@ -46,7 +59,7 @@ bool isStatus(Value v) {
     v = def->getOperand(0);
   }
   auto arg = dyn_cast<BlockArgument>(v);
-  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  auto func = kernelArgumentOwner(arg);
   auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : nullptr;
   return name && name.getValue() == "status";
 }
@@ -156,6 +169,8 @@ std::optional<Selector> findSelector(const llvm::MapVector<Value, bool> &conditi
 }
 
 struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
+  using MoeVersionRowLoopsBase::MoeVersionRowLoopsBase;
+
   void runOnOperation() override {
     SmallVector<scf::ForOp> innermost;
     getOperation()->walk([&](scf::ForOp loop) {
@@ -185,8 +200,12 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     loop.getBody()->walk([&](scf::IfOp branch) { candidates |= usualValue(branch).has_value(); });
     if (!candidates)
       return;
-    // Conditions computed in the loop from values outside it (`count > k`) move out first.
+    // Conditions computed in the loop from values outside it (`count > k`) move out first, with the loads of
+    // read-only tensors they come from (the GPU's loop along a row loads its gathered rows' indices).
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+    if (hoistReadOnlyLoads(loop))
+      moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+    hoistInvariantBranchConditions(loop);
     SmallVector<std::pair<scf::IfOp, bool>> branches = invariantBranches(loop);
     if (branches.empty() || branches.size() > kMaxConditions)
       return;
@@ -194,7 +213,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     for (auto [branch, value] : branches)
       if (!usual.try_emplace(branch.getCondition(), value).second && usual[branch.getCondition()] != value)
         return; // two branches want opposite values of one condition
-    std::optional<Selector> selector = findSelector(usual);
+    std::optional<Selector> selector = selectVersions ? findSelector(usual) : std::nullopt;
 
     OpBuilder b(loop);
     Location loc = loop.getLoc();
@@ -237,6 +256,66 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       b.setInsertionPointToEnd(choice.elseBlock());
       scf::YieldOp::create(b, loc, loop.getResults());
     }
+  }
+
+  /// Moves the loads at the top level of `loop`'s body from tensors the function never writes, at indices defined
+  /// outside the loop, before it (with the pure ops they need, which LICM already moved), under a branch that runs the
+  /// loop only when it runs at least once: a load that ran in every iteration then runs once, and never where the
+  /// loop would not have. Whether it moved any.
+  static bool hoistReadOnlyLoads(scf::ForOp loop) {
+    SmallVector<memref::LoadOp> loads;
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      auto load = dyn_cast<memref::LoadOp>(op);
+      if (load && isReadOnlyTensor(load.getMemref()) && llvm::all_of(load->getOperands(), [&](Value v) {
+            return !loop->isAncestor(v.getParentRegion()->getParentOp());
+          }))
+        loads.push_back(load);
+    }
+    if (loads.empty())
+      return false;
+    OpBuilder b(loop);
+    Location loc = loop.getLoc();
+    Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, loop.getLowerBound(), loop.getUpperBound());
+    auto once = scf::IfOp::create(b, loc, loop.getResultTypes(), runs, /*withElseRegion=*/true);
+    loop->replaceAllUsesWith(once.getResults());
+    b.setInsertionPointToStart(once.thenBlock());
+    if (!loop.getResultTypes().empty()) {
+      auto yield = scf::YieldOp::create(b, loc, loop.getResults());
+      loop->moveBefore(yield);
+      b.setInsertionPointToStart(once.elseBlock());
+      scf::YieldOp::create(b, loc, loop.getInitArgs());
+    } else {
+      loop->moveBefore(once.thenBlock()->getTerminator());
+    }
+    for (memref::LoadOp load : loads)
+      load->moveBefore(loop);
+    return true;
+  }
+
+  /// Moves the speculatable ops in `loop`'s branches whose operands are all defined outside the loop before it (a
+  /// bounds check computed where its load is, in the branch of a live term), so that those branches' conditions are
+  /// seen to be the row's.
+  static void hoistInvariantBranchConditions(scf::ForOp loop) {
+    auto outside = [&](Value v) { return !loop->isAncestor(v.getParentRegion()->getParentOp()); };
+    for (bool moved = true; moved;) { // until a pass moves nothing: an op may need one moved in the same pass
+      SmallVector<Operation *> movable;
+      loop.getBody()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+        if (op->getParentOp() != loop && op->getNumRegions() == 0 && !op->hasTrait<OpTrait::IsTerminator>() &&
+            isMemoryEffectFree(op) && isSpeculatable(op) && llvm::all_of(op->getOperands(), outside))
+          movable.push_back(op);
+      });
+      for (Operation *op : movable)
+        op->moveBefore(loop);
+      moved = !movable.empty();
+    }
+  }
+
+  /// Whether `memref` views a tensor argument that the function only reads (`llvm.readonly`).
+  static bool isReadOnlyTensor(Value memref) {
+    auto view = memref.getDefiningOp<ViewOp>();
+    auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : nullptr;
+    auto func = kernelArgumentOwner(arg);
+    return func && func.getArgAttr(arg.getArgNumber(), "llvm.readonly");
   }
 
   /// A copy of `loop` with each condition in `known` replaced by its value; the copy's results.

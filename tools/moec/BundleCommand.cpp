@@ -19,6 +19,7 @@ struct BundleOptions {
   std::vector<std::string> ops, dtypes, shapes, with;
   std::string arch = "sm_90";
   std::string outDir;
+  Schedule schedule; // every specialization's (0: the compiler's choice)
 };
 
 std::vector<std::string> split(const std::string &s, char sep) {
@@ -60,6 +61,7 @@ void runBundle(const BundleOptions &o) {
         Specialization spec;
         spec.dtype = parseDType(dtypeName);
         spec.target = Target::ptx(o.arch);
+        spec.schedule = o.schedule;
         spec.statics = staticsFor(*op, parseAssignments(split(shapeText, ','), "--shapes"));
         for (const std::string &w : o.with)
           if (const dsl::TensorDecl *t = op->findTensor(w); t && t->optional)
@@ -106,6 +108,7 @@ void registerBundleCommand(CLI::App &app) {
   cmd->add_option("--with", o->with, "optional tensors the kernels take, where an op has them")->delimiter(',');
   cmd->add_option("--arch", o->arch, "GPU arch")->capture_default_str();
   cmd->add_option("-o,--out-dir", o->outDir, "the bundle directory")->required();
+  addScheduleOptions(*cmd, o->schedule);
   cmd->callback([o] { runBundle(*o); });
 }
 

@@ -77,27 +77,30 @@ void TargetOptions::add(CLI::App &cmd, bool ascend) {
       ->check(CLI::IsMember(targets))
       ->capture_default_str();
   cmd.add_option("--arch", arch, "GPU arch for --target ptx: sm_80, sm_90, sm_100")->capture_default_str();
+  addScheduleOptions(cmd, schedule);
+}
+
+void addScheduleOptions(CLI::App &cmd, Schedule &schedule) {
   cmd.add_option("--vector", schedule.vector, "schedule: vector width (0: compiler's choice)");
   cmd.add_option("--threads", schedule.threads,
                  "schedule: GPU threads along a row (0: choice); moec bench --target cpu: worker threads");
   cmd.add_option("--rows-per-block", schedule.rowsPerBlock, "schedule: GPU rows per block (0: choice)");
   cmd.add_option("--unroll", schedule.unroll, "schedule: reduction unroll (0: choice)");
   cmd.add_option_function<std::vector<std::string>>(
-         "--disable",
-         [this](const std::vector<std::string> &names) {
-           for (const std::string &name : names) {
-             uint32_t bit = optimizationByName(name);
-             if (!bit)
-               throw CLI::ValidationError("--disable", "'" + name + "' is not an optimization (" +
-                                                           optimizationNames() + ")");
-             schedule.disabled |= bit;
-           }
-         },
-         "turn an optimization off: " + optimizationNames() +
-             " (repeatable; results are the same, only speed changes)");
+      "--disable",
+      [&schedule](const std::vector<std::string> &names) {
+        for (const std::string &name : names) {
+          uint32_t bit = optimizationByName(name);
+          if (!bit)
+            throw CLI::ValidationError("--disable",
+                                       "'" + name + "' is not an optimization (" + optimizationNames() + ")");
+          schedule.disabled |= bit;
+        }
+      },
+      "turn an optimization off: " + optimizationNames() + " (repeatable; results are the same, only speed changes)");
   cmd.add_option_function<std::vector<std::string>>(
       "--enable",
-      [this](const std::vector<std::string> &names) {
+      [&schedule](const std::vector<std::string> &names) {
         for (const std::string &name : names) {
           uint32_t bit = optimizationByName(name) & kOptInOptimizations;
           if (!bit)

@@ -28,6 +28,9 @@ struct ChipOptions {
   ascend::Chip load() const;
 };
 
+/// --vector, --threads, --rows-per-block, --unroll, --disable and --enable, into `schedule`.
+void addScheduleOptions(CLI::App &cmd, Schedule &schedule);
+
 /// Options every compiling subcommand shares: dtype, target, arch, schedule.
 struct TargetOptions {
   std::string dtype = "f32";

@@ -29,7 +29,7 @@ enum Optimization : uint32_t {
   kLanePointAccess = 1u << 10,        // moe-lane-point-access (GPU)
   kPrefetchGatheredRows = 1u << 11,   // moe-prefetch-gathered-rows (CPU)
   kWidenRoundedFolds = 1u << 12,      // moe-widen-rounded-folds (CPU)
-  kVersionRowLoops = 1u << 13,        // moe-version-row-loops (CPU)
+  kVersionRowLoops = 1u << 13,        // moe-version-row-loops
   kUncheckedStepRoundings = 1u << 14, // moe-widen-rounded-folds{unchecked-roundings} (CPU)
   kNativeBf16Roundings = 1u << 15,    // moe-native-bf16-roundings (CPU with AVX512-BF16)
   kAllOptimizations = (1u << 16) - 1,

@@ -609,11 +609,13 @@ def MoeNativeBf16Roundings : Pass<"moe-native-bf16-roundings", "::mlir::ModuleOp
 }
 
 def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
-  let summary = "CPU: a loop along a row in a version without the branches its row decides";
+  let summary = "A loop along a row in a version without the branches its row decides";
   let description = [{
-    Runs on the loops (after moe-lower-to-loops). A branch inside an innermost loop whose condition does
-    not change along the loop (after loop-invariant code motion) and that has a usual side is assumed to
-    take it:
+    Runs on the loops (after moe-lower-to-loops or moe-lower-to-gpu). A branch inside an innermost loop
+    whose condition does not change along the loop (after loop-invariant code motion; the loads of
+    read-only tensors at the top of the loop's body, at indices from outside it, move out too, under a
+    branch that skips the loop when it would not run, and so do the pure ops of its branches that depend
+    on nothing in the loop) and that has a usual side is assumed to take it:
     - a branch whose other side reports an error (writes the status buffer): a gathered row's bounds check;
     - a branch whose one side moves data (reads or writes memory) and whose other only passes values on
       or is absent: a compacted fold's `count > k`, "term k is live"; a point's `row >= 0`, "its row is
@@ -623,7 +625,8 @@ def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
     copies' branches away. Results do not change.
     - Conditions that compare one value with constants (`count > 1`, `count > 2`, ...: a compacted fold's
       live count) select: a copy per value of it (`scf.index_switch`, the value clamped to where the
-      comparisons still change), each with exactly its live terms.
+      comparisons still change), each with exactly its live terms. Only with `select-versions`: on the
+      GPU a switch becomes an indirect branch, so there each condition takes its usual value instead.
     - Every other condition takes its usual value, unless a branch around it is on its skipped side for
       the row (a dead term's bounds check does not matter).
     Example, with one `count` comparison (so no selector):
@@ -662,6 +665,10 @@ def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"selectVersions", "select-versions", "bool", "true",
+           "a version per value of a compared count (scf.index_switch); else the usual values only">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 

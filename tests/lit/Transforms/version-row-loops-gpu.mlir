@@ -1,0 +1,116 @@
+// moe-version-row-loops on a GPU loop along a row (select-versions=false, as the GPU pipeline runs it).
+// @gathers (B2's shape, top-2): the thread's loop along the row loads each term's row index and tests its
+// bounds inside the loop; term 1's test sits in the branch of its live test. The index loads (a tensor the
+// function only reads, at indices from outside the loop) move before the loop, under a branch that skips
+// it when it would not run (the lane starts past the row), and so do the pure ops of the branches that
+// depend on nothing in the loop. The loop then runs in a version without branches, both gathers issued
+// back to back, when every row is inside and term 1 live; the original loop runs otherwise.
+// @written: the index tensor is also written (no llvm.readonly): its load stays in the loop, no version.
+// RUN: moec-opt %s --moe-version-row-loops="select-versions=false" --canonicalize | FileCheck %s
+
+// CHECK-LABEL: func.func @gathers
+// CHECK:      %[[RUNS:.*]] = arith.cmpi slt, %arg6, %c64 : index
+// CHECK-NEXT: scf.if %[[RUNS]] {
+// CHECK:        memref.load
+// CHECK:        memref.load
+// CHECK:        scf.if %{{.*}} {
+// CHECK-NEXT:     scf.for %[[H:.*]] = %arg6 to %c64 step %c32 {
+// CHECK-NEXT:       %[[A:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[B:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[S:.*]] = arith.addf %[[A]], %[[B]] : vector<4xf32>
+// CHECK-NEXT:       vector.store %[[S]], %{{.*}}[%arg5, %[[H]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:     }
+// CHECK-NEXT:   } else {
+// CHECK-NEXT:     scf.for
+// CHECK:            memref.store %{{.*}}, %{{.*}}[%c0] : memref<2xi64>
+// CHECK:        }
+// CHECK:      }
+// CHECK-NOT:  scf.index_switch
+func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
+                   %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"},
+                   %rows: index, %n: index, %lane: index, %live: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1 : i64
+  %zero = arith.constant dense<0.0> : vector<4xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %entries = arith.muli %n, %c2 : index
+  %idx = moe.view %ip[%entries] : !llvm.ptr -> memref<?xi32>
+  %out = moe.view %op[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %status = moe.view %sp[%c2] : !llvm.ptr -> memref<2xi64>
+  %first = arith.muli %n, %c2 : index
+  %second = arith.addi %first, %c1 : index
+  scf.for %h = %lane to %c64 step %c32 {
+    %i0 = memref.load %idx[%first] : memref<?xi32>
+    %r0 = arith.index_cast %i0 : i32 to index
+    %nonneg0 = arith.cmpi sge, %r0, %c0 : index
+    %below0 = arith.cmpi slt, %r0, %rows : index
+    %inside0 = arith.andi %nonneg0, %below0 : i1
+    %a = scf.if %inside0 -> (vector<4xf32>) {
+      %v = vector.load %x[%r0, %h] : memref<?x64xf32>, vector<4xf32>
+      scf.yield %v : vector<4xf32>
+    } else {
+      memref.store %one, %status[%c0] : memref<2xi64>
+      scf.yield %zero : vector<4xf32>
+    }
+    %i1 = memref.load %idx[%second] : memref<?xi32>
+    %r1 = arith.index_cast %i1 : i32 to index
+    %b = scf.if %live -> (vector<4xf32>) {
+      %nonneg1 = arith.cmpi sge, %r1, %c0 : index
+      %below1 = arith.cmpi slt, %r1, %rows : index
+      %inside1 = arith.andi %nonneg1, %below1 : i1
+      %w = scf.if %inside1 -> (vector<4xf32>) {
+        %v = vector.load %x[%r1, %h] : memref<?x64xf32>, vector<4xf32>
+        scf.yield %v : vector<4xf32>
+      } else {
+        memref.store %one, %status[%c0] : memref<2xi64>
+        scf.yield %zero : vector<4xf32>
+      }
+      scf.yield %w : vector<4xf32>
+    } else {
+      scf.yield %zero : vector<4xf32>
+    }
+    %s = arith.addf %a, %b : vector<4xf32>
+    vector.store %s, %out[%n, %h] : memref<?x64xf32>, vector<4xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @written
+// CHECK:      scf.for
+// CHECK-NEXT:   memref.load
+// CHECK:        scf.if
+// CHECK-NOT:  scf.for
+func.func @written(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias},
+                   %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"},
+                   %rows: index, %n: index, %lane: index) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c2 = arith.constant 2 : index
+  %one = arith.constant 1 : i64
+  %zero = arith.constant dense<0.0> : vector<4xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %idx = moe.view %ip[%n] : !llvm.ptr -> memref<?xi32>
+  %out = moe.view %op[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %status = moe.view %sp[%c2] : !llvm.ptr -> memref<2xi64>
+  scf.for %h = %lane to %c64 step %c32 {
+    %i0 = memref.load %idx[%n] : memref<?xi32>
+    %r0 = arith.index_cast %i0 : i32 to index
+    %nonneg0 = arith.cmpi sge, %r0, %c0 : index
+    %below0 = arith.cmpi slt, %r0, %rows : index
+    %inside0 = arith.andi %nonneg0, %below0 : i1
+    %a = scf.if %inside0 -> (vector<4xf32>) {
+      %v = vector.load %x[%r0, %h] : memref<?x64xf32>, vector<4xf32>
+      scf.yield %v : vector<4xf32>
+    } else {
+      memref.store %one, %status[%c0] : memref<2xi64>
+      scf.yield %zero : vector<4xf32>
+    }
+    vector.store %a, %out[%n, %h] : memref<?x64xf32>, vector<4xf32>
+  }
+  return
+}
