@@ -365,6 +365,20 @@ MUTATIONS = [
        "    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, count, zero);\n",
        "    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, count, zero);\n")],
      None, "Transforms/prefetch-gathered-rows"),
+    ("version-loads-unguarded",
+     "moe-version-row-loops moves the index loads out of a loop along a row without the branch that skips them "
+     "when the loop would not run (a lane past the row's end loads an index its loop never read)",
+     [("compiler/Transforms/VersionRowLoops.cpp",
+       "    Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, loop.getLowerBound(), loop.getUpperBound());\n",
+       "    Value runs = arith::ConstantIntOp::create(b, loc, 1, 1);\n")],
+     None, "Transforms/version-row-loops-gpu"),
+    ("version-loads-of-written-tensors",
+     "moe-version-row-loops moves loads of a tensor the function also writes out of the loop along a row (a value "
+     "the loop changes would be read once, before it)",
+     [("compiler/Transforms/VersionRowLoops.cpp",
+       "    return func && func.getArgAttr(arg.getArgNumber(), \"llvm.readonly\");\n",
+       "    return func;\n")],
+     None, "Transforms/version-row-loops-gpu"),
     ("direct-steps-unguarded",
      "an accumulated row with 1 to 8 live steps adds all 8 steps' terms for each vector, the ones past the count "
      "too (a list entry left from an earlier row, or the last live one again)",
