@@ -23,6 +23,7 @@ if command -v compute-sanitizer >/dev/null && [ -x "$BUILD/bin/moec-gpu-check" ]
   tail -5 "$out/memcheck.log"
 fi
 # The schedule variants bench/gpu/prepare.sh emitted, each checked and timed the same way.
+: > "$out/variants.log"
 for variant in bench/gpu/variants/*/; do
   [ -f "$variant/bundle.json" ] || continue
   echo "== variant $(basename "$variant")"

@@ -49,7 +49,8 @@ print(f"{len(merged['entries'])} specializations in {out}")
 PY
 rm -rf "$tmp"
 # Schedule variants (bf16), each a bundle of its own under bench/gpu/variants/NAME, timed beside the default
-# in the same device run: what the default was measured against (a pass off, another block shape).
+# in the same device run: what the default was measured against (a pass off, another block shape). Variants
+# answered are dropped (128 threads x 2 rows at H = 4096, B2 and C2: no better; bench/gpu/RESULTS.md).
 variants=bench/gpu/variants
 rm -rf "$variants"
 variant() { # name, then moec bundle options
@@ -59,9 +60,7 @@ variant() { # name, then moec bundle options
 }
 h4096='H=4096,top_k=8,E=128,K=8;H=4096,top_k=2,E=8,K=2'
 variant b2-no-version-row-loops --ops moe_init_routing_v2_grad --shapes "$shapes" --disable version-row-loops
-variant b2-threads128-rows2 --ops moe_init_routing_v2_grad --shapes "$h4096" --threads 128 --rows-per-block 2
 variant c2-no-version-row-loops --ops moe_unpermute --shapes "$shapes" --disable version-row-loops
-variant c2-threads128-rows2 --ops moe_unpermute --shapes "$h4096" --threads 128 --rows-per-block 2
 variant c2-threads64-rows4 --ops moe_unpermute --shapes "$h4096" --threads 64 --rows-per-block 4
 variant a3-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
   --with routing_map,permuted_tokens,probs --disable version-row-loops
