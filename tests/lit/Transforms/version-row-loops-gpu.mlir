@@ -6,6 +6,7 @@
 // depend on nothing in the loop. The loop then runs in a version without branches, both gathers issued
 // back to back, when every row is inside and term 1 live; the original loop runs otherwise.
 // @written: the index tensor is also written (no llvm.readonly): its load stays in the loop, no version.
+// @carried: below.
 // RUN: moec-opt %s --moe-version-row-loops="select-versions=false" --canonicalize | FileCheck %s
 
 // CHECK-LABEL: func.func @gathers
@@ -112,5 +113,48 @@ func.func @written(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
     }
     vector.store %a, %out[%n, %h] : memref<?x64xf32>, vector<4xf32>
   }
+  return
+}
+
+// @carried: a loop with an accumulator, its index load moved out: the branch that skips the loop when it
+// would not run yields the loop's result, or the accumulator's initial value.
+// CHECK-LABEL: func.func @carried
+// CHECK:      %[[RUNS:.*]] = arith.cmpi slt, %arg4, %c64 : index
+// CHECK-NEXT: %[[SUM:.*]] = scf.if %[[RUNS]] -> (vector<4xf32>) {
+// CHECK-NEXT:   memref.load
+// CHECK:          scf.for
+// CHECK:        scf.yield %cst : vector<4xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: vector.store %[[SUM]]
+func.func @carried(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
+                   %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %rows: index, %lane: index,
+                   %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1 : i64
+  %zero = arith.constant dense<0.0> : vector<4xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %idx = moe.view %ip[%c1] : !llvm.ptr -> memref<?xi32>
+  %status = moe.view %sp[%c2] : !llvm.ptr -> memref<2xi64>
+  %sum = scf.for %h = %lane to %c64 step %c32 iter_args(%acc = %zero) -> (vector<4xf32>) {
+    %i0 = memref.load %idx[%c0] : memref<?xi32>
+    %r0 = arith.index_cast %i0 : i32 to index
+    %nonneg = arith.cmpi sge, %r0, %c0 : index
+    %below = arith.cmpi slt, %r0, %rows : index
+    %inside = arith.andi %nonneg, %below : i1
+    %a = scf.if %inside -> (vector<4xf32>) {
+      %v = vector.load %x[%r0, %h] : memref<?x64xf32>, vector<4xf32>
+      scf.yield %v : vector<4xf32>
+    } else {
+      memref.store %one, %status[%c0] : memref<2xi64>
+      scf.yield %zero : vector<4xf32>
+    }
+    %s = arith.addf %acc, %a : vector<4xf32>
+    scf.yield %s : vector<4xf32>
+  }
+  vector.store %sum, %out[%c0] : memref<4xf32>, vector<4xf32>
   return
 }
