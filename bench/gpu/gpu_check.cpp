@@ -58,12 +58,14 @@ double predictedFraction(const Kernel &kernel, const Case &big) {
   const CudaDriver &emu = CudaDriver::emulator();
   ptxemu::LaunchOptions options = ptxemu::launchOptions();
   options.sampleBlocks = 256;
+  options.registersFromPtxas = true; // where ptxas is installed: the latency bound's occupancy
   ptxemu::setLaunchOptions(options);
   DeviceCall call(emu, big);
   ptxemu::takeProfiles();
   kernel.launch(call.tensors, nullptr, big.attrs);
   double seconds = ptxemu::boundSeconds(ptxemu::takeProfiles());
   options.sampleBlocks = 0;
+  options.registersFromPtxas = false;
   ptxemu::setLaunchOptions(options);
   return seconds > 0 ? (big.bytesMoved / ptxemu::GpuModel{}.bandwidth) / seconds : 0;
 }

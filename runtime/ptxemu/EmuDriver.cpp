@@ -18,6 +18,9 @@ namespace {
 
 struct EmuModule {
   Module module;
+  std::string text;                          // the PTX, for ptxas when registers are asked for
+  std::map<std::string, unsigned> registers; // ptxas's counts, once asked for
+  bool registersRead = false;
 };
 struct EmuFunction {
   EmuModule *module;
@@ -157,7 +160,8 @@ CUresult moduleLoad(CUmodule *m, const void *image, unsigned n, CUjit_option *op
     return CUDA_ERROR_INVALID_VALUE;
   auto module = std::make_unique<EmuModule>();
   try {
-    module->module = parsePtx(static_cast<const char *>(image));
+    module->text = static_cast<const char *>(image);
+    module->module = parsePtx(module->text);
   } catch (const PtxError &e) {
     copyLog(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, e.what());
     return failWith(CUDA_ERROR_INVALID_PTX, e.what());
@@ -216,6 +220,13 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     return failWith(CUDA_ERROR_INVALID_VALUE, "the emulator takes kernelParams, not extra");
   try {
     d.profiles.push_back(launchKernel(*fn->kernel, {gx, gy, gz}, {bx, by, bz}, sharedBytes, params, d.memory, d.options));
+    if (d.options.registersFromPtxas) {
+      EmuModule &m = *fn->module;
+      if (!m.registersRead)
+        m.registers = ptxasRegisters(m.text, m.module.target), m.registersRead = true;
+      auto it = m.registers.find(fn->kernel->name);
+      d.profiles.back().registers = it == m.registers.end() ? 0 : it->second;
+    }
     if (d.profiles.size() > 4096) // nobody is collecting them
       d.profiles.erase(d.profiles.begin(), d.profiles.begin() + 2048);
   } catch (const EmuFault &e) {

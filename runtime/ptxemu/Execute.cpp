@@ -36,7 +36,101 @@ struct Warp {
   std::vector<uint64_t> regs; // reg * 32 + lane
   std::vector<uint32_t> init; // per register: the lanes that have written it
   unsigned tid[32][3] = {};
+  // The latency model (issueTimed): the warp's current basic block began at blockStart and has issued
+  // blockIssued instructions, the last of them by blockEnd; per register, the cycle its value is ready.
+  uint64_t blockStart = 0, blockEnd = 0, blockIssued = 0;
+  std::vector<uint64_t> ready;
+  uint64_t cycles() const { return std::max(blockEnd, blockStart + blockIssued); }
 };
+
+/// Cycles from `in`'s issue to its result.
+uint64_t resultLatency(const Instr &in) {
+  switch (in.op) {
+  case Opcode::Ld:
+  case Opcode::Atom:
+    return in.space == Space::Shared ? kSharedLoadCycles : in.space == Space::Param ? kAluCycles : kGlobalLoadCycles;
+  case Opcode::Shfl:
+  case Opcode::Vote:
+    return kWarpOpCycles;
+  default:
+    return kAluCycles;
+  }
+}
+
+/// 64-bit integer arithmetic: two instructions of the 32-bit pipes in SASS.
+bool wideInteger(const Instr &in) {
+  switch (in.op) {
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Mad:
+  case Opcode::Shl:
+  case Opcode::Shr:
+  case Opcode::And:
+  case Opcode::Or:
+  case Opcode::Xor:
+  case Opcode::Setp:
+  case Opcode::Selp:
+  case Opcode::Min:
+  case Opcode::Max:
+  case Opcode::Neg:
+    return in.type == Type::S64 || in.type == Type::U64 || in.type == Type::B64;
+  default:
+    return false;
+  }
+}
+
+/// Whether ops[0] is a result the instruction writes (stores, reductions and control read every operand).
+bool writesFirstOperand(const Instr &in) {
+  switch (in.op) {
+  case Opcode::St:
+  case Opcode::Red:
+  case Opcode::Bra:
+  case Opcode::Ret:
+  case Opcode::Exit:
+  case Opcode::BarSync:
+  case Opcode::WarpSync:
+  case Opcode::Membar:
+    return false;
+  default:
+    return true;
+  }
+}
+
+template <typename F> void forEachRegister(const Operand &o, F f) {
+  if ((o.kind == Operand::Kind::Reg || o.kind == Operand::Kind::Address) && o.reg >= 0)
+    f(o.reg);
+  for (const Operand &e : o.elems)
+    forEachRegister(e, f);
+}
+
+/// Issues `in` on the warp's timeline. Inside a basic block an instruction issues as soon as its operands
+/// are ready, the way ptxas schedules a block (independent loads back to back, each use as late as it can),
+/// and the block takes at least one cycle per instruction (two for 64-bit integer arithmetic). A branch ends
+/// the block once everything in it has issued, and the next block starts kBranchCycles later. Loads stay in
+/// flight across branches; a value used in the block that loads it is waited for there (B2's gathers, each
+/// used inside its bounds check's branch, ran one at a time on the H200: bench/gpu/RESULTS.md).
+void issueTimed(Warp &w, const Instr &in) {
+  uint64_t start = w.blockStart;
+  auto waitFor = [&](int32_t reg) { start = std::max(start, w.ready[size_t(reg)]); };
+  if (in.guard >= 0)
+    waitFor(in.guard);
+  const bool writes = writesFirstOperand(in);
+  for (size_t i = writes ? 1 : 0; i < in.ops.size(); ++i)
+    forEachRegister(in.ops[i], waitFor);
+  w.blockIssued += wideInteger(in) ? 2 : 1;
+  const bool endsBlock =
+      in.op == Opcode::Bra || in.op == Opcode::Ret || in.op == Opcode::Exit || in.op == Opcode::BarSync;
+  if (endsBlock) {
+    start = std::max(start, w.cycles());
+    w.blockStart = w.blockEnd = start + 1 + kBranchCycles;
+    w.blockIssued = 0;
+  } else {
+    w.blockEnd = std::max(w.blockEnd, start);
+  }
+  if (writes && !in.ops.empty() && in.ops[0].kind != Operand::Kind::Address)
+    forEachRegister(in.ops[0], [&](int32_t reg) { w.ready[size_t(reg)] = start + resultLatency(in); });
+}
 
 std::string hex(uint64_t v) {
   char b[24];
@@ -62,6 +156,7 @@ public:
       warp.index = w;
       warp.regs.resize(k.regs.size() * 32);
       warp.init.resize(k.regs.size());
+      warp.ready.resize(k.regs.size());
       for (unsigned lane = 0; lane < 32; ++lane) {
         unsigned t = w * 32 + lane;
         if (t >= threads)
@@ -82,6 +177,8 @@ public:
       w.atBarrier = false;
       std::fill(w.init.begin(), w.init.end(), 0);
       w.stack.assign(1, Frame{0, w.lanes, -1});
+      w.blockStart = w.blockEnd = w.blockIssued = 0;
+      std::fill(w.ready.begin(), w.ready.end(), 0);
     }
     for (;;) {
       for (Warp &w : warps)
@@ -92,9 +189,17 @@ public:
         waiting |= w.atBarrier;
       if (!waiting)
         break;
-      for (Warp &w : warps) // every warp still running waits here: release the barrier
+      uint64_t release = 0;
+      for (const Warp &w : warps)
+        release = std::max(release, w.cycles());
+      for (Warp &w : warps) { // every warp still running waits here: release the barrier
         w.atBarrier = false;
+        w.blockStart = w.blockEnd = release;
+        w.blockIssued = 0;
+      }
     }
+    for (const Warp &w : warps)
+      profile.warpCycles += double(w.cycles());
   }
 
 private:
@@ -516,6 +621,7 @@ private:
         fault(CUDA_ERROR_LAUNCH_TIMEOUT, w, __builtin_ctz(active), in,
               "the launch ran past " + std::to_string(budget) + " warp instructions (an endless loop?)");
       profile.warpInstructions[size_t(in.cls)] += 1;
+      issueTimed(w, in);
       uint32_t exec = guarded(w, in, active);
       int32_t nextPc = f.pc + 1;
       switch (in.op) {
@@ -644,7 +750,7 @@ Profile launchKernel(const Kernel &k, Dim3 grid, Dim3 block, unsigned dynamicSha
     for (double &c : profile.warpInstructions)
       c *= scale;
     for (double *c : {&profile.globalLoadRequests, &profile.globalStoreRequests, &profile.loadSectors,
-                      &profile.storeSectors, &profile.loadBytes, &profile.storeBytes})
+                      &profile.storeSectors, &profile.loadBytes, &profile.storeBytes, &profile.warpCycles})
       *c *= scale;
   }
   return profile;

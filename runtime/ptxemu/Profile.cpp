@@ -2,6 +2,7 @@
 #include "moec/runtime/ptxemu/Emulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace moec::ptxemu {
@@ -26,13 +27,33 @@ void Profile::add(const Profile &o) {
   storeSectors += o.storeSectors;
   loadBytes += o.loadBytes;
   storeBytes += o.storeBytes;
+  warpCycles += o.warpCycles;
+  registers = std::max(registers, o.registers);
 }
 
-double boundSeconds(const Profile &p, const GpuModel &gpu) {
-  double memory = p.sectorBytes() / gpu.bandwidth;
-  double issue = p.totalWarpInstructions() / (gpu.sms * gpu.issuePerSm * gpu.clock);
-  return std::max(memory, issue);
+unsigned residentWarpsPerSm(const Profile &p) {
+  uint64_t warpsPerBlock = std::max<uint64_t>(1, (p.block.count() + 31) / 32);
+  uint64_t blocks = std::min<uint64_t>(32, 64 / warpsPerBlock);
+  if (p.registers) {
+    uint64_t perWarp = (uint64_t(p.registers) * 32 + 255) / 256 * 256; // allocated per warp in units of 256
+    blocks = std::min<uint64_t>(blocks, 65536 / (perWarp * warpsPerBlock));
+  }
+  return unsigned(std::max<uint64_t>(blocks, 1) * warpsPerBlock);
 }
+
+double Bound::seconds() const { return std::sqrt(memory * memory + issue * issue + latency * latency); }
+
+Bound bound(const Profile &p, const GpuModel &gpu) {
+  Bound b;
+  b.memory = p.sectorBytes() / gpu.bandwidth;
+  b.issue = p.totalWarpInstructions() / (gpu.sms * gpu.issuePerSm * gpu.clock);
+  double warps = double(p.blocks) * double((p.block.count() + 31) / 32);
+  double concurrent = std::min(warps, gpu.sms * residentWarpsPerSm(p));
+  b.latency = concurrent > 0 ? p.warpCycles / concurrent / gpu.clock : 0;
+  return b;
+}
+
+double boundSeconds(const Profile &p, const GpuModel &gpu) { return bound(p, gpu).seconds(); }
 
 double boundSeconds(const std::vector<Profile> &launches, const GpuModel &gpu) {
   double seconds = 0;
@@ -73,11 +94,12 @@ std::string formatProfile(const Profile &p, double minimumBytes) {
   out += line;
   double minimum = minimumBytes > 0 ? minimumBytes : p.usefulBytes();
   GpuModel gpu;
+  Bound b = bound(p, gpu);
   std::snprintf(line, sizeof line,
-                "  H200 bound: %.2f us (memory %.2f us, issue %.2f us); %.1f%% of copy bandwidth for %.0f bytes\n",
-                1e6 * boundSeconds(p), 1e6 * p.sectorBytes() / gpu.bandwidth,
-                1e6 * p.totalWarpInstructions() / (gpu.sms * gpu.issuePerSm * gpu.clock),
-                100 * boundFractionOfCopy(p, minimum), minimum);
+                "  H200 bound: %.2f us (memory %.2f us, issue %.2f us, latency %.2f us at %u warps per SM%s); %.1f%% "
+                "of copy bandwidth for %.0f bytes\n",
+                1e6 * b.seconds(), 1e6 * b.memory, 1e6 * b.issue, 1e6 * b.latency, residentWarpsPerSm(p),
+                p.registers ? "" : ", registers unknown", 100 * boundFractionOfCopy(p, minimum), minimum);
   out += line;
   return out;
 }

@@ -80,6 +80,7 @@ nlohmann::json header(const BenchOptions &o, const std::string &mode, int64_t to
 void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::Case &c, nlohmann::json line) {
   ptxemu::LaunchOptions launch = ptxemu::launchOptions();
   launch.sampleBlocks = o.sampleBlocks;
+  launch.registersFromPtxas = true; // the latency bound's occupancy
   // Kernels that pass rows through the workspace (a fill skips the rows a scatter marked) see each
   // other's effects: a sample of one kernel's blocks would leave the next one's work wrong. All run.
   if (!kernel.specialization().workspace.empty() && o.sampleBlocks != 0) {
@@ -102,6 +103,17 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
   double perChunk = 16 * total.totalWarpInstructions() / std::max(c.bytesMoved, 1.0);
   double ofCopy = (c.bytesMoved / ptxemu::GpuModel{}.bandwidth) / boundSeconds;
   if (o.json) {
+    nlohmann::json launches = nlohmann::json::array();
+    for (const ptxemu::Profile &p : profiles) {
+      ptxemu::Bound b = ptxemu::bound(p);
+      launches.push_back({{"kernel", p.kernel},
+                          {"memory_us", 1e6 * b.memory},
+                          {"issue_us", 1e6 * b.issue},
+                          {"latency_us", 1e6 * b.latency},
+                          {"warps_per_sm", ptxemu::residentWarpsPerSm(p)},
+                          {"registers", p.registers}});
+    }
+    line["launches"] = launches;
     line.update({{"warp_instructions_per_16B", perChunk}, {"coalescing", total.coalescing()},
                  {"bound_us", 1e6 * boundSeconds}, {"fraction_of_copy", ofCopy}, {"sampled", total.sampled()}});
     fmt::print("{}\n", line.dump());

@@ -1483,5 +1483,97 @@ TEST_F(PtxEmu, ProfileSamplingScalesToTheWholeGrid) {
   EXPECT_DOUBLE_EQ(sampled.totalWarpInstructions(), full.totalWarpInstructions());
 }
 
+// Each thread loads four f32 at in + 4 * tid + 128 * k and stores their sum. In `independent` the four loads
+// are issued back to back and used after; in `chained` each load's value decides a branch before the next
+// load, so each waits for the one before.
+const std::string kLatency = ptx(R"PTX(
+.visible .entry independent(.param .u64 .ptr .align 1 independent_param_0)
+{
+  .reg .b32 %r<2>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<4>;
+
+  ld.param.u64 %rd1, [independent_param_0];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.f32 %f1, [%rd3];
+  ld.global.f32 %f2, [%rd3+128];
+  ld.global.f32 %f3, [%rd3+256];
+  ld.global.f32 %f4, [%rd3+384];
+  add.f32 %f5, %f1, %f2;
+  add.f32 %f6, %f3, %f4;
+  add.f32 %f7, %f5, %f6;
+  st.global.f32 [%rd3], %f7;
+  ret;
+}
+
+.visible .entry chained(.param .u64 .ptr .align 1 chained_param_0)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<2>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<4>;
+
+  ld.param.u64 %rd1, [chained_param_0];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.f32 %f1, [%rd3];
+  setp.lt.f32 %p1, %f1, 0f00000000;
+  @%p1 bra $L__first;
+$L__first:
+  ld.global.f32 %f2, [%rd3+128];
+  setp.lt.f32 %p2, %f2, 0f00000000;
+  @%p2 bra $L__second;
+$L__second:
+  ld.global.f32 %f3, [%rd3+256];
+  setp.lt.f32 %p3, %f3, 0f00000000;
+  @%p3 bra $L__third;
+$L__third:
+  ld.global.f32 %f4, [%rd3+384];
+  add.f32 %f5, %f1, %f2;
+  add.f32 %f6, %f3, %f4;
+  add.f32 %f7, %f5, %f6;
+  st.global.f32 [%rd3], %f7;
+  ret;
+}
+)PTX");
+
+TEST_F(PtxEmu, ProfileLatencyOverlapsIndependentLoadsOnly) {
+  uint64_t dIn = zeros<float>(32 * 4);
+  Profile independent = run(kLatency, "independent", {1}, {32}, dIn);
+  Profile chained = run(kLatency, "chained", {1}, {32}, dIn);
+  // One warp: its cycles are one load's latency (the four overlap) plus a few, or four latencies in a row.
+  EXPECT_GE(independent.warpCycles, double(kGlobalLoadCycles));
+  EXPECT_LT(independent.warpCycles, 1.5 * double(kGlobalLoadCycles));
+  EXPECT_GE(chained.warpCycles, 4.0 * double(kGlobalLoadCycles));
+  EXPECT_LT(chained.warpCycles, 5.0 * double(kGlobalLoadCycles));
+  EXPECT_EQ(independent.globalLoadRequests, chained.globalLoadRequests); // the same traffic
+  // The latency bound: the warp's cycles over the one warp that runs, at the clock.
+  GpuModel gpu;
+  EXPECT_DOUBLE_EQ(bound(chained, gpu).latency, chained.warpCycles / gpu.clock);
+  EXPECT_GT(boundSeconds(chained, gpu), boundSeconds(independent, gpu));
+}
+
+TEST_F(PtxEmu, ProfileResidentWarpsFollowRegisters) {
+  Profile p;
+  p.block = {256, 1, 1};
+  p.registers = 0; // unknown: the hardware's limits only
+  EXPECT_EQ(residentWarpsPerSm(p), 64u);
+  p.registers = 64; // 2048 registers a warp, 16384 a block: 4 blocks
+  EXPECT_EQ(residentWarpsPerSm(p), 32u);
+  p.registers = 252; // 8064 a warp (allocated in 256s), 64512 a block: 1 block
+  EXPECT_EQ(residentWarpsPerSm(p), 8u);
+  p.block = {32, 1, 1};
+  p.registers = 0; // at most 32 blocks an SM
+  EXPECT_EQ(residentWarpsPerSm(p), 32u);
+  // The latency bound spreads the warps' cycles over the warps running at once: all of a small grid's.
+  p.blocks = 4;
+  p.warpCycles = 4000;
+  GpuModel gpu;
+  EXPECT_DOUBLE_EQ(bound(p, gpu).latency, 1000 / gpu.clock);
+}
+
 } // namespace
 } // namespace moec::ptxemu

@@ -5,7 +5,8 @@
 // ISA's rules. Like compute-sanitizer it stops at an access outside every allocation, a misaligned
 // access, or a read of a register no instruction wrote, with a message naming the kernel, the PTX line,
 // the block and the thread. Each launch also yields a profile: warp instructions by class, global memory
-// requests, 32-byte sectors and the bytes they carry, and from them an H200 time bound.
+// requests, 32-byte sectors and the bytes they carry, each warp's cycles on a latency model of its
+// instruction stream, and from them an H200 time bound.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -73,6 +74,8 @@ struct Profile {
   double globalLoadRequests = 0, globalStoreRequests = 0;
   double loadSectors = 0, storeSectors = 0; // 32-byte sectors touched per request, summed over requests
   double loadBytes = 0, storeBytes = 0;     // distinct bytes the lanes of each request asked for, summed
+  double warpCycles = 0;                    // each warp's cycles on the latency model's timeline, summed
+  unsigned registers = 0;                   // registers per thread, as ptxas allocates them (0: unknown)
 
   double totalWarpInstructions() const;
   double sectorBytes() const { return 32 * (loadSectors + storeSectors); }
@@ -83,19 +86,41 @@ struct Profile {
   void add(const Profile &other); // sums the counts of several launches
 };
 
+/// The latency model's cycles (see Bound): from issue to result for a global load (an H200's under
+/// load), a shared-memory load, a shuffle or vote, and any other instruction; and the cycles a warp loses at
+/// each branch. Fitted to the H200 runs of bench/gpu/RESULTS.md (bench/emu/RESULTS.md).
+constexpr uint64_t kGlobalLoadCycles = 900, kSharedLoadCycles = 30, kWarpOpCycles = 24, kAluCycles = 6,
+                   kBranchCycles = 10;
+
 /// The H200 figures of the time bound.
 struct GpuModel {
   double bandwidth = 4.3e12;      // HBM3e bytes per second
   double sms = 132, issuePerSm = 4, clock = 1.98e9;
 };
 
-/// time >= max(sector bytes / bandwidth, warp instructions / (SMs * issue slots * clock)).
+/// Warps one SM holds at once for the launch: at most 64 warps and 32 blocks, and, when the register count
+/// is known, as many blocks as the 64 K registers hold.
+unsigned residentWarpsPerSm(const Profile &p);
+/// A launch's time bounds, in seconds: its sectors at full bandwidth; its warp instructions on every issue
+/// slot; and its latency bound, the warps' timeline cycles (a warp stalls at the first use of a load in
+/// flight) spread over the warps that run at once. The launch takes about their root sum of squares: where
+/// two are close, neither hides the other (B2 with a latency bound at 85 % of its memory bound ran at 75 %
+/// of a copy, not 100 %); the maximum matched the H200 runs worse (bench/emu/RESULTS.md).
+struct Bound {
+  double memory = 0, issue = 0, latency = 0;
+  double seconds() const;
+};
+Bound bound(const Profile &p, const GpuModel &gpu = {});
 double boundSeconds(const Profile &p, const GpuModel &gpu = {});
 /// The bound of launches that run one after another (an op's kernels): the sum of theirs.
 double boundSeconds(const std::vector<Profile> &launches, const GpuModel &gpu = {});
 /// The fraction of copy bandwidth the bound allows for an op whose minimum traffic is `minimumBytes`:
 /// (minimumBytes / bandwidth) / boundSeconds.
 double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu = {});
+/// Each kernel's registers per thread as ptxas allocates them for `target` (sm_90, ...): empty where ptxas
+/// is not installed or fails. Runs ptxas -v on the module (profiling only).
+std::map<std::string, unsigned> ptxasRegisters(std::string_view ptx, const std::string &target);
+
 /// A few lines: instructions by class, requests, sectors, coalescing, the bound.
 std::string formatProfile(const Profile &p, double minimumBytes = 0);
 
@@ -105,6 +130,8 @@ struct LaunchOptions {
   uint64_t sampleBlocks = 0;
   /// Stop a launch after this many warp instructions (a kernel that never ends is an error, not a hang).
   uint64_t maxWarpInstructions = uint64_t(1) << 36;
+  /// Fill each profile's register count from ptxas (ptxasRegisters), for the latency bound's occupancy.
+  bool registersFromPtxas = false;
 };
 
 /// Runs `kernel` over `grid` x `block` with the parameter values `params` (one pointer per parameter,
