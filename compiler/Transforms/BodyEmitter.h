@@ -863,6 +863,7 @@ private:
   struct StepTable {
     DenseSet<Operation *> invariant;
     SmallVector<std::pair<Value, Value>> columns; // (value in the step, its column)
+    SmallVector<Value> allTrue;                   // per column: i1 ones, whether it is true at every step
     Value base;
   };
 

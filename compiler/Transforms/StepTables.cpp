@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "BodyEmitter.h"
 
+#include "moec/compiler/Transforms/ErrorPaths.h"
+
 namespace moec::moe {
 
 void BodyEmitter::emitStepTables() {
@@ -173,7 +175,14 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
     table.columns.push_back({column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column),
                                                                                   MemRefLayoutAttrInterface(), space),
                                                                   loc)});
-  auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32));
+  // A check's column is also summed up as "true at every step": where it is, the steps read the column as
+  // true (readStepTable), and moe-version-row-loops gives their loop a copy without the check's branch.
+  auto summed = [](Value column) { return column.getType().isInteger(1) && isCheckCondition(column); };
+  SmallVector<Value> allTrueInit;
+  for (auto &entry : table.columns)
+    if (summed(entry.first))
+      allTrueInit.push_back(arith::ConstantIntOp::create(b, loc, 1, 1));
+  auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32), allTrueInit);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -183,15 +192,27 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
     for (scf::IfOp ifOp : branching)
       emitBranchWork(ifOp, invariantSet, columns);
     Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
+    SmallVector<Value> allTrue;
     for (auto [column, buffer] : table.columns) {
       Value narrow = narrowIndex(column);
       Value v = scalars.lookup(narrow ? narrow : column);
+      if (summed(column))
+        allTrue.push_back(arith::AndIOp::create(b, loc, loop.getRegionIterArgs()[allTrue.size()], v));
       if (v.getType().isInteger(1))
         v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
       memref::StoreOp::create(b, loc, v, buffer, ValueRange{at});
     }
+    scf::YieldOp::create(b, loc, allTrue);
   }
-  NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
+  Value fullMask = arith::ConstantIntOp::create(b, loc, -1, 32);
+  NVVM::SyncWarpOp::create(b, loc, fullMask);
+  size_t sums = 0;
+  for (auto &entry : table.columns)
+    table.allTrue.push_back(
+        summed(entry.first)
+            ? NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), fullMask, loop.getResult(sums++), NVVM::VoteSyncKind::all)
+                  .getResult()
+            : Value());
   table.invariant = std::move(invariantSet);
   stepTables[fold] = std::move(table);
 }
@@ -232,10 +253,13 @@ void BodyEmitter::emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &ta
 
 void BodyEmitter::readStepTable(const StepTable &table, Value j, Location loc) {
   Value at = arith::AddIOp::create(b, loc, table.base, j);
-  for (auto [column, buffer] : table.columns) {
+  for (auto [index, entry] : llvm::enumerate(table.columns)) {
+    auto [column, buffer] = entry;
     Value v = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
     if (column.getType().isInteger(1))
       v = arith::TruncIOp::create(b, loc, b.getI1Type(), v);
+    if (table.allTrue[index])
+      v = arith::OrIOp::create(b, loc, table.allTrue[index], v);
     else if (column.getType() != v.getType()) // a narrowed index (see emitStepTable)
       v = arith::IndexCastOp::create(b, loc, column.getType(), v);
     scalars.map(column, v);

@@ -14,6 +14,7 @@
 // no switch is made (it would be an indirect branch): each condition takes its usual value.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Dialect/MoeDialect.h"
+#include "moec/compiler/Transforms/ErrorPaths.h"
 #include "moec/compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -42,36 +43,6 @@ namespace {
 constexpr size_t kMaxConditions = 64;
 /// The most versions of a loop a selector may make (a fold of up to 16 live terms).
 constexpr int64_t kMaxVersions = 17;
-
-/// The function whose argument `arg` is (null for another block's argument, or a gpu.func's memory attribution).
-FunctionOpInterface kernelArgumentOwner(BlockArgument arg) {
-  auto func = arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()) : nullptr;
-  if (!func || arg.getOwner() != &func.getFunctionBody().front() || arg.getArgNumber() >= func.getNumArguments())
-    return nullptr;
-  return func;
-}
-
-/// Whether `v` is the kernel's status buffer, or a view of it (func argument `moe.arg = "status"`).
-bool isStatus(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (def->getNumOperands() == 0)
-      return false;
-    v = def->getOperand(0);
-  }
-  auto arg = dyn_cast<BlockArgument>(v);
-  auto func = kernelArgumentOwner(arg);
-  auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : nullptr;
-  return name && name.getValue() == "status";
-}
-
-/// Whether `region` is an error path: it writes the status buffer itself (not in a branch nested in it, which is that
-/// branch's error path).
-bool reportsError(Region &region) {
-  return llvm::any_of(region.front(), [](Operation &op) {
-    auto store = dyn_cast<memref::StoreOp>(op);
-    return store && isStatus(store.getMemref());
-  });
-}
 
 /// Whether `region` only passes values on: it holds nothing but a yield of values defined outside it.
 bool passesThrough(Region &region) {
@@ -183,14 +154,36 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       version(loop);
   }
 
-  /// The branches inside `loop` whose condition is defined outside it, with their usual values.
-  static SmallVector<std::pair<scf::IfOp, bool>> invariantBranches(scf::ForOp loop) {
-    SmallVector<std::pair<scf::IfOp, bool>> found;
+  /// A branch inside a loop, the condition from outside the loop that decides it, and the value it usually takes.
+  struct Guard {
+    scf::IfOp branch;
+    Value condition;
+    bool usual;
+  };
+
+  /// The branches inside `loop` decided by a condition defined outside it, with their usual values: the branch's
+  /// condition, or, for one that is usually true, an operand of its `or` that is (a step's bounds check read from a
+  /// table, or'ed with "true at every step": moe-lower-to-gpu's step tables).
+  static SmallVector<Guard> invariantBranches(scf::ForOp loop) {
+    SmallVector<Guard> found;
+    auto outside = [&](Value v) { return !loop->isAncestor(v.getParentRegion()->getParentOp()); };
     loop.getBody()->walk([&](scf::IfOp branch) {
-      if (loop->isAncestor(branch.getCondition().getParentRegion()->getParentOp()))
+      std::optional<bool> usual = usualValue(branch);
+      if (!usual)
         return;
-      if (std::optional<bool> usual = usualValue(branch))
-        found.push_back({branch, *usual});
+      Value condition = branch.getCondition();
+      if (outside(condition)) {
+        found.push_back({branch, condition, *usual});
+        return;
+      }
+      auto either = condition.getDefiningOp<arith::OrIOp>();
+      if (!either || !*usual)
+        return;
+      for (Value operand : either->getOperands())
+        if (outside(operand)) {
+          found.push_back({branch, operand, true});
+          return;
+        }
     });
     return found;
   }
@@ -206,12 +199,12 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     if (hoistReadOnlyLoads(loop))
       moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
     hoistInvariantBranchConditions(loop);
-    SmallVector<std::pair<scf::IfOp, bool>> branches = invariantBranches(loop);
+    SmallVector<Guard> branches = invariantBranches(loop);
     if (branches.empty() || branches.size() > kMaxConditions)
       return;
     llvm::MapVector<Value, bool> usual; // one condition may guard several branches; in the loop's order
-    for (auto [branch, value] : branches)
-      if (!usual.try_emplace(branch.getCondition(), value).second && usual[branch.getCondition()] != value)
+    for (const Guard &g : branches)
+      if (!usual.try_emplace(g.condition, g.usual).second && usual[g.condition] != g.usual)
         return; // two branches want opposite values of one condition
     std::optional<Selector> selector = selectVersions ? findSelector(usual) : std::nullopt;
 
@@ -330,13 +323,12 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
   /// i1: every branch's condition that the selector does not decide takes its usual value, or the branch does not run
   /// (a branch around it takes its other side: a dead term's bounds check does not matter). That exemption holds only
   /// for a condition that nothing in the loop reads but such branches, as the copies read it as its usual value.
-  static Value checkedConditionsHold(OpBuilder &b, Location loc, scf::ForOp loop,
-                                     ArrayRef<std::pair<scf::IfOp, bool>> branches,
+  static Value checkedConditionsHold(OpBuilder &b, Location loc, scf::ForOp loop, ArrayRef<Guard> branches,
                                      const llvm::MapVector<Value, bool> &usual,
                                      const std::optional<Selector> &selector) {
     DenseSet<Operation *> known;
-    for (auto [branch, value] : branches)
-      known.insert(branch);
+    for (const Guard &g : branches)
+      known.insert(g.branch);
     auto onlyGuards = [&](Value condition) {
       return llvm::all_of(condition.getUsers(),
                           [&](Operation *user) { return !loop->isAncestor(user) || known.contains(user); });
@@ -345,8 +337,10 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     auto negate = [&](Value v) -> Value {
       return arith::XOrIOp::create(b, loc, v, arith::ConstantIntOp::create(b, loc, 1, 1));
     };
-    for (auto [branch, value] : branches) {
-      Value condition = branch.getCondition();
+    for (const Guard &g : branches) {
+      scf::IfOp branch = g.branch;
+      Value condition = g.condition;
+      bool value = g.usual;
       if (selector && selector->conditions.count(condition))
         continue;
       Value ok = value ? condition : negate(condition);

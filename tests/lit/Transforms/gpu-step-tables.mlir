@@ -5,12 +5,14 @@
 // steps, into shared-memory columns (the entry, as the i32 it was loaded as; the tests, as 32-bit words;
 // the prob), the branch's part under the branch's condition; the loop along the row reads the columns.
 // The check's report of a bad entry before the gathered row's load stays in the loop's branch (it only
-// reports). Without step-tables, every vector of the row reloads the entry and the prob.
+// reports). The check's column is also summed up, per warp, as "inside at every step" (vote.sync all), and the
+// loop reads the check or'ed with it: moe-version-row-loops then gives the loop a copy without the check's
+// branch for the rows where it holds. Without step-tables, every vector of the row reloads the entry and the prob.
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=TABLES
 // RUN: moec-opt %s --moe-lower-to-gpu=step-tables=false --canonicalize | FileCheck %s --check-prefix=PLAIN
 
 // TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[DEAD:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[INSIDE:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[PROB:arg[0-9]+]] : memref<32xf32, #gpu.address_space<workgroup>>)
-// TABLES: scf.for {{.*}} to %c8 step %c32 {
+// TABLES: scf.for {{.*}} to %c8 step %c32 iter_args({{.*}} = %true) -> (i1) {
 // TABLES: memref.load {{.*}} : memref<?x8xi32>
 // TABLES: scf.if {{.*}} -> (i1, f32) {
 // TABLES: memref.load {{.*}} : memref<?xf32>
@@ -19,11 +21,15 @@
 // TABLES: memref.store {{.*}}, %[[INSIDE]]
 // TABLES: memref.store {{.*}}, %[[PROB]]
 // TABLES: nvvm.bar.warp.sync
+// TABLES: %[[ALL:.*]] = nvvm.vote.sync  all %{{.*}}, %{{.*}} -> i1
 // TABLES: scf.for {{.*}} to %c64 step %c128 {
 // TABLES-NOT: memref.load {{.*}} : memref<?x8xi32>
 // TABLES-NOT: memref.load {{.*}} : memref<?xf32>
 // TABLES: memref.load %[[ROW]]
 // TABLES: arith.index_cast {{.*}} : i32 to index
+// TABLES: memref.load %[[INSIDE]]
+// TABLES-NEXT: %[[BIT:.*]] = arith.trunci
+// TABLES-NEXT: arith.ori %[[ALL]], %[[BIT]] : i1
 // TABLES: memref.load %[[PROB]]
 // TABLES: vector.load
 // TABLES-NOT: memref.load {{.*}} : memref<?x8xi32>

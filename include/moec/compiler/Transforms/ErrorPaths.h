@@ -1,0 +1,28 @@
+//===- ErrorPaths.h - Which branches report a failed check -------*- C++ -*-===//
+//
+// A check the compiler derives (a gather's bounds) is a branch whose other side writes the kernel's status
+// buffer. Passes that treat checks apart from other branches (moe-version-row-loops, the GPU's step tables)
+// recognize them here.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/Region.h"
+#include "mlir/IR/Value.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace moec::moe {
+
+/// The function whose argument `arg` is (null for another block's argument, or a gpu.func's memory attribution).
+mlir::FunctionOpInterface kernelArgumentOwner(mlir::BlockArgument arg);
+
+/// Whether `v` is the kernel's status buffer, or a view of it (func argument `moe.arg = "status"`).
+bool isStatus(mlir::Value v);
+
+/// Whether `region` is an error path: it writes the status buffer itself (not in a branch nested in it, which is that
+/// branch's error path).
+bool reportsError(mlir::Region &region);
+
+/// Whether `condition` is a check's: some scf.if on it reports an error when it is false.
+bool isCheckCondition(mlir::Value condition);
+
+} // namespace moec::moe
