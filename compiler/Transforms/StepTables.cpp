@@ -177,11 +177,13 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
                                                                   loc)});
   // A check's column is also summed up as "true at every step": where it is, the steps read the column as
   // true (readStepTable), and moe-version-row-loops gives their loop a copy without the check's branch.
-  auto summed = [](Value column) { return column.getType().isInteger(1) && isCheckCondition(column); };
+  SmallVector<bool> summed;
   SmallVector<Value> allTrueInit;
-  for (auto &entry : table.columns)
-    if (summed(entry.first))
+  for (auto &entry : table.columns) {
+    summed.push_back(entry.first.getType().isInteger(1) && isCheckCondition(entry.first));
+    if (summed.back())
       allTrueInit.push_back(arith::ConstantIntOp::create(b, loc, 1, 1));
+  }
   auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32), allTrueInit);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -193,10 +195,11 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
       emitBranchWork(ifOp, invariantSet, columns);
     Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
     SmallVector<Value> allTrue;
-    for (auto [column, buffer] : table.columns) {
+    for (auto [index, entry] : llvm::enumerate(table.columns)) {
+      auto [column, buffer] = entry;
       Value narrow = narrowIndex(column);
       Value v = scalars.lookup(narrow ? narrow : column);
-      if (summed(column))
+      if (summed[index])
         allTrue.push_back(arith::AndIOp::create(b, loc, loop.getRegionIterArgs()[allTrue.size()], v));
       if (v.getType().isInteger(1))
         v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
@@ -207,12 +210,11 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
   Value fullMask = arith::ConstantIntOp::create(b, loc, -1, 32);
   NVVM::SyncWarpOp::create(b, loc, fullMask);
   size_t sums = 0;
-  for (auto &entry : table.columns)
-    table.allTrue.push_back(
-        summed(entry.first)
-            ? NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), fullMask, loop.getResult(sums++), NVVM::VoteSyncKind::all)
-                  .getResult()
-            : Value());
+  for (bool isSummed : summed)
+    table.allTrue.push_back(isSummed ? NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), fullMask, loop.getResult(sums++),
+                                                                NVVM::VoteSyncKind::all)
+                                           .getResult()
+                                     : Value());
   table.invariant = std::move(invariantSet);
   stepTables[fold] = std::move(table);
 }
@@ -256,12 +258,13 @@ void BodyEmitter::readStepTable(const StepTable &table, Value j, Location loc) {
   for (auto [index, entry] : llvm::enumerate(table.columns)) {
     auto [column, buffer] = entry;
     Value v = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
-    if (column.getType().isInteger(1))
+    if (column.getType().isInteger(1)) {
       v = arith::TruncIOp::create(b, loc, b.getI1Type(), v);
-    if (table.allTrue[index])
-      v = arith::OrIOp::create(b, loc, table.allTrue[index], v);
-    else if (column.getType() != v.getType()) // a narrowed index (see emitStepTable)
+      if (Value allTrue = table.allTrue[index]) // a check's column (see emitStepTable)
+        v = arith::OrIOp::create(b, loc, allTrue, v);
+    } else if (column.getType() != v.getType()) { // a narrowed index (see emitStepTable)
       v = arith::IndexCastOp::create(b, loc, column.getType(), v);
+    }
     scalars.map(column, v);
   }
   for (Operation *op : table.invariant)

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -18,9 +19,8 @@ namespace {
 
 struct EmuModule {
   Module module;
-  std::string text;                          // the PTX, for ptxas when registers are asked for
-  std::map<std::string, unsigned> registers; // ptxas's counts, once asked for
-  bool registersRead = false;
+  std::string text;                                         // the PTX, for ptxas when registers are asked for
+  std::optional<std::map<std::string, unsigned>> registers; // ptxas's counts, once asked for
 };
 struct EmuFunction {
   EmuModule *module;
@@ -222,10 +222,10 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     d.profiles.push_back(launchKernel(*fn->kernel, {gx, gy, gz}, {bx, by, bz}, sharedBytes, params, d.memory, d.options));
     if (d.options.registersFromPtxas) {
       EmuModule &m = *fn->module;
-      if (!m.registersRead)
-        m.registers = ptxasRegisters(m.text, m.module.target), m.registersRead = true;
-      auto it = m.registers.find(fn->kernel->name);
-      d.profiles.back().registers = it == m.registers.end() ? 0 : it->second;
+      if (!m.registers)
+        m.registers = ptxasRegisters(m.text, m.module.target);
+      auto it = m.registers->find(fn->kernel->name);
+      d.profiles.back().registers = it == m.registers->end() ? 0 : it->second;
     }
     if (d.profiles.size() > 4096) // nobody is collecting them
       d.profiles.erase(d.profiles.begin(), d.profiles.begin() + 2048);

@@ -194,8 +194,10 @@ public:
         release = std::max(release, w.cycles());
       for (Warp &w : warps) { // every warp still running waits here: release the barrier
         w.atBarrier = false;
-        w.blockStart = w.blockEnd = release;
-        w.blockIssued = 0;
+        if (!w.stack.empty()) { // it resumes when the last one arrives; one that ended keeps its cycles
+          w.blockStart = w.blockEnd = release;
+          w.blockIssued = 0;
+        }
       }
     }
     for (const Warp &w : warps)

@@ -35,7 +35,8 @@ bool plainTarget(const std::string &t) { return std::regex_match(t, std::regex("
 std::map<std::string, unsigned> ptxasRegisters(std::string_view ptx, const std::string &target) {
   std::map<std::string, unsigned> registers;
   std::string ptxas = ptxasPath();
-  if (!plainTarget(target) || access(ptxas.c_str(), X_OK) != 0)
+  // The path goes into a shell command in single quotes: one with a quote of its own is not run.
+  if (!plainTarget(target) || ptxas.find('\'') != std::string::npos || access(ptxas.c_str(), X_OK) != 0)
     return registers;
   char path[] = "/tmp/moec-ptxemu-XXXXXX";
   int fd = mkstemp(path); // a file of our own, removed below
