@@ -6,7 +6,7 @@
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule
 //     │ moe-widen-rounded-folds (cpu) ── moe-compact-predicated-folds ── moe-hoist-row-invariants
-//     │ ── moe-group-rows, moe-group-points (ptx) ── moe-carry-prefix-folds ── moe-lane-point-access (ptx)
+//     │ ── moe-group-rows, moe-group-points (ptx) ── moe-carry-prefix-folds (cpu) ── moe-lane-point-access (ptx)
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), moe-prefetch-gathered-rows (cpu),
@@ -305,11 +305,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // GPU: the points of a row whose dot products read the same row (a token's experts) run on one warp.
   if (isGpu && !(spec.schedule.disabled & kGroupPoints))
     moePasses.addPass(moe::createMoeGroupPoints());
-  // One CPU thread runs its rows in order (a GPU warp its row of points): a prefix fold can continue
-  // from the row before.
-  if (hoist && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
-    moePasses.addPass(moe::createMoeCarryPrefixFolds({isGpu ? "gpu" : "cpu"}));
-  // GPU: a row of points loads and writes its points' values along the walk 32 at a time, a lane each.
+  // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
+  if (hoist && !isGpu && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
+    moePasses.addPass(moe::createMoeCarryPrefixFolds());
+  // GPU: a row of points runs 32 points at once, a lane each; a prefix sum over them is a warp scan.
   if (isGpu && !(spec.schedule.disabled & kLanePointAccess))
     moePasses.addPass(moe::createMoeLanePointAccess());
   if (isAscend) {

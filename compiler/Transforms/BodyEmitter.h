@@ -758,7 +758,7 @@ private:
   void emitFold(FoldOp fold) {
     Location loc = fold.getLoc();
     bool vec = vectorized(fold.getResult());
-    if (!vec && warpLane && isIntegerSum(fold))
+    if (!vec && warpLane && isIntegerSumFold(fold))
       return emitLaneSplitFold(fold);
     Value init = get(fold.getInit(), vec);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
@@ -781,36 +781,6 @@ private:
     }
     map(fold.getResult(), loop.getResult(0));
     pendingUnrolls.push_back(loop);
-  }
-
-  /// Whether each step of `fold` is `acc + x` or `p ? acc + x : acc` (either way round) on integers, with
-  /// nothing else reading the accumulator: a sum, which any split of the steps computes exactly (integer
-  /// addition is associative, also when it wraps). A prefix count is one.
-  static bool isIntegerSum(FoldOp fold) {
-    Block &body = fold.getBody().front();
-    Value acc = body.getArgument(1);
-    if (!acc.getType().isIndex() && !acc.getType().isSignlessInteger(64) && !acc.getType().isSignlessInteger(32))
-      return false;
-    auto addsTo = [&](Value v) -> arith::AddIOp {
-      auto add = v.getDefiningOp<arith::AddIOp>();
-      if (!add || add->getBlock() != &body || (add.getLhs() == acc) == (add.getRhs() == acc))
-        return {};
-      return add;
-    };
-    Value step = cast<YieldOp>(body.getTerminator()).getValue();
-    arith::AddIOp add = addsTo(step);
-    Operation *select = nullptr;
-    if (!add) {
-      auto sel = step.getDefiningOp<arith::SelectOp>();
-      if (!sel || sel->getBlock() != &body || sel.getCondition() == acc)
-        return false;
-      if (sel.getTrueValue() == acc)
-        add = addsTo(sel.getFalseValue());
-      else if (sel.getFalseValue() == acc)
-        add = addsTo(sel.getTrueValue());
-      select = sel;
-    }
-    return add && llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == add || user == select; });
   }
 
   /// An integer-sum fold that every lane of a converged warp would compute alike: lane l folds steps l,

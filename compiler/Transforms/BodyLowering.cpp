@@ -102,6 +102,33 @@ bool hasRowInvariantGuard(DomainOp op, ArrayRef<Operation *> invariant) {
 }
 
 /// The first moe.sum in the body that reduces along its own index, if any.
+bool isIntegerSumFold(FoldOp fold) {
+  Block &body = fold.getBody().front();
+  Value acc = body.getArgument(1);
+  if (!acc.getType().isIndex() && !acc.getType().isSignlessInteger(64) && !acc.getType().isSignlessInteger(32))
+    return false;
+  auto addsTo = [&](Value v) -> arith::AddIOp {
+    auto add = v.getDefiningOp<arith::AddIOp>();
+    if (!add || add->getBlock() != &body || (add.getLhs() == acc) == (add.getRhs() == acc))
+      return {};
+    return add;
+  };
+  Value step = cast<YieldOp>(body.getTerminator()).getValue();
+  arith::AddIOp add = addsTo(step);
+  Operation *select = nullptr;
+  if (!add) {
+    auto sel = step.getDefiningOp<arith::SelectOp>();
+    if (!sel || sel->getBlock() != &body || sel.getCondition() == acc)
+      return false;
+    if (sel.getTrueValue() == acc)
+      add = addsTo(sel.getFalseValue());
+    else if (sel.getFalseValue() == acc)
+      add = addsTo(sel.getTrueValue());
+    select = sel;
+  }
+  return add && llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == add || user == select; });
+}
+
 SumOp contiguousReductionOf(DomainOp op) {
   SumOp found;
   op.op()->walk([&](SumOp sum) {

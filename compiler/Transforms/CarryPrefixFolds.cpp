@@ -11,9 +11,9 @@
 //   steps [e - 1, e) from the kept value  when the row before ran last (same outer indices, index e - 1),
 //   steps [0, e) from init                 otherwise (the first row of a range).
 // The same holds along a row that runs one element at a time (vector width 1): A3's probs_grad is a row
-// per token over e < E, and a fold over j < e there continues from element e - 1. On the GPU rows run in
-// parallel; only a row of points that one warp runs in order (moe-group-points) carries along it.
-// The steps run in the same order on the same values: results are bit-identical.
+// per token over e < E, and a fold over j < e there continues from element e - 1.
+// The steps run in the same order on the same values: results are bit-identical. On the GPU rows run in
+// parallel (a row of points computes such a fold as a warp-wide scan: moe-lane-point-access).
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -47,17 +47,15 @@ struct Carriable {
   unsigned position;
 };
 
-/// The folds of `domain` this pass can carry from one row (or element) to the next. On the GPU only a
-/// row of points that a warp runs in order (kPointRowsAttr) carries, along its points.
-SmallVector<Carriable> carriableFolds(DomainOp domain, bool onGpu) {
+/// The folds of `domain` this pass can carry from one row (or element) to the next.
+SmallVector<Carriable> carriableFolds(DomainOp domain) {
   Block &body = domain.body();
   SmallVector<Carriable> folds;
   unsigned contiguous = body.getNumArguments() - 1;
-  bool pointRows = domain.op()->hasAttr(kPointRowsAttr);
   SmallVector<unsigned> positions;
-  if (contiguous > 0 && !onGpu)
+  if (contiguous > 0)
     positions.push_back(contiguous - 1);
-  if (onGpu ? pointRows : domain.schedule() && domain.schedule().getVector() == 1)
+  if (domain.schedule() && domain.schedule().getVector() == 1)
     positions.push_back(contiguous);
   for (unsigned position : positions) {
     Value index = body.getArgument(position);
@@ -150,17 +148,11 @@ void carry(OpBuilder &b, func::FuncOp func, DomainOp domain, FoldOp fold, unsign
 }
 
 struct CarryPrefixFoldsPass : impl::MoeCarryPrefixFoldsBase<CarryPrefixFoldsPass> {
-  using MoeCarryPrefixFoldsBase::MoeCarryPrefixFoldsBase;
-
   void runOnOperation() override {
-    if (target != "cpu" && target != "gpu") {
-      getOperation().emitError() << "moe-carry-prefix-folds: target must be cpu or gpu, got '" << target << "'";
-      return signalPassFailure();
-    }
     OpBuilder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>())
       for (DomainOp domain : collectDomainOps(func))
-        for (auto [fold, position] : carriableFolds(domain, target == "gpu"))
+        for (auto [fold, position] : carriableFolds(domain))
           carry(b, func, domain, fold, position);
   }
 };

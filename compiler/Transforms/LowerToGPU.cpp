@@ -87,8 +87,7 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       op->removeAttr(kRowInvariantAttr);
       op->removeAttr(kRowGroupAttr);
       op->removeAttr(kGroupKeyAttr);
-      op->removeAttr(kLaneLoadAttr);
-      op->removeAttr(kLaneWritesAttr);
+      op->removeAttr(kLaneScanAttr);
     });
   }
 

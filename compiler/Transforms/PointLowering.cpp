@@ -273,71 +273,6 @@ Value shuffleFromLane(OpBuilder &b, Location loc, Value v, Value from) {
   return isa<FloatType>(type) ? Value(arith::BitcastOp::create(b, loc, type, moved)) : moved;
 }
 
-/// The loads of a row of points marked kLaneLoadAttr (moe-lane-point-access), by address: `registers`
-/// holds, per distinct address, a load reading it (for its memref and the row's indices) and its offset;
-/// `registerOf` each marked load's register.
-struct LaneLoads {
-  SmallVector<std::pair<memref::LoadOp, int64_t>> registers;
-  llvm::MapVector<Operation *, size_t> registerOf; // in the body's order: the IR is deterministic
-
-  explicit LaneLoads(DomainOp op) {
-    op.body().walk([&](memref::LoadOp load) {
-      std::optional<int64_t> offset =
-          load->hasAttr(kLaneLoadAttr) ? lanePointLoadOffset(op, load) : std::optional<int64_t>();
-      if (!offset)
-        return;
-      auto same = llvm::find_if(registers, [&](auto &reg) {
-        return reg.first.getMemRef() == load.getMemRef() && reg.second == *offset &&
-               llvm::equal(reg.first.getIndices().drop_back(), load.getIndices().drop_back());
-      });
-      registerOf[load] = same - registers.begin();
-      if (same == registers.end())
-        registers.push_back({load, *offset});
-    });
-  }
-
-  /// For each register, the value at point `at` (the last index before the offset), 0 where an index is
-  /// out of the tensor's bounds; `outer` the row's indices.
-  SmallVector<Value> load(OpBuilder &b, Location loc, Block &body, ArrayRef<Value> outer, Value at) {
-    SmallVector<Value> values;
-    for (auto [load, offset] : registers) {
-      SmallVector<Value> indices;
-      for (Value index : load.getIndices().drop_back()) {
-        auto arg = dyn_cast<BlockArgument>(index);
-        if (arg && arg.getOwner() == &body)
-          indices.push_back(outer[arg.getArgNumber()]);
-        else if (Operation *def = index.getDefiningOp(); def && body.getParentOp()->isAncestor(def))
-          indices.push_back(b.clone(*def)->getResult(0)); // a constant
-        else
-          indices.push_back(index);
-      }
-      indices.push_back(arith::AddIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, offset)));
-      auto type = cast<MemRefType>(load.getMemRef().getType());
-      auto view = load.getMemRef().getDefiningOp<ViewOp>();
-      Value inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
-      for (auto [d, index] : llvm::enumerate(indices)) {
-        Value size = !type.isDynamicDim(d) ? Value(arith::ConstantIndexOp::create(b, loc, type.getDimSize(d)))
-                     : view && view.getSizes().size() == indices.size()
-                         ? view.getSizes()[d]
-                         : Value(memref::DimOp::create(b, loc, load.getMemRef(), d));
-        Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-        inBounds = arith::AndIOp::create(
-            b, loc, inBounds,
-            arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, index, zero),
-                                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, size)));
-      }
-      auto checked = scf::IfOp::create(b, loc, TypeRange{load.getType()}, inBounds, /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(checked.thenBlock());
-      scf::YieldOp::create(b, loc, ValueRange{memref::LoadOp::create(b, loc, load.getMemRef(), indices)});
-      b.setInsertionPointToStart(checked.elseBlock());
-      scf::YieldOp::create(
-          b, loc, ValueRange{arith::ConstantOp::create(b, loc, b.getZeroAttr(load.getType())).getResult()});
-      values.push_back(checked.getResult(0));
-    }
-    return values;
-  }
-};
 } // namespace
 
 void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
@@ -387,6 +322,89 @@ Value emitPointRowCount(OpBuilder &b, DomainOp op) {
   return emitRunCount(b, op.op()->getLoc(), op.bounds().front(), kPointRunLength);
 }
 
+namespace {
+/// `v` (an integer of at most 64 bits, or an index) as an i64, and back.
+Value toI64(OpBuilder &b, Location loc, Value v) {
+  Type i64 = b.getI64Type();
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, loc, i64, v);
+  return v.getType() == i64 ? v : Value(arith::ExtSIOp::create(b, loc, i64, v));
+}
+Value fromI64(OpBuilder &b, Location loc, Value v, Type type) {
+  if (type.isIndex())
+    return arith::IndexCastOp::create(b, loc, type, v);
+  return type == v.getType() ? v : Value(arith::TruncIOp::create(b, loc, type, v));
+}
+
+/// `v` (any value a lane holds: an index, or an integer or float of at most 64 bits) as lane `from` holds it.
+Value laneValue(OpBuilder &b, Location loc, Value v, Value from) {
+  if (!v.getType().isIndex())
+    return shuffleFromLane(b, loc, v, from);
+  return fromI64(b, loc, shuffleFromLane(b, loc, toI64(b, loc, v), from), v.getType());
+}
+
+/// The folds marked kLaneScanAttr for one chunk of 32 points of a row, lane l's point at `at` of the row's
+/// `members` (`indices` its indices): `values`, lane l's point's value of each fold (its carry, the fold's
+/// value at the chunk's first point, plus the terms of the chunk's points before l), and `carries`, the
+/// values at the next chunk's first point. A lane's term is its point's step from 0 (isIntegerSumFold),
+/// computed only where a later point of the row needs it; an inclusive scan (shfl.sync.up, 64-bit values
+/// as two halves) adds them up. Integer addition is associative, also when it wraps: each value is the
+/// fold's, bit for bit.
+struct LaneScans {
+  SmallVector<Value> values, carries;
+};
+LaneScans emitLaneScans(OpBuilder &b, DomainOp op, ArrayRef<FoldOp> folds, ArrayRef<Value> indices, Value at,
+                        Value members, Value lane32, ValueRange carries) {
+  Location loc = op.op()->getLoc();
+  VaryingAnalysis analysis(op);
+  Type i64 = b.getI64Type(), i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); };
+  Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
+  Value needed =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                            arith::AddIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, 1)), members);
+  LaneScans scans;
+  for (auto [constFold, carry] : llvm::zip(folds, carries)) {
+    FoldOp fold = constFold;
+    Type type = fold.getType();
+    auto term = scf::IfOp::create(b, loc, TypeRange{i64}, needed, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(term.thenBlock());
+      BodyEmitter step(b, op, analysis, 1, 1, 1);
+      step.mapIndices(indices);
+      step.mapScalar(fold.getBody().front().getArgument(0), indices.back());
+      Value zero = type.isIndex() ? Value(arith::ConstantIndexOp::create(b, loc, 0))
+                                  : Value(arith::ConstantIntOp::create(b, loc, type, 0));
+      Value x = step.emitReductionStep(fold, zero);
+      step.flushUnrolls();
+      scf::YieldOp::create(b, loc, ValueRange{toI64(b, loc, x)});
+      b.setInsertionPointToStart(term.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{zero64});
+    }
+    Value own = term.getResult(0);
+    // After the step of offset d, lane l holds the terms of lanes max(0, l - 2d + 1) .. l.
+    Value sum = own, shift = arith::ConstantIntOp::create(b, loc, i64, 32);
+    for (int64_t offset = 1; offset < 32; offset *= 2) {
+      auto up = [&](Value half) {
+        return gpu::ShuffleOp::create(b, loc, half, c32(offset), c32(32), gpu::ShuffleMode::UP).getShuffleResult();
+      };
+      Value lo = up(arith::TruncIOp::create(b, loc, i32, sum));
+      Value hi = up(arith::TruncIOp::create(b, loc, i32, arith::ShRUIOp::create(b, loc, sum, shift)));
+      Value below =
+          arith::OrIOp::create(b, loc, arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, hi), shift),
+                               arith::ExtUIOp::create(b, loc, i64, lo));
+      Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane32, c32(offset));
+      sum = arith::SelectOp::create(b, loc, has, arith::AddIOp::create(b, loc, sum, below), sum);
+    }
+    Value before = arith::SubIOp::create(b, loc, sum, own);
+    scans.values.push_back(fromI64(b, loc, arith::AddIOp::create(b, loc, carry, before), type));
+    scans.carries.push_back(arith::AddIOp::create(b, loc, carry, shuffleFromLane(b, loc, sum, c32(31))));
+  }
+  return scans;
+}
+} // namespace
+
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
   constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = 32;
   Location loc = op.op()->getLoc();
@@ -396,13 +414,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   assert(plan && "moe-group-points marks only points that interleave");
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto i1 = [&](bool v) { return arith::ConstantIntOp::create(b, loc, v, 1); };
-  Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, cst(0));
-  auto newEmitter = [&] {
-    auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
-                                                 ReductionSplit{schedule.getVector(), 32, lane}, leader);
-    emitter->splitFoldsOver(lane);
-    return emitter;
-  };
+  auto zero = [&](Type t) { return arith::ConstantOp::create(b, loc, b.getZeroAttr(t)).getResult(); };
   Block &body = op.body();
   unsigned rank = body.getNumArguments();
   // The warp's points: its row's (outer..., every e), or a one-dim domain's run of kPointRunLength.
@@ -415,9 +427,8 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     members = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, first), cst(kPointRunLength));
   }
   // What a waiting point keeps (its last index, and the values its sum and late ops take from before
-  // them), in kSlots slots carried by the loop over the points; the row's indices are the same for all.
-  // The keys (moe.group_key) are the same for all the points of a batch: a live point whose keys differ
-  // from the waiting ones' runs them first.
+  // them), in kSlots slots; the row's indices are the same for all. The keys (moe.group_key) are the same
+  // for all the points of a batch: a live point whose keys differ from the waiting ones' runs them first.
   SmallVector<Value> kept;
   SmallVector<size_t> keys; // positions in `kept`
   for (Value v : plan->saved)
@@ -426,174 +437,159 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
         keys.push_back(kept.size());
       kept.push_back(v);
     }
-  auto zero = [&](Type t) { return arith::ConstantOp::create(b, loc, b.getZeroAttr(t)).getResult(); };
-  SmallVector<Value> inits{cst(0)};
-  for (Value v : kept)
-    inits.append(kSlots, zero(v.getType()));
-  // The loads the walk makes along the points, 32 points' values at a time (a lane each), carried.
-  LaneLoads laneLoads(op);
-  for (auto [load, offset] : laneLoads.registers)
-    inits.push_back(zero(load.getType()));
-  // The writes of the points that are not live, 32 at a time: lane l keeps point (32 * chunk + l)'s value
-  // and whether it writes it.
-  auto write = cast<WriteOp>(body.getTerminator());
-  bool laneWrites = plan->carrierIf && op.op()->hasAttr(kLaneWritesAttr);
-  Type written = write.getValue().getType();
-  if (laneWrites)
-    inits.append({zero(written), i1(false)});
+  SmallVector<FoldOp> scanned; // moe-lane-point-access's prefix sums over the points
+  for (Operation *o = &body.front(); o != plan->carrier; o = o->getNextNode())
+    if (auto fold = dyn_cast<FoldOp>(o); fold && fold->hasAttr(kLaneScanAttr))
+      scanned.push_back(fold);
 
-  // Points 0 .. n - 1 in order, then one more step (p = n) that runs the points still waiting.
-  auto loop = scf::ForOp::create(b, loc, cst(0), arith::AddIOp::create(b, loc, members, cst(1)), cst(1), inits);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value p = loop.getInductionVar(), pending = loop.getRegionIterArgs()[0];
-  ValueRange slots = loop.getRegionIterArgs().slice(1, kept.size() * kSlots);
-  ValueRange registers = loop.getRegionIterArgs().slice(1 + slots.size(), laneLoads.registers.size());
-  ValueRange laneWrite = loop.getRegionIterArgs().drop_front(1 + slots.size() + registers.size());
-  auto slot = [&](size_t k, int64_t i) { return slots[k * kSlots + i]; };
-  Value inChunk = arith::AndIOp::create(b, loc, p, cst(kWarpLanes - 1));
-  // Every 32 points the lanes load the next 32 points' values; point p's is lane p % 32's.
-  SmallVector<Value> loaded;
-  llvm::MapVector<Operation *, Value> fromLanes;
-  if (!laneLoads.registers.empty()) {
-    Value chunkStart = arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, inChunk, cst(0)),
-                                             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, members));
-    auto reload = scf::IfOp::create(b, loc, TypeRange(registers), chunkStart, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard inside(b);
-      b.setInsertionPointToStart(reload.thenBlock());
-      Value at = arith::AddIOp::create(b, loc, first, arith::AddIOp::create(b, loc, p, lane));
-      scf::YieldOp::create(b, loc, laneLoads.load(b, loc, body, outer, at));
-      b.setInsertionPointToStart(reload.elseBlock());
-      scf::YieldOp::create(b, loc, registers);
-    }
-    loaded.assign(reload.getResults().begin(), reload.getResults().end());
-    Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(), inChunk);
-    for (auto [load, reg] : laneLoads.registerOf)
-      fromLanes[load] = shuffleFromLane(b, loc, loaded[reg], from);
+  // The waiting points: how many, and each one's kept values in its slot.
+  SmallVector<Value> waiting{cst(0)};
+  for (Value v : kept)
+    waiting.append(kSlots, zero(v.getType()));
+  auto slotsOf = [&](ValueRange state) { return state.drop_front(); };
+  auto slot = [&](ValueRange state, size_t k, int64_t i) { return slotsOf(state)[k * kSlots + i]; };
+
+  // The points 32 at a time, a lane each.
+  Value chunks =
+      arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, members, cst(kWarpLanes - 1)), cst(kWarpLanes));
+  SmallVector<Value> inits(waiting);
+  for (FoldOp fold : scanned) {
+    BodyEmitter init(b, op, analysis, 1, 1, 1);
+    init.mapIndices(outer);
+    inits.push_back(toI64(b, loc, init.value(fold.getInit())));
   }
-  Value isPoint = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, members);
+  auto chunkLoop = scf::ForOp::create(b, loc, cst(0), chunks, cst(1), inits);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(chunkLoop.getBody());
+  Value chunk = chunkLoop.getInductionVar();
+  ValueRange chunkState = chunkLoop.getRegionIterArgs().take_front(waiting.size());
+  ValueRange carries = chunkLoop.getRegionIterArgs().drop_front(waiting.size());
+  Value lane32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), lane);
+  Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, chunk, cst(kWarpLanes)), lane);
+  Value isPoint = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at, members);
+  SmallVector<Value> indices(outer);
+  indices.push_back(arith::AddIOp::create(b, loc, first, at));
+  LaneScans scans = emitLaneScans(b, op, scanned, indices, at, members, lane32, carries);
+
+  // Each lane's point's ops before its dot product; a point that is not live finishes here, at once.
   SmallVector<Type> pointTypes{b.getI1Type()};
   for (Value v : kept)
     pointTypes.push_back(v.getType());
-  if (laneWrites) // a point that is not live: the value it writes, and whether it writes it
-    pointTypes.append({written, b.getI1Type()});
   auto ifPoint = scf::IfOp::create(b, loc, pointTypes, isPoint, /*withElseRegion=*/true);
   {
-    // The point's ops before its dot product; a point that is not live finishes here.
     OpBuilder::InsertionGuard inside(b);
     b.setInsertionPointToStart(ifPoint.thenBlock());
-    std::unique_ptr<BodyEmitter> early = newEmitter();
+    BodyEmitter early(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
+                      ReductionSplit{schedule.getVector(), 1, Value()});
     for (Operation *o = plan->carrier; o; o = o->getNextNode())
-      early->skip(o);
-    for (auto [load, value] : fromLanes) {
-      early->skip(load);
-      early->mapScalar(load->getResult(0), value);
+      early.skip(o);
+    for (auto [fold, value] : llvm::zip(scanned, scans.values)) {
+      early.skip(fold);
+      early.mapScalar(fold.getResult(), value);
     }
-    SmallVector<Value> indices(outer);
-    indices.push_back(arith::AddIOp::create(b, loc, first, p));
-    early->mapIndices(indices);
-    early->emitOpsOf(body);
-    Value live = plan->carrierIf ? early->value(plan->carrierIf.getCondition()) : Value(i1(true));
+    early.mapIndices(indices);
+    early.emitOpsOf(body);
+    Value live = plan->carrierIf ? early.value(plan->carrierIf.getCondition()) : Value(i1(true));
     SmallVector<Value> results{live};
     for (Value v : kept)
-      results.push_back(early->value(v));
-    Value notLive = arith::XOrIOp::create(b, loc, live, i1(true));
-    if (laneWrites) {
-      auto ifDead = scf::IfOp::create(b, loc, TypeRange{written, b.getI1Type()}, notLive, /*withElseRegion=*/true);
+      results.push_back(early.value(v));
+    {
       OpBuilder::InsertionGuard dead(b);
-      b.setInsertionPointToStart(ifDead.thenBlock());
-      enterDeadPoint(*plan, op, *early);
-      Value value = early->emitWrittenValue(indices);
-      scf::YieldOp::create(b, loc, ValueRange{value, write.getGuard() ? early->value(write.getGuard()) : i1(true)});
-      b.setInsertionPointToStart(ifDead.elseBlock());
-      scf::YieldOp::create(b, loc, ValueRange{zero(written), i1(false)});
-      results.append(ifDead.getResults().begin(), ifDead.getResults().end());
-    } else {
-      OpBuilder::InsertionGuard dead(b);
-      b.setInsertionPointToStart(scf::IfOp::create(b, loc, notLive, /*withElseRegion=*/false).thenBlock());
-      emitDeadPoint(*plan, op, *early, indices);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, loc, arith::XOrIOp::create(b, loc, live, i1(true)), /*withElseRegion=*/false)
+              .thenBlock());
+      emitDeadPoint(*plan, op, early, indices);
     }
     scf::YieldOp::create(b, loc, results);
-    early->flushUnrolls();
+    early.flushUnrolls();
     b.setInsertionPointToStart(ifPoint.elseBlock());
     SmallVector<Value> none{i1(false)};
     for (Value v : kept)
       none.push_back(zero(v.getType()));
-    if (laneWrites)
-      none.append({zero(written), i1(false)});
     scf::YieldOp::create(b, loc, none);
   }
-  Value live = ifPoint.getResult(0);
-  auto pointValue = [&](size_t k) { return ifPoint.getResult(1 + k); };
-  // The waiting points run when the slots are full, at the row's end, or before a live point of other keys.
-  Value otherKeys = i1(false);
-  for (size_t k : keys)
-    otherKeys = arith::OrIOp::create(
-        b, loc, otherKeys, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointValue(k), slot(k, 0)));
-  Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(kSlots));
-  Value end = arith::XOrIOp::create(b, loc, isPoint, i1(true));
-  Value flush = arith::AndIOp::create(
-      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pending, cst(0)),
-      arith::OrIOp::create(b, loc, arith::OrIOp::create(b, loc, full, end), arith::AndIOp::create(b, loc, live, otherKeys)));
+  Value liveLanes = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), arith::ConstantIntOp::create(b, loc, -1, 32),
+                                             ifPoint.getResult(0), NVVM::VoteSyncKind::ballot);
+
+  // The live points in order, a step each, and after the row's last chunk one more step (no point) that
+  // runs the points still waiting.
+  Value lastChunk =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, arith::AddIOp::create(b, loc, chunk, cst(1)), chunks);
+  Value steps = arith::AddIOp::create(
+      b, loc, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, liveLanes)),
+      arith::SelectOp::create(b, loc, lastChunk, cst(1), cst(0)));
+  SmallVector<Value> stepInits{liveLanes};
+  stepInits.append(chunkState.begin(), chunkState.end());
+  auto stepLoop = scf::ForOp::create(b, loc, cst(0), steps, cst(1), stepInits);
   {
-    // The `pending` waiting points run together: slot i is active when i < pending, and an inactive slot
-    // stands for slot 0's point (whose values are valid) without adding terms or writing. The keys are
-    // slot 0's for all: the terms that take only them and the row's values are computed once.
     OpBuilder::InsertionGuard inside(b);
-    b.setInsertionPointToStart(scf::IfOp::create(b, loc, flush, /*withElseRegion=*/false).thenBlock());
-    SmallVector<std::unique_ptr<BodyEmitter>> emitters;
-    SmallVector<Value> actives;
-    for (int64_t i = 0; i < kSlots; ++i) {
-      Value active =
-          i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
-      emitters.push_back(newEmitter());
-      for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
-        emitters.back()->mapScalar(arg, index);
-      for (auto [k, v] : llvm::enumerate(kept)) {
-        bool isKey = llvm::is_contained(keys, k);
-        Value own = slot(k, i), first = slot(k, 0);
-        emitters.back()->mapScalar(v, !active || isKey ? (isKey ? first : own)
-                                                       : Value(arith::SelectOp::create(b, loc, active, own, first)));
-      }
-      actives.push_back(active);
-    }
-    finishPoints(b, *plan, op, emitters, actives);
-  }
-  // A live point takes the first free slot.
-  Value base = arith::SelectOp::create(b, loc, flush, cst(0), pending);
-  SmallVector<Value> yielded{arith::SelectOp::create(b, loc, live, arith::AddIOp::create(b, loc, base, cst(1)), base)};
-  for (auto [k, v] : llvm::enumerate(kept))
-    for (int64_t i = 0; i < kSlots; ++i) {
-      Value here = arith::AndIOp::create(b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, cst(i)));
-      yielded.push_back(arith::SelectOp::create(b, loc, here, pointValue(k), slot(k, i)));
-    }
-  yielded.append(loaded);
-  if (laneWrites) {
-    // Point p's lane takes its write; after a chunk's last point, the lanes whose points were not live
-    // write them, together.
-    Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, inChunk);
-    Value chunkStart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, inChunk, cst(0));
-    Value value = arith::SelectOp::create(b, loc, mine, ifPoint.getResult(1 + kept.size()), laneWrite[0]);
-    Value writes = arith::SelectOp::create(b, loc, mine, ifPoint.getResult(2 + kept.size()),
-                                           arith::SelectOp::create(b, loc, chunkStart, i1(false), laneWrite[1]));
-    Value chunkEnd = arith::AndIOp::create(
-        b, loc, isPoint,
-        arith::OrIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, inChunk, cst(kWarpLanes - 1)),
-                             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                                   arith::AddIOp::create(b, loc, p, cst(1)), members)));
+    b.setInsertionPointToStart(stepLoop.getBody());
+    Value left = stepLoop.getRegionIterArgs()[0];
+    ValueRange state = stepLoop.getRegionIterArgs().drop_front();
+    Value pending = state[0];
+    Value zero32 = arith::ConstantIntOp::create(b, loc, 0, 32);
+    Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, left, zero32);
+    Value from = arith::SelectOp::create(b, loc, live, math::CountTrailingZerosOp::create(b, loc, left), zero32);
+    Value rest = arith::AndIOp::create(
+        b, loc, left, arith::SubIOp::create(b, loc, left, arith::ConstantIntOp::create(b, loc, 1, 32)));
+    SmallVector<Value> pointValues;
+    for (size_t k = 0; k < kept.size(); ++k)
+      pointValues.push_back(laneValue(b, loc, ifPoint.getResult(1 + k), from));
+    // The waiting points run when the slots are full, at the row's end, or before a live point of other keys.
+    Value otherKeys = i1(false);
+    for (size_t k : keys)
+      otherKeys = arith::OrIOp::create(
+          b, loc, otherKeys,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointValues[k], slot(state, k, 0)));
+    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(kSlots));
+    Value end = arith::XOrIOp::create(b, loc, live, i1(true));
+    Value flush =
+        arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pending, cst(0)),
+                              arith::OrIOp::create(b, loc, arith::OrIOp::create(b, loc, full, end),
+                                                   arith::AndIOp::create(b, loc, live, otherKeys)));
     {
-      OpBuilder::InsertionGuard inside(b);
-      b.setInsertionPointToStart(
-          scf::IfOp::create(b, loc, arith::AndIOp::create(b, loc, chunkEnd, writes), /*withElseRegion=*/false).thenBlock());
-      SmallVector<Value> at(outer);
-      at.push_back(arith::AddIOp::create(b, loc, first,
-                                         arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, p, inChunk), lane)));
-      memref::StoreOp::create(b, loc, value, op.output(), at);
+      // The `pending` waiting points run together: slot i is active when i < pending, and an inactive slot
+      // stands for slot 0's point (whose values are valid) without adding terms or writing. The keys are
+      // slot 0's for all: the terms that take only them and the row's values are computed once.
+      OpBuilder::InsertionGuard batch(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, flush, /*withElseRegion=*/false).thenBlock());
+      Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, cst(0));
+      SmallVector<std::unique_ptr<BodyEmitter>> emitters;
+      SmallVector<Value> actives;
+      for (int64_t i = 0; i < kSlots; ++i) {
+        Value active =
+            i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
+        emitters.push_back(std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
+                                                         ReductionSplit{schedule.getVector(), 32, lane}, leader));
+        emitters.back()->splitFoldsOver(lane);
+        for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
+          emitters.back()->mapScalar(arg, index);
+        for (auto [k, v] : llvm::enumerate(kept)) {
+          bool isKey = llvm::is_contained(keys, k);
+          Value own = slot(state, k, i), firstSlot = slot(state, k, 0);
+          emitters.back()->mapScalar(v, !active || isKey
+                                            ? (isKey ? firstSlot : own)
+                                            : Value(arith::SelectOp::create(b, loc, active, own, firstSlot)));
+        }
+        actives.push_back(active);
+      }
+      finishPoints(b, *plan, op, emitters, actives);
     }
-    yielded.append({value, writes});
+    // A live point takes the first free slot.
+    Value base = arith::SelectOp::create(b, loc, flush, cst(0), pending);
+    SmallVector<Value> yielded{
+        rest, arith::SelectOp::create(b, loc, live, arith::AddIOp::create(b, loc, base, cst(1)), base)};
+    for (auto [k, v] : llvm::enumerate(kept))
+      for (int64_t i = 0; i < kSlots; ++i) {
+        Value here =
+            arith::AndIOp::create(b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, cst(i)));
+        yielded.push_back(arith::SelectOp::create(b, loc, here, pointValues[k], slot(state, k, i)));
+      }
+    scf::YieldOp::create(b, loc, yielded);
   }
-  scf::YieldOp::create(b, loc, yielded);
+  SmallVector<Value> next(stepLoop.getResults().drop_front());
+  next.append(scans.carries);
+  scf::YieldOp::create(b, loc, next);
 }
 
 } // namespace moec::moe

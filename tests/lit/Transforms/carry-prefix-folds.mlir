@@ -6,12 +6,6 @@
 // itself, so they cannot continue, and @vector's row runs 8 elements at a time: both stay.
 // RUN: moec-opt %s --moe-carry-prefix-folds | FileCheck %s
 // RUN: moec-opt %s --moe-carry-prefix-folds --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
-// On the GPU only a row of points (moe.point_rows) carries: this row kernel is left as it was.
-// RUN: moec-opt %s --moe-carry-prefix-folds=target=gpu | FileCheck %s --check-prefix=GPU
-// RUN: not moec-opt %s --moe-carry-prefix-folds=target=tpu 2>&1 | FileCheck %s --check-prefix=BADTARGET
-// GPU-NOT: memref.alloca
-// GPU: moe.fold
-// BADTARGET: error: moe-carry-prefix-folds: target must be cpu or gpu, got 'tpu'
 
 // CHECK-LABEL: func.func @rows(
 // CHECK: %[[CELL:.*]] = memref.alloca() : memref<2xindex>

@@ -1,19 +1,18 @@
 // moe-group-points on A3's probs_grad with probs (GPU, f32, E = 8, H = 64; the IR `moec emit --target ptx
 // --emit moe --disable group-points` prints): the dot product of point (t, e) reads token t's gradient
-// row %9[t, j], whatever e, so the kernel is marked a row of points. Then moe-carry-prefix-folds (gpu)
-// carries the slot count k = fold(j < e) from point e - 1 (a warp runs a token's points in order), and the
-// GPU lowering runs a token per warp: a loop over its 8 points and one more step, each live point's
-// values kept in 8 slots carried by the loop, and when 8 wait (or the row ends) their dot products run in
-// one loop along j: the gradient vector loaded once, then each slot's terms under its `active` flag.
+// row %9[t, j], whatever e, so the kernel is marked a row of points. The GPU lowering runs a token per
+// warp, an expert per lane: each lane runs its expert's ops (its slot count, its row; an unrouted expert
+// writes its zero at once), a ballot says which experts are live, and a loop takes those in order, each
+// one's values from its lane, into 8 slots; when 8 wait (or the row ends) their dot products run in one
+// loop along j: the gradient vector loaded once, then each slot's terms under its `active` flag.
 // A variant whose terms read only rows that depend on the point (@reads_only_the_point_rows) is not
-// marked, and nothing of it is carried.
+// marked.
 // The drop-and-pad probs_grad (@pad_slots_by_token, same shape) is one-dim, over slots i: slot i's dot
 // product reads token permute_token_id[i]'s gradient row, so the token is its key (the slot's row, from
-// out_index, is `moe.unique`: never a key). A warp takes a run of 32 slots; a live slot whose token
-// differs from the waiting slots' runs them first, and a batch loads its token's row once, under the
-// token's bounds check.
+// out_index, is `moe.unique`: never a key). A warp takes a run of 32 slots, a lane each; a live slot whose
+// token differs from the waiting slots' runs them first, and a batch loads its token's row once, under
+// the token's bounds check.
 // RUN: moec-opt %s --moe-group-points | FileCheck %s --check-prefix=MARK
-// RUN: moec-opt %s --moe-group-points --moe-carry-prefix-folds=target=gpu | FileCheck %s --check-prefix=CARRY
 // RUN: moec-opt %s --moe-group-points --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 
 // MARK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
@@ -28,21 +27,16 @@
 // MARK-NOT: moe.group_key
 // MARK: moe.write
 
-// CARRY-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
-// CARRY: memref.alloca() : memref<2xindex>
-// CARRY: moe.scatter {{.*}} {moe.point_rows
-// CARRY: scf.if %{{.*}} -> (index) {
-// CARRY: } else {
-// CARRY: moe.fold
-// CARRY-LABEL: func.func @reads_only_the_point_rows
-// CARRY-NOT: memref.alloca
-// CARRY: return
-
-// A warp (thread.y) per token; points 0 .. 8 (the last step runs the points still waiting).
+// A warp (thread.y) per token, a lane (thread.x) per expert; the live experts in order, their values from
+// their lanes.
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // GPU: %[[TOKEN:.*]] = arith.addi %{{.*}}, %thread_id_y : index
-// GPU: scf.for %[[P:.*]] = %c0 to %c9 step %c1 iter_args(
-// GPU: arith.cmpi ult, %[[P]], %c8 : index
+// GPU: arith.cmpi ult, %thread_id_x, %c8 : index
+// GPU: %[[LIVE:.*]] = nvvm.vote.sync  ballot %c-1_i32
+// GPU: math.ctpop %[[LIVE]] : i32
+// GPU: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %[[LIVE]],
+// GPU: math.cttz
+// GPU: gpu.shuffle  idx
 // GPU: arith.cmpi eq, %{{.*}}, %c8 : index
 // The batch's dot products: one loop along j, the gradient loaded once, each slot's terms under its flag.
 // GPU: scf.for %{{.*}} = %{{.*}} to %c64 step %c128 iter_args(
@@ -52,16 +46,19 @@
 // GPU-NOT: vector.load %{{.*}}[%[[TOKEN]]
 // GPU: scf.yield
 // GPU-LABEL: gpu.func @reads_only_the_point_rows
-// GPU-NOT: to %c9 step %c1
+// GPU-NOT: nvvm.vote.sync
 // GPU: gpu.return
-// A warp per run of 32 slots (the last one shorter); the batch runs before a live slot of another token.
+// A warp per run of 32 slots (the last one shorter), a lane per slot; the batch runs before a live slot of
+// another token.
 // GPU-LABEL: gpu.func @pad_slots_by_token
 // GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c32 : index
 // GPU: arith.cmpi ult, %{{.*}}, %[[RUNS]] : index
 // GPU: %[[FIRST:.*]] = arith.muli %{{.*}}, %c32 : index
 // GPU: arith.minui %{{.*}}, %c32 : index
 // GPU: scf.for
-// GPU: arith.addi %[[FIRST]], %{{.*}} : index
+// GPU: %[[AT:.*]] = arith.addi %{{.*}}, %thread_id_x : index
+// GPU: arith.addi %[[FIRST]], %[[AT]] : index
+// GPU: nvvm.vote.sync  ballot
 // GPU: arith.cmpi ne, %{{.*}}, %{{.*}} : index
 // GPU: arith.cmpi eq, %{{.*}}, %c8 : index
 // The token's row once per vector, under its check, then each slot's terms under its flag.

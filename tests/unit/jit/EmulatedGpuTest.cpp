@@ -238,13 +238,13 @@ TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {
 }
 
 /// A3's probs_grad on case `c` runs rows of points (moe-group-points; `runs`: a one-dim domain's runs of
-/// points), and matches, bit for bit, a warp per point (the optimization off), then the reference and the
-/// CPU kernel.
-void expectA3RunsAsPointRows(DType dt, int64_t E, int64_t H, bool pad, bool runs, Case c) {
+/// points; `rowsOfPoints` its schedule), and matches, bit for bit, a warp per point (the optimization off),
+/// then the reference and the CPU kernel.
+void expectA3RunsAsPointRows(DType dt, int64_t E, int64_t H, bool pad, bool runs, Case c, Schedule rowsOfPoints = {}) {
   const std::string op = "moe_token_unpermute_with_routing_map_grad";
   Schedule perPoint;
   perPoint.disabled = kGroupPoints;
-  KernelRequest grouped = a3Request(dt, E, H, pad, c), plain = a3Request(dt, E, H, pad, c, perPoint);
+  KernelRequest grouped = a3Request(dt, E, H, pad, c, rowsOfPoints), plain = a3Request(dt, E, H, pad, c, perPoint);
   auto kernelsThat = [&](const KernelRequest &request, bool KernelMeta::*flag) {
     const LoadedOp &loaded = gpuRuntime().get(op, request).specialization();
     return std::count_if(loaded.kernels.begin(), loaded.kernels.end(), [&](const KernelMeta &k) { return k.*flag; });
@@ -280,17 +280,21 @@ TEST(EmulatedGpu, PointRowsRunTheirDotProductsTogether) {
       }
 }
 
-// moe-lane-point-access: the warp walking a token's experts loads the routing map 32 experts at a time, a
-// lane each (the carried slot count's step reads expert e - 1: its lanes start one before), and takes each
-// expert's byte from its lane. E = 32 is one full warp of experts, 33 leaves one in a second, 70 a partial
-// third; the walk reaches the next 32 experts with the routed ones' dot products still waiting.
+// A row of points runs 32 points at a time, a lane each, and the live ones' dot products in order;
+// moe-lane-point-access makes the slot count a warp-wide scan, continued from the 32 experts before (off:
+// each lane counts its own). E = 32 is one full warp of experts, 33 leaves one in a second, 70 a partial
+// third; the next 32 experts start with the routed ones' dot products still waiting.
 TEST(EmulatedGpu, LanePointAccessCoversEveryWarpOfPoints) {
+  Schedule unscanned;
+  unscanned.disabled = kLanePointAccess;
   for (DType dt : {DType::BF16, DType::F32})
     for (int64_t E : {32, 33, 70})
-      for (int64_t K : {2, 9}) {
-        SCOPED_TRACE("E=" + std::to_string(E) + " K=" + std::to_string(K));
-        expectA3RunsAsPointRows(dt, E, 72, false, false, routedCase(dt, 6, K, E, 72, /*probs=*/true));
-      }
+      for (int64_t K : {2, 9})
+        for (bool scan : {true, false}) {
+          SCOPED_TRACE("E=" + std::to_string(E) + " K=" + std::to_string(K) + (scan ? " scan" : " no scan"));
+          expectA3RunsAsPointRows(dt, E, 72, false, false, routedCase(dt, 6, K, E, 72, /*probs=*/true),
+                                  scan ? Schedule{} : unscanned);
+        }
 }
 
 // moe-group-points with keys: A3's drop-and-pad probs_grad runs over slots i, the dot product of slot i's

@@ -65,16 +65,15 @@ constexpr llvm::StringLiteral kGroupKeyAttr = "moe.group_key";
 /// row of points per warp (emitWarpPointRow), and the launch covers rows.
 constexpr llvm::StringLiteral kPointRowsAttr = "moe.point_rows";
 
-/// Set by moe-lane-point-access (GPU) on a load of a row of points whose address moves with the point by
-/// one element (lanePointLoadOffset): emitWarpPointRow loads 32 points' values at once, a lane each.
-constexpr llvm::StringLiteral kLaneLoadAttr = "moe.lane_load";
-/// Set by moe-lane-point-access (GPU) on a row of points whose write is a scalar at the point's indices:
-/// emitWarpPointRow writes the points that are not live 32 at a time, a lane each.
-constexpr llvm::StringLiteral kLaneWritesAttr = "moe.lane_writes";
+/// Set by moe-lane-point-access (GPU) on a prefix fold of a row of points (its bound the point's last
+/// index, an integer sum: isIntegerSumFold): emitWarpPointRow, which runs 32 points at once, a lane each,
+/// computes it for the 32 as a warp-wide scan of their steps' terms, continued from the 32 before.
+constexpr llvm::StringLiteral kLaneScanAttr = "moe.lane_scan";
 
-/// For a load in a point kernel's body: the constant c when it reads a read-only tensor at the point's
-/// last index + c in its last dim, every other index the same for the whole row; nothing otherwise.
-std::optional<int64_t> lanePointLoadOffset(DomainOp domain, mlir::memref::LoadOp load);
+/// Whether each step of `fold` is `acc + x` or `p ? acc + x : acc` (either way round) on integers (index,
+/// i32, i64), with nothing else reading the accumulator: a sum, which any split of the steps computes
+/// exactly (integer addition is associative, also when it wraps). A prefix count is one.
+bool isIntegerSumFold(FoldOp fold);
 
 /// The top-level ops of the body (in order) that can be computed once per row: nothing in them, nested
 /// regions included, depends on the contiguous index, and their operands come from outside the body or

@@ -322,38 +322,34 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
 }
 
 def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
-  let summary = "GPU: a row of points loads and writes the values it walks 32 points at a time, a lane each";
+  let summary = "GPU: a row of points' prefix sums over its points become warp-wide scans";
   let description = [{
-    A row of points (`moe.point_rows`, moe-group-points) runs on one warp that walks its points in order,
-    every lane running each point's scalar code alike. A load whose address moves with the point by one
-    element (A3: `routing_map[t, e]`, and the carried prefix fold's step `routing_map[t, e - 1]`;
-    drop-and-pad: `permute_token_id[i]`) is then a request per point that moves a 32-byte sector for one
-    or four bytes, each a dependent step of the walk. This pass marks such loads `moe.lane_load`: in the
-    ops the walk runs for each point (before its dot product's carrier, not inside a fold or sum), from a
-    read-only tensor, at the point's last index plus a constant in the tensor's last dim, every other index
-    the same for the whole row. moe-lower-to-gpu then loads 32 consecutive points' values at once, a lane
-    each (one coalesced request, each lane's indices checked against the tensor's dims), at the start of
-    every 32 points, and the walk takes each point's value from its lane with `shfl.sync.idx`.
-
-    A point that is not live writes at once, one lane storing one element (A3: probs_grad[t, e] = 0 for
-    each of a token's E - K unrouted experts). When the write is a scalar at the point's own indices, the
-    pass marks the domain `moe.lane_writes`: the walk hands such a point's value to the point's lane, and
-    after every 32 points (or the row's last) the lanes whose points were not live store theirs, one
-    coalesced store. The same values reach the same ops and the same elements: results are bit-identical.
+    A row of points (`moe.point_rows`, moe-group-points) runs on one warp, 32 points at a time, a lane each
+    (emitWarpPointRow): each lane runs its point's ops before the dot product, a ballot says which points
+    are live, and only those enter the dot products, in order. A prefix fold over the points before this
+    one (A3's slot number: the routing map's experts before e) would cost each lane e steps. This pass
+    marks it `moe.lane_scan` when it is an integer sum (`acc + x`, or `p ? acc + x : acc`), its bound is
+    the point's last index in a domain of rank > 1, its init is the same for the whole row, and its steps
+    read nothing of the body but the row's outer indices. moe-lower-to-gpu then has each lane compute its
+    own point's term (the step from 0; only where a later point of the row needs it) and adds the 32
+    terms up with a warp-wide scan (`shfl.sync.up`), continued from the 32 points before. Integer addition
+    is associative, also when it wraps: the value is the fold's, bit for bit.
 
     ```mlir
     moe.scatter %pg[%Tk, %c256] {moe.point_rows, ...} {
     ^bb0(%t: index, %e: index):
-      %prev = arith.subi %e, %c1 : index
-      ... scf.if %continues { %a = memref.load %map[%t, %prev] ... }   // the carried fold's step
-      %b = memref.load %map[%t, %e] : memref<?x256xi8>
-      %c = scf.if %live -> (f32) { %s = moe.sum ... { ... memref.load %probs[%t, %e] ... } }
+      %k = moe.fold %e, %c0 : index {
+      ^bb0(%j: index, %n: index):
+        %b = memref.load %map[%t, %j] : memref<?x256xi8>
+        %live = arith.cmpi ne, %b, %c0_i8 : i8
+        %next = arith.addi %n, %c1 : index
+        %s = arith.select %live, %next, %n : index
+        moe.yield %s : index
+      }
       ...
     }
-    // becomes: the loads the walk makes marked, the one inside the sum left as it is
-    moe.scatter %pg[%Tk, %c256] {moe.lane_writes, moe.point_rows, ...} {
-      ... %a = memref.load %map[%t, %prev] {moe.lane_load} ...
-      %b = memref.load %map[%t, %e] {moe.lane_load} : memref<?x256xi8>
+    // becomes
+      %k = moe.fold %e, %c0 {moe.lane_scan} : index { ... }
     ```
   }];
 }
@@ -367,9 +363,8 @@ def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
     One CPU thread runs its rows in order, so this pass keeps the last row's indices and the fold's value
     in a stack cell of the kernel and, when the previous row was (same outer indices, e - 1), runs only the
     step j = e - 1 from the kept value; otherwise all e steps from init. Same steps, same order: results
-    are bit-identical. On the GPU (`target=gpu`) rows run in parallel: only a row of points that one warp
-    runs in order (`moe.point_rows`, moe-group-points) carries its fold from point e - 1, its cell in the
-    thread's registers once LLVM promotes it.
+    are bit-identical. (On the GPU rows run in parallel, and a row of points computes such a fold as a
+    warp-wide scan: moe-lane-point-access.)
 
     ```mlir
     %k = moe.fold %e, %c0 {moe.row_invariant} : index { ^bb0(%j: index, %n: index): ... }
@@ -385,9 +380,6 @@ def MoeCarryPrefixFolds : Pass<"moe-carry-prefix-folds", "::mlir::ModuleOp"> {
     memref.store %t, %rows[%c0] ... memref.store %k, %value[%c0]
     ```
   }];
-  let options = [
-    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">
-  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
