@@ -5,8 +5,9 @@
 // RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-lane-point-access | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-lane-point-access --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 // Below: @scan's fold is marked; the others are not: @init_varies (its init is the point's index),
-// @steps_read_the_point (a step reads map[t, e]), @not_a_sum (a step takes the larger), @one_dim (its
-// points are a run of slots, not a row from index 0).
+// @steps_read_the_point (a step reads map[t, e]), @not_a_sum (a step takes the larger), @whole_row (a sum
+// over all 16 entries, not over the points before e), @one_dim (its points are a run of slots, not a row
+// from index 0).
 // RUN: moec-opt %s --moe-lane-point-access | FileCheck %s --check-prefix=FOLDS
 
 // MARK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
@@ -45,6 +46,8 @@
 // FOLDS-LABEL: func.func @steps_read_the_point
 // FOLDS-NOT: moe.lane_scan
 // FOLDS-LABEL: func.func @not_a_sum
+// FOLDS-NOT: moe.lane_scan
+// FOLDS-LABEL: func.func @whole_row
 // FOLDS-NOT: moe.lane_scan
 // FOLDS-LABEL: func.func @one_dim
 // FOLDS-NOT: moe.lane_scan
@@ -164,6 +167,39 @@ func.func @not_a_sum(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_pt
       %bi = arith.extui %b : i8 to i64
       %bx = arith.index_cast %bi : i64 to index
       %step = arith.maxui %acc, %bx : index
+      moe.yield %step : index
+    }
+    %w = arith.index_cast %k : index to i32
+    %wf = arith.sitofp %w : i32 to f32
+    %s = moe.sum %c64 : f32 {
+    ^bb0(%j: index):
+      %x = memref.load %rows[%t, %j] : memref<?x64xf32>
+      %y = arith.mulf %x, %wf : f32
+      moe.yield %y : f32
+    }
+    moe.write %s to [%t, %e] : f32
+  }
+  return
+}
+
+func.func @whole_row(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_ptr: !llvm.ptr {llvm.noalias, llvm.readonly},
+                %out_ptr: !llvm.ptr {llvm.noalias}, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0 : i8
+  %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
+  %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
+  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  ^bb0(%t: index, %e: index):
+    %k = moe.fold %c16, %c0 : index {
+    ^bb0(%j: index, %acc: index):
+      %b = memref.load %map[%t, %j] : memref<?x16xi8>
+      %live = arith.cmpi ne, %b, %zero : i8
+      %next = arith.addi %acc, %c1 : index
+      %step = arith.select %live, %next, %acc : index
       moe.yield %step : index
     }
     %w = arith.index_cast %k : index to i32
