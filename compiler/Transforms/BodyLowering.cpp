@@ -102,11 +102,12 @@ bool hasRowInvariantGuard(DomainOp op, ArrayRef<Operation *> invariant) {
 }
 
 /// The first moe.sum in the body that reduces along its own index, if any.
-bool isIntegerSumFold(FoldOp fold) {
+/// The add of an integer-sum fold's step (isIntegerSumFold), or null.
+static arith::AddIOp integerSumStep(FoldOp fold) {
   Block &body = fold.getBody().front();
   Value acc = body.getArgument(1);
   if (!acc.getType().isIndex() && !acc.getType().isSignlessInteger(64) && !acc.getType().isSignlessInteger(32))
-    return false;
+    return {};
   auto addsTo = [&](Value v) -> arith::AddIOp {
     auto add = v.getDefiningOp<arith::AddIOp>();
     if (!add || add->getBlock() != &body || (add.getLhs() == acc) == (add.getRhs() == acc))
@@ -119,14 +120,29 @@ bool isIntegerSumFold(FoldOp fold) {
   if (!add) {
     auto sel = step.getDefiningOp<arith::SelectOp>();
     if (!sel || sel->getBlock() != &body || sel.getCondition() == acc)
-      return false;
+      return {};
     if (sel.getTrueValue() == acc)
       add = addsTo(sel.getFalseValue());
     else if (sel.getFalseValue() == acc)
       add = addsTo(sel.getTrueValue());
     select = sel;
   }
-  return add && llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == add || user == select; });
+  if (!add || !llvm::all_of(acc.getUsers(), [&](Operation *user) { return user == add || user == select; }))
+    return {};
+  return add;
+}
+
+bool isIntegerSumFold(FoldOp fold) { return static_cast<bool>(integerSumStep(fold)); }
+
+std::optional<int64_t> countingFoldIncrement(FoldOp fold) {
+  arith::AddIOp add = integerSumStep(fold);
+  if (!add)
+    return std::nullopt;
+  Value acc = fold.getBody().front().getArgument(1);
+  APInt c;
+  if (!matchPattern(add.getLhs() == acc ? add.getRhs() : add.getLhs(), m_ConstantInt(&c)))
+    return std::nullopt;
+  return c.getSExtValue();
 }
 
 SumOp contiguousReductionOf(DomainOp op) {

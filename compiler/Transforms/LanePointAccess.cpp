@@ -6,13 +6,13 @@
 // points are live, and only those enter the dot products, in order. A3 at E = 256 has K = 8 live points
 // in 256: the warp no longer steps through the 248 others one at a time.
 //
-// A prefix fold over the points before this one (A3's slot number k = fold(j < e) (routing_map[t, j] ?
-// n + 1 : n)) would cost each lane e steps. This pass marks it `moe.lane_scan` when it is a sum
-// (isIntegerSumFold) whose bound is the point's last index in a domain of rank > 1 (so the row's points
-// start at index 0), whose init is the same for the whole row, and whose steps read nothing else of the
-// body but the row's outer indices. Each lane then computes the term of its own point's step (the step
-// from 0) and a warp-wide scan adds them up, continued from the 32 points before: integer addition is
-// associative, so the value is the fold's exactly.
+// A prefix count over the points before this one (A3's slot number k = fold(j < e) (routing_map[t, j] ?
+// n + 1 : n)) would cost each lane e steps. This pass marks it `moe.lane_scan` when each step adds a
+// constant c or nothing (countingFoldIncrement), its bound is the point's last index in a domain of rank
+// > 1 (so the row's points start at index 0), its init is the same for the whole row, and its steps read
+// nothing else of the body but the row's outer indices. Each lane then runs its own point's step (from 0),
+// and a ballot of the lanes whose step adds c gives each lane c times the count of those below it,
+// continued from the 32 points before: integer addition is associative, so the value is the fold's exactly.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -29,11 +29,11 @@ namespace moec::moe {
 
 namespace {
 
-/// Whether `fold` (a top-level op of a row of points' body) is a prefix sum over the row's points.
+/// Whether `fold` (a top-level op of a row of points' body) is a prefix count over the row's points.
 bool isLaneScan(DomainOp domain, FoldOp fold) {
   Block &body = domain.body();
   Value point = body.getArguments().back();
-  if (body.getNumArguments() < 2 || fold.getBound() != point || !isIntegerSumFold(fold))
+  if (body.getNumArguments() < 2 || fold.getBound() != point || !countingFoldIncrement(fold))
     return false;
   // The row's values: the same for each of its points.
   auto sameForRow = [&](Value v) {

@@ -345,10 +345,10 @@ Value laneValue(OpBuilder &b, Location loc, Value v, Value from) {
 
 /// The folds marked kLaneScanAttr for one chunk of 32 points of a row, lane l's point at `at` of the row's
 /// `members` (`indices` its indices): `values`, lane l's point's value of each fold (its carry, the fold's
-/// value at the chunk's first point, plus the terms of the chunk's points before l), and `carries`, the
-/// values at the next chunk's first point. A lane's term is its point's step from 0 (isIntegerSumFold),
-/// computed only where a later point of the row needs it; an inclusive scan (shfl.sync.up, 64-bit values
-/// as two halves) adds them up. Integer addition is associative, also when it wraps: each value is the
+/// value at the chunk's first point, plus the steps of the chunk's points before l), and `carries`, the
+/// values at the next chunk's first point. A lane's step from 0 (computed only where a later point of the
+/// row needs it) adds c or nothing (countingFoldIncrement): a ballot of the lanes whose step adds c, and
+/// c times a count of its bits. Integer addition is associative, also when it wraps: each value is the
 /// fold's, bit for bit.
 struct LaneScans {
   SmallVector<Value> values, carries;
@@ -363,6 +363,7 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, ArrayRef<FoldOp> folds, Array
   Value needed =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                             arith::AddIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, 1)), members);
+  Value lanesBelow = arith::SubIOp::create(b, loc, arith::ShLIOp::create(b, loc, c32(1), lane32), c32(1));
   LaneScans scans;
   for (auto [constFold, carry] : llvm::zip(folds, carries)) {
     FoldOp fold = constFold;
@@ -382,24 +383,17 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, ArrayRef<FoldOp> folds, Array
       b.setInsertionPointToStart(term.elseBlock());
       scf::YieldOp::create(b, loc, ValueRange{zero64});
     }
-    Value own = term.getResult(0);
-    // After the step of offset d, lane l holds the terms of lanes max(0, l - 2d + 1) .. l.
-    Value sum = own, shift = arith::ConstantIntOp::create(b, loc, i64, 32);
-    for (int64_t offset = 1; offset < 32; offset *= 2) {
-      auto up = [&](Value half) {
-        return gpu::ShuffleOp::create(b, loc, half, c32(offset), c32(32), gpu::ShuffleMode::UP).getShuffleResult();
-      };
-      Value lo = up(arith::TruncIOp::create(b, loc, i32, sum));
-      Value hi = up(arith::TruncIOp::create(b, loc, i32, arith::ShRUIOp::create(b, loc, sum, shift)));
-      Value below =
-          arith::OrIOp::create(b, loc, arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, hi), shift),
-                               arith::ExtUIOp::create(b, loc, i64, lo));
-      Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane32, c32(offset));
-      sum = arith::SelectOp::create(b, loc, has, arith::AddIOp::create(b, loc, sum, below), sum);
-    }
-    Value before = arith::SubIOp::create(b, loc, sum, own);
+    // The step is c or 0 (c = 0 counts nothing either way).
+    Value adds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, term.getResult(0), zero64);
+    Value bits = NVVM::VoteSyncOp::create(b, loc, i32, c32(-1), adds, NVVM::VoteSyncKind::ballot);
+    Value increment = arith::ConstantIntOp::create(b, loc, i64, *countingFoldIncrement(fold));
+    auto times = [&](Value lanes) {
+      return arith::MulIOp::create(b, loc, increment,
+                                   arith::ExtUIOp::create(b, loc, i64, math::CtPopOp::create(b, loc, lanes)));
+    };
+    Value before = times(arith::AndIOp::create(b, loc, bits, lanesBelow));
     scans.values.push_back(fromI64(b, loc, arith::AddIOp::create(b, loc, carry, before), type));
-    scans.carries.push_back(arith::AddIOp::create(b, loc, carry, shuffleFromLane(b, loc, sum, c32(31))));
+    scans.carries.push_back(arith::AddIOp::create(b, loc, carry, times(bits)));
   }
   return scans;
 }

@@ -5,7 +5,8 @@
 // RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-lane-point-access | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %S/group-points.mlir --moe-group-points --moe-lane-point-access --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 // Below: @scan's fold is marked; the others are not: @init_varies (its init is the point's index),
-// @steps_read_the_point (a step reads map[t, e]), @not_a_sum (a step takes the larger), @whole_row (a sum
+// @steps_read_the_point (a step reads map[t, e]), @not_a_sum (a step takes the larger), @not_a_count (a
+// step adds the map's byte, not a constant), @whole_row (a sum
 // over all 16 entries, not over the points before e), @one_dim (its points are a run of slots, not a row
 // from index 0).
 // RUN: moec-opt %s --moe-lane-point-access | FileCheck %s --check-prefix=FOLDS
@@ -16,9 +17,9 @@
 // MARK-NOT: moe.lane_scan
 // MARK: return
 
-// Each lane takes its own expert's step from 0 (where a later expert needs it: e + 1 < 8), an inclusive
-// scan adds the lanes' terms (shfl.sync.up by 1, 2, 4, 8, 16; 64-bit as two halves), and the lane's count is
-// the scan less its own term. No lane folds the routing map itself.
+// Each lane runs its own expert's step from 0 (where a later expert needs it: e + 1 < 8), a ballot takes
+// the lanes whose step adds 1, and the lane's count is the number of those below it. No lane folds the
+// routing map itself.
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // GPU: %[[NEXT:.*]] = arith.addi %thread_id_x, %c1 : index
 // GPU: %[[NEEDED:.*]] = arith.cmpi ult, %[[NEXT]], %c8 : index
@@ -26,14 +27,12 @@
 // GPU: memref.load %{{.*}}[%{{.*}}, %thread_id_x] : memref<?x8xi8>
 // GPU: } else {
 // GPU-NEXT: scf.yield %c0_i64 : i64
-// GPU: gpu.shuffle  up %{{.*}}, %c1_i32, %c32_i32 : i32
-// GPU: gpu.shuffle  up %{{.*}}, %c2_i32, %c32_i32 : i32
-// GPU: gpu.shuffle  up %{{.*}}, %c4_i32, %c32_i32 : i32
-// GPU: gpu.shuffle  up %{{.*}}, %c8_i32, %c32_i32 : i32
-// GPU: gpu.shuffle  up %{{.*}}, %c16_i32, %c32_i32 : i32
-// GPU: gpu.shuffle  up %{{.*}}, %c16_i32, %c32_i32 : i32
-// GPU: %[[BEFORE:.*]] = arith.subi %{{.*}}, %[[TERM]] : i64
-// GPU: %[[K:.*]] = arith.index_cast %[[BEFORE]] : i64 to index
+// GPU: %[[ADDS:.*]] = arith.cmpi ne, %[[TERM]], %c0_i64 : i64
+// GPU: %[[BITS:.*]] = nvvm.vote.sync  ballot %c-1_i32, %[[ADDS]] -> i32
+// GPU: %[[BELOW:.*]] = arith.andi %[[BITS]], %{{.*}} : i32
+// GPU: %[[COUNT:.*]] = math.ctpop %[[BELOW]] : i32
+// GPU: %[[COUNT64:.*]] = arith.extui %[[COUNT]] : i32 to i64
+// GPU: %[[K:.*]] = arith.index_cast %[[COUNT64]] : i64 to index
 // GPU-NOT: scf.for
 // GPU: arith.cmpi slt, %[[K]], %{{.*}} : index
 // GPU: nvvm.vote.sync  ballot
@@ -46,6 +45,8 @@
 // FOLDS-LABEL: func.func @steps_read_the_point
 // FOLDS-NOT: moe.lane_scan
 // FOLDS-LABEL: func.func @not_a_sum
+// FOLDS-NOT: moe.lane_scan
+// FOLDS-LABEL: func.func @not_a_count
 // FOLDS-NOT: moe.lane_scan
 // FOLDS-LABEL: func.func @whole_row
 // FOLDS-NOT: moe.lane_scan
@@ -167,6 +168,37 @@ func.func @not_a_sum(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_pt
       %bi = arith.extui %b : i8 to i64
       %bx = arith.index_cast %bi : i64 to index
       %step = arith.maxui %acc, %bx : index
+      moe.yield %step : index
+    }
+    %w = arith.index_cast %k : index to i32
+    %wf = arith.sitofp %w : i32 to f32
+    %s = moe.sum %c64 : f32 {
+    ^bb0(%j: index):
+      %x = memref.load %rows[%t, %j] : memref<?x64xf32>
+      %y = arith.mulf %x, %wf : f32
+      moe.yield %y : f32
+    }
+    moe.write %s to [%t, %e] : f32
+  }
+  return
+}
+
+func.func @not_a_count(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_ptr: !llvm.ptr {llvm.noalias, llvm.readonly},
+                     %out_ptr: !llvm.ptr {llvm.noalias}, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
+  %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
+  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  ^bb0(%t: index, %e: index):
+    %k = moe.fold %e, %c0 : index {
+    ^bb0(%j: index, %acc: index):
+      %b = memref.load %map[%t, %j] : memref<?x16xi8>
+      %bi = arith.extui %b : i8 to i64
+      %bx = arith.index_cast %bi : i64 to index
+      %step = arith.addi %acc, %bx : index
       moe.yield %step : index
     }
     %w = arith.index_cast %k : index to i32

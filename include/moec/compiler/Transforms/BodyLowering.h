@@ -65,15 +65,18 @@ constexpr llvm::StringLiteral kGroupKeyAttr = "moe.group_key";
 /// row of points per warp (emitWarpPointRow), and the launch covers rows.
 constexpr llvm::StringLiteral kPointRowsAttr = "moe.point_rows";
 
-/// Set by moe-lane-point-access (GPU) on a prefix fold of a row of points (its bound the point's last
-/// index, an integer sum: isIntegerSumFold): emitWarpPointRow, which runs 32 points at once, a lane each,
-/// computes it for the 32 as a warp-wide scan of their steps' terms, continued from the 32 before.
+/// Set by moe-lane-point-access (GPU) on a prefix count of a row of points (its bound the point's last
+/// index, each step adding a constant or nothing: countingFoldIncrement): emitWarpPointRow, which runs 32
+/// points at once, a lane each, counts for the 32 with a ballot, continued from the 32 before.
 constexpr llvm::StringLiteral kLaneScanAttr = "moe.lane_scan";
 
 /// Whether each step of `fold` is `acc + x` or `p ? acc + x : acc` (either way round) on integers (index,
 /// i32, i64), with nothing else reading the accumulator: a sum, which any split of the steps computes
 /// exactly (integer addition is associative, also when it wraps). A prefix count is one.
 bool isIntegerSumFold(FoldOp fold);
+
+/// For an integer-sum fold whose x is a constant c (a count: each step adds c or nothing), c.
+std::optional<int64_t> countingFoldIncrement(FoldOp fold);
 
 /// The top-level ops of the body (in order) that can be computed once per row: nothing in them, nested
 /// regions included, depends on the contiguous index, and their operands come from outside the body or

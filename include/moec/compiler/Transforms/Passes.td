@@ -322,18 +322,19 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
 }
 
 def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
-  let summary = "GPU: a row of points' prefix sums over its points become warp-wide scans";
+  let summary = "GPU: a row of points' prefix counts over its points become warp ballots";
   let description = [{
     A row of points (`moe.point_rows`, moe-group-points) runs on one warp, 32 points at a time, a lane each
     (emitWarpPointRow): each lane runs its point's ops before the dot product, a ballot says which points
-    are live, and only those enter the dot products, in order. A prefix fold over the points before this
+    are live, and only those enter the dot products, in order. A prefix count over the points before this
     one (A3's slot number: the routing map's experts before e) would cost each lane e steps. This pass
-    marks it `moe.lane_scan` when it is an integer sum (`acc + x`, or `p ? acc + x : acc`), its bound is
-    the point's last index in a domain of rank > 1, its init is the same for the whole row, and its steps
-    read nothing of the body but the row's outer indices. moe-lower-to-gpu then has each lane compute its
-    own point's term (the step from 0; only where a later point of the row needs it) and adds the 32
-    terms up with a warp-wide scan (`shfl.sync.up`), continued from the 32 points before. Integer addition
-    is associative, also when it wraps: the value is the fold's, bit for bit.
+    marks it `moe.lane_scan` when each step adds a constant c or nothing (`acc + c`, or `p ? acc + c :
+    acc`), its bound is the point's last index in a domain of rank > 1, its init is the same for the whole
+    row, and its steps read nothing of the body but the row's outer indices. moe-lower-to-gpu then has
+    each lane run its own point's step from 0 (only where a later point of the row needs it); a ballot
+    (`vote.sync.ballot`) of the lanes whose step adds c gives each lane c times the count (`popc`) of
+    those below it, continued from the 32 points before. Integer addition is associative, also when it
+    wraps: the value is the fold's, bit for bit.
 
     ```mlir
     moe.scatter %pg[%Tk, %c256] {moe.point_rows, ...} {
