@@ -10,7 +10,7 @@
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), moe-prefetch-gathered-rows (cpu),
-//     │ moe-version-row-loops (cpu), canonicalize, cse                                  [loops]
+//     │ moe-version-row-loops, moe-guard-loads (ptx), canonicalize, cse                 [loops]
 //     ▼
 //   scf/arith/memref/vector (+gpu)
 //     │ cpu: moe-expand-unchecked-roundings, moe-native-bf16-roundings (AVX512-BF16 hosts),
@@ -384,6 +384,12 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (!isAscend && !(spec.schedule.disabled & kVersionRowLoops)) {
     loopPasses.addPass(createCanonicalizerPass()); // its selectors compare with folded constants
     loopPasses.addPass(moe::createMoeVersionRowLoops({/*selectVersions=*/!isGpu}));
+  }
+  // GPU: a term that may be skipped loads under a predicate, not behind a branch, so that a row's gathers
+  // issue together also where some of its terms are skipped (the version above that keeps their branches).
+  if (isGpu && !(spec.schedule.disabled & kGuardLoads)) {
+    loopPasses.addPass(createCanonicalizerPass()); // folds the versions' known branches away first
+    loopPasses.addPass(moe::createMoeGuardLoads());
   }
   // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head. After
   // the versions: each loop along a row then gathers only the rows its version reads.

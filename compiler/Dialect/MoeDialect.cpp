@@ -185,6 +185,26 @@ LogicalResult RowStoreOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &) {
   return memref::foldMemRefCast(*this, getValue());
 }
 
+LogicalResult GuardedLoadOp::verify() {
+  auto type = cast<MemRefType>(getMemref().getType());
+  if (type.getRank() != int64_t(getIndices().size()))
+    return emitOpError("needs ") << type.getRank() << " indices for " << type << ", got " << getIndices().size();
+  Type element = getType();
+  int64_t count = 1;
+  if (auto vector = dyn_cast<VectorType>(element)) {
+    if (vector.getRank() != 1)
+      return emitOpError("loads a scalar or a 1-D vector, got ") << vector;
+    element = vector.getElementType();
+    count = vector.getNumElements();
+  }
+  if (element != type.getElementType())
+    return emitOpError("loads ") << getType() << " from " << type;
+  int64_t bytes = count * int64_t(element.getIntOrFloatBitWidth()) / 8;
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    return emitOpError("loads 4, 8 or 16 bytes, got ") << bytes;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Ascend ops
 //===----------------------------------------------------------------------===//

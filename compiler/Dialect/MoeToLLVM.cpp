@@ -13,6 +13,7 @@
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 using namespace mlir;
 using namespace moec::moe;
@@ -141,6 +142,80 @@ struct ScalarReadOpLowering : ConvertOpToLLVMPattern<ScalarReadOp> {
   }
 };
 
+/// moe.guarded_load. On the GPU (inside a gpu.module): inline PTX that zeroes the result's 32-bit words and
+/// loads them under a predicate, one basic block with no branch (LLVM has no predicated load: NVPTX makes
+/// llvm.masked.load a branch around the load). Elsewhere: llvm.masked.load with zero where it is off.
+struct GuardedLoadOpLowering : ConvertOpToLLVMPattern<GuardedLoadOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(GuardedLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto memref = cast<MemRefType>(op.getMemref().getType());
+    Type result = getTypeConverter()->convertType(op.getType());
+    if (!result)
+      return rewriter.notifyMatchFailure(op, "result type not convertible");
+    Value address = getStridedElementPtr(rewriter, loc, memref, adaptor.getMemref(), adaptor.getIndices());
+    auto vector = dyn_cast<VectorType>(op.getType());
+    int64_t lanes = vector ? vector.getNumElements() : 1;
+    Type element = vector ? vector.getElementType() : op.getType();
+    int64_t bytes = lanes * int64_t(element.getIntOrFloatBitWidth()) / 8;
+    if (!op->getParentOfType<gpu::GPUModuleOp>()) {
+      auto wide = VectorType::get({lanes}, getTypeConverter()->convertType(element));
+      Value mask =
+          LLVM::ConstantOp::create(rewriter, loc, VectorType::get({lanes}, rewriter.getI1Type()),
+                                   DenseElementsAttr::get(VectorType::get({lanes}, rewriter.getI1Type()), true));
+      mask = LLVM::SelectOp::create(
+          rewriter, loc, adaptor.getGuard(), mask,
+          LLVM::ConstantOp::create(rewriter, loc, mask.getType(),
+                                   DenseElementsAttr::get(cast<ShapedType>(mask.getType()), false)));
+      Value zero = LLVM::ZeroOp::create(rewriter, loc, wide);
+      Value loaded = LLVM::MaskedLoadOp::create(rewriter, loc, wide, address, mask, zero,
+                                                rewriter.getI32IntegerAttr(int32_t(elementBytes(memref))));
+      rewriter.replaceOp(
+          op, vector
+                  ? loaded
+                  : LLVM::ExtractElementOp::create(rewriter, loc, loaded, i64Constant(rewriter, loc, 0)).getResult());
+      return success();
+    }
+    int64_t words = bytes / 4;
+    std::string outputs, constraints, zeroes;
+    for (int64_t w = 0; w < words; ++w) {
+      outputs += (w ? ", $" : "$") + std::to_string(w);
+      constraints += "=r,";
+      zeroes += "mov.b32 $" + std::to_string(w) + ", 0;\n";
+    }
+    std::string width = words == 1 ? "" : ".v" + std::to_string(words);
+    std::string target = words == 1 ? outputs : "{" + outputs + "}";
+    std::string asmText = "{\n.reg .pred %moe_p;\n.reg .b64 %moe_a;\nsetp.ne.b32 %moe_p, $" +
+                          std::to_string(words + 1) + ", 0;\ncvta.to.global.u64 %moe_a, $" + std::to_string(words) +
+                          ";\n" + zeroes + "@%moe_p ld.global" + (op.getReadonly() ? ".nc" : "") + width + ".b32 " +
+                          target + ", [%moe_a];\n}";
+    constraints += "l,r";
+    auto i32 = rewriter.getI32Type();
+    Type asmResult =
+        words == 1 ? Type(i32) : LLVM::LLVMStructType::getLiteral(rewriter.getContext(), SmallVector<Type>(words, i32));
+    Value guard = LLVM::ZExtOp::create(rewriter, loc, i32, adaptor.getGuard());
+    auto loaded = LLVM::InlineAsmOp::create(rewriter, loc, asmResult, ValueRange{address, guard}, asmText, constraints,
+                                            /*has_side_effects=*/!op.getReadonly(), /*is_align_stack=*/false,
+                                            LLVM::tailcallkind::TailCallKind::None,
+                                            LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT),
+                                            /*operand_attrs=*/ArrayAttr());
+    Value bits;
+    if (words == 1) {
+      bits = loaded.getResult(0);
+    } else {
+      auto wordsType = VectorType::get({words}, i32);
+      bits = LLVM::PoisonOp::create(rewriter, loc, wordsType);
+      for (int64_t w = 0; w < words; ++w)
+        bits = LLVM::InsertElementOp::create(rewriter, loc, bits,
+                                             LLVM::ExtractValueOp::create(rewriter, loc, loaded.getResult(0), w),
+                                             i64Constant(rewriter, loc, w));
+    }
+    rewriter.replaceOp(op, LLVM::BitcastOp::create(rewriter, loc, result, bits));
+    return success();
+  }
+};
+
 struct MoeToLLVMInterface : ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
   void populateConvertToLLVMConversionPatterns(ConversionTarget &, LLVMTypeConverter &converter,
@@ -150,7 +225,7 @@ struct MoeToLLVMInterface : ConvertToLLVMPatternInterface {
       return IntegerAttr::get(IntegerType::get(type.getContext(), 64), 0);
     });
     patterns.add<ViewOpLowering, UbAllocOpLowering, UbFreeOpLowering, DataCopyOpLowering, RowDoneOpLowering,
-                 ScalarReadOpLowering>(converter);
+                 ScalarReadOpLowering, GuardedLoadOpLowering>(converter);
   }
 };
 } // namespace

@@ -1,5 +1,6 @@
 //===- ErrorPaths.cpp - Which branches report a failed check ---------------===//
 #include "moec/compiler/Transforms/ErrorPaths.h"
+#include "moec/compiler/Dialect/MoeDialect.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -13,6 +14,13 @@ FunctionOpInterface kernelArgumentOwner(BlockArgument arg) {
   if (!func || arg.getOwner() != &func.getFunctionBody().front() || arg.getArgNumber() >= func.getNumArguments())
     return nullptr;
   return func;
+}
+
+bool viewsReadOnlyTensor(Value memref) {
+  auto view = memref.getDefiningOp<ViewOp>();
+  auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : nullptr;
+  auto func = kernelArgumentOwner(arg);
+  return func && func.getArgAttr(arg.getArgNumber(), "llvm.readonly");
 }
 
 bool isStatus(Value v) {

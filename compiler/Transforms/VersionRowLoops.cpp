@@ -154,11 +154,13 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       version(loop);
   }
 
-  /// A branch inside a loop, the condition from outside the loop that decides it, and the value it usually takes.
+  /// A branch inside a loop, the condition from outside the loop that decides it, the value it usually takes, and
+  /// whether its other side reports an error (a check, not a term that may be skipped).
   struct Guard {
     scf::IfOp branch;
     Value condition;
     bool usual;
+    bool check;
   };
 
   /// The branches inside `loop` decided by a condition defined outside it, with their usual values: the branch's
@@ -171,9 +173,11 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       std::optional<bool> usual = usualValue(branch);
       if (!usual)
         return;
+      Region &elseRegion = branch.getElseRegion();
+      bool check = reportsError(branch.getThenRegion()) != (!elseRegion.empty() && reportsError(elseRegion));
       Value condition = branch.getCondition();
       if (outside(condition)) {
-        found.push_back({branch, condition, *usual});
+        found.push_back({branch, condition, *usual, check});
         return;
       }
       auto either = condition.getDefiningOp<arith::OrIOp>();
@@ -181,7 +185,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
         return;
       for (Value operand : either->getOperands())
         if (outside(operand)) {
-          found.push_back({branch, operand, true});
+          found.push_back({branch, operand, true, check});
           return;
         }
     });
@@ -240,13 +244,40 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     }
     if (!loop.getResultTypes().empty())
       scf::YieldOp::create(b, loc, fast);
-    // The original, for the other rows.
     loop->replaceAllUsesWith(choice.getResults());
+    Block *rest = choice.elseBlock();
+    // Without a selector (the GPU), a row whose checks hold but not all of whose terms are live (B2 past
+    // active_num, C2's unrouted experts) runs a copy that keeps only the terms' branches: moe-guard-loads then
+    // makes their loads predicated, so that the row's gathers issue together there too.
+    SmallVector<Guard> checks;
+    for (const Guard &g : branches)
+      if (g.check)
+        checks.push_back(g);
+    if (!selectVersions && !checks.empty() && checks.size() < branches.size()) {
+      if (rest->empty())
+        b.setInsertionPointToEnd(rest);
+      else
+        b.setInsertionPoint(rest->getTerminator());
+      llvm::MapVector<Value, bool> known;
+      for (const Guard &g : checks)
+        known[g.condition] = g.usual;
+      Value checksHold = checkedConditionsHold(b, loc, loop, checks, usual, std::nullopt);
+      auto split = scf::IfOp::create(b, loc, loop.getResultTypes(), checksHold, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(split.thenBlock());
+      ValueRange live = cloneKnowing(b, loc, loop, known);
+      if (!loop.getResultTypes().empty()) {
+        scf::YieldOp::create(b, loc, live);
+        b.setInsertionPointAfter(split);
+        scf::YieldOp::create(b, loc, split.getResults());
+      }
+      rest = split.elseBlock();
+    }
+    // The original, for the other rows.
     if (loop.getResultTypes().empty()) { // the blocks came with their yields
-      loop->moveBefore(choice.elseBlock()->getTerminator());
+      loop->moveBefore(rest->getTerminator());
     } else {
-      loop->moveBefore(choice.elseBlock(), choice.elseBlock()->end());
-      b.setInsertionPointToEnd(choice.elseBlock());
+      loop->moveBefore(rest, rest->end());
+      b.setInsertionPointToEnd(rest);
       scf::YieldOp::create(b, loc, loop.getResults());
     }
   }
@@ -259,7 +290,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     SmallVector<memref::LoadOp> loads;
     for (Operation &op : loop.getBody()->without_terminator()) {
       auto load = dyn_cast<memref::LoadOp>(op);
-      if (load && isReadOnlyTensor(load.getMemref()) && llvm::all_of(load->getOperands(), [&](Value v) {
+      if (load && viewsReadOnlyTensor(load.getMemref()) && llvm::all_of(load->getOperands(), [&](Value v) {
             return !loop->isAncestor(v.getParentRegion()->getParentOp());
           }))
         loads.push_back(load);
@@ -301,14 +332,6 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
         op->moveBefore(loop);
       moved = !movable.empty();
     }
-  }
-
-  /// Whether `memref` views a tensor argument that the function only reads (`llvm.readonly`).
-  static bool isReadOnlyTensor(Value memref) {
-    auto view = memref.getDefiningOp<ViewOp>();
-    auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : nullptr;
-    auto func = kernelArgumentOwner(arg);
-    return func && func.getArgAttr(arg.getArgNumber(), "llvm.readonly");
   }
 
   /// A copy of `loop` with each condition in `known` replaced by its value; the copy's results.

@@ -32,7 +32,8 @@ enum Optimization : uint32_t {
   kVersionRowLoops = 1u << 13,        // moe-version-row-loops
   kUncheckedStepRoundings = 1u << 14, // moe-widen-rounded-folds{unchecked-roundings} (CPU)
   kNativeBf16Roundings = 1u << 15,    // moe-native-bf16-roundings (CPU with AVX512-BF16)
-  kAllOptimizations = (1u << 16) - 1,
+  kGuardLoads = 1u << 16,             // moe-guard-loads (GPU)
+  kAllOptimizations = (1u << 17) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
   // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec
   // tune` decides. None at present (prefetch-gathered-rows was one until it learnt to tell them apart).
@@ -57,7 +58,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"widen-rounded-folds", kWidenRoundedFolds},
     {"version-row-loops", kVersionRowLoops},
     {"unchecked-step-roundings", kUncheckedStepRoundings},
-    {"native-bf16-roundings", kNativeBf16Roundings}};
+    {"native-bf16-roundings", kNativeBf16Roundings},
+    {"guard-loads", kGuardLoads}};
 static_assert(
     [] {
       uint32_t all = 0;

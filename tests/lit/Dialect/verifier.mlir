@@ -189,3 +189,27 @@ func.func @row_store_outside_a_sum(%out: memref<?x8xf32>, %row: index, %x: f32) 
   moe.row_store %x to %out[%row, %row] : f32, memref<?x8xf32>
   return
 }
+
+// -----
+
+func.func @guarded_load_wrong_index_count(%x: memref<?x64xbf16>, %i: index, %p: i1) {
+  // expected-error @+1 {{'moe.guarded_load' op needs 2 indices for 'memref<?x64xbf16>', got 1}}
+  %v = moe.guarded_load %x[%i] if %p : memref<?x64xbf16>, vector<8xbf16>
+  return
+}
+
+// -----
+
+func.func @guarded_load_other_element(%x: memref<?x64xbf16>, %i: index, %p: i1) {
+  // expected-error @+1 {{'moe.guarded_load' op loads 'vector<4xf32>' from 'memref<?x64xbf16>'}}
+  %v = moe.guarded_load %x[%i, %i] if %p : memref<?x64xbf16>, vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @guarded_load_odd_size(%x: memref<?x64xbf16>, %i: index, %p: i1) {
+  // expected-error @+1 {{'moe.guarded_load' op loads 4, 8 or 16 bytes, got 6}}
+  %v = moe.guarded_load %x[%i, %i] if %p : memref<?x64xbf16>, vector<3xbf16>
+  return
+}

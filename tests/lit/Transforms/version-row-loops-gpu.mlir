@@ -4,10 +4,13 @@
 // function only reads, at indices from outside the loop) move before the loop, under a branch that skips
 // it when it would not run (the lane starts past the row), and so do the pure ops of the branches that
 // depend on nothing in the loop. The loop then runs in a version without branches, both gathers issued
-// back to back, when every row is inside and term 1 live; the original loop runs otherwise.
+// back to back, when every row is inside and term 1 live. When every row is inside but term 1 is skipped,
+// a second copy runs: without the bounds checks, with term 1's live test (moe-guard-loads then makes its
+// load a predicated one: GUARD). The original loop runs otherwise.
 // @written: the index tensor is also written (no llvm.readonly): its load stays in the loop, no version.
 // @carried: below.
 // RUN: moec-opt %s --moe-version-row-loops="select-versions=false" --canonicalize | FileCheck %s
+// RUN: moec-opt %s --moe-version-row-loops="select-versions=false" --canonicalize --moe-guard-loads | FileCheck %s --check-prefix=GUARD
 
 // CHECK-LABEL: func.func @gathers
 // CHECK:      %[[RUNS:.*]] = arith.cmpi slt, %arg6, %c64 : index
@@ -22,11 +25,30 @@
 // CHECK-NEXT:       vector.store %[[S]], %{{.*}}[%arg5, %[[H]]] : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:     }
 // CHECK-NEXT:   } else {
-// CHECK-NEXT:     scf.for
-// CHECK:            memref.store %{{.*}}, %{{.*}}[%c0] : memref<2xi64>
+// CHECK:          scf.if %{{.*}} {
+// CHECK-NEXT:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
+// CHECK-NEXT:         vector.load %{{.*}}[%{{.*}}, %[[H2]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:         scf.if %arg7 -> (vector<4xf32>) {
+// CHECK-NEXT:           vector.load %{{.*}}[%{{.*}}, %[[H2]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:           scf.yield
+// CHECK-NEXT:         } else {
+// CHECK-NEXT:           scf.yield
+// CHECK-NEXT:         }
+// CHECK-NEXT:         arith.addf
+// CHECK-NEXT:         vector.store
+// CHECK-NEXT:       }
+// CHECK-NEXT:     } else {
+// CHECK-NEXT:       scf.for
+// CHECK:                memref.store %{{.*}}, %{{.*}}[%c0] : memref<2xi64>
 // CHECK:        }
 // CHECK:      }
 // CHECK-NOT:  scf.index_switch
+// GUARD-LABEL: func.func @gathers
+// GUARD:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
+// GUARD:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
+// GUARD-NEXT:    %[[A:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H2]]] : memref<?x64xf32>, vector<4xf32>
+// GUARD-NEXT:    %[[B:.*]] = moe.guarded_load %{{.*}}[%{{.*}}, %[[H2]]] if %arg7 readonly : memref<?x64xf32>, vector<4xf32>
+// GUARD-NEXT:    arith.addf %[[A]], %[[B]] : vector<4xf32>
 func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
                    %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"},
                    %rows: index, %n: index, %lane: index, %live: i1) {

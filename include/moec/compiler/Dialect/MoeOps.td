@@ -231,6 +231,33 @@ def Moe_RowStoreOp : Moe_Op<"row_store", [HasParent<"SumOp">, AttrSizedOperandSe
 }
 
 //===----------------------------------------------------------------------===//
+// moe.guarded_load
+//===----------------------------------------------------------------------===//
+
+def Moe_GuardedLoadOp : Moe_Op<"guarded_load"> {
+  let summary = "A load that reads memory only where its guard holds, and gives zero elsewhere, without a branch";
+  let description = [{
+    moe-guard-loads (GPU) makes it of a load inside a branch of a loop along a row (a term of a sum that may
+    be skipped: B2's row past active_num, C2's expert that is not routed): the gathers of the loop's terms
+    are then one basic block, issued back to back. A vector of 4, 8 or 16 bytes (or a scalar of 4) of a
+    memref whose last dim is contiguous. On the GPU it lowers to a predicated `ld.global` (`.nc`, in any
+    order with the kernel's stores, where `readonly` says the kernel never writes the tensor), on other
+    targets to `llvm.masked.load`.
+
+    ```mlir
+    %v = moe.guarded_load %x[%row, %h] if %live readonly : memref<?x7168xbf16>, vector<8xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "the tensor", [MemRead]>:$memref, Variadic<Index>:$indices, I1:$guard,
+                       UnitAttr:$readonly);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $memref `[` $indices `]` `if` $guard (`readonly` $readonly^)? attr-dict `:` type($memref) `,` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // moe.yield
 //===----------------------------------------------------------------------===//
 

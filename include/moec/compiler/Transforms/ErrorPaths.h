@@ -15,6 +15,9 @@ namespace moec::moe {
 /// The function whose argument `arg` is (null for another block's argument, or a gpu.func's memory attribution).
 mlir::FunctionOpInterface kernelArgumentOwner(mlir::BlockArgument arg);
 
+/// Whether `memref` views a tensor argument that the kernel only reads (`llvm.readonly`).
+bool viewsReadOnlyTensor(mlir::Value memref);
+
 /// Whether `v` is the kernel's status buffer, or a view of it (func argument `moe.arg = "status"`).
 bool isStatus(mlir::Value v);
 

@@ -622,6 +622,10 @@ def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
       GPU a switch becomes an indirect branch, so there each condition takes its usual value instead.
     - Every other condition takes its usual value, unless a branch around it is on its skipped side for
       the row (a dead term's bounds check does not matter).
+    - Without `select-versions` (the GPU), where the conditions are both checks and terms that may be
+      skipped, a row whose checks hold but some of whose terms are skipped (B2 past active_num, C2's
+      unrouted experts) runs a second copy: only the checks take their usual values there, and the terms'
+      branches stay, for moe-guard-loads to make branch-free.
     Example, with one `count` comparison (so no selector):
 
     ```mlir
@@ -663,6 +667,35 @@ def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
            "a version per value of a compared count (scf.index_switch); else the usual values only">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
+def MoeGuardLoads : Pass<"moe-guard-loads", "::mlir::ModuleOp"> {
+  let summary = "GPU: a skippable term's load in a loop along a row becomes a predicated load, without a branch";
+  let description = [{
+    Runs on the loops, after moe-version-row-loops. A GPU thread waits for a load behind a branch before it
+    takes the next branch, so the terms of a row whose terms may be skipped (`scf.if %live -> { load; extf }
+    else { zero }`: B2's rows past active_num, C2's unrouted experts) gather one at a time. This pass rewrites
+    such a branch, inside an innermost loop, with one result, one 4-, 8- or 16-byte load of a tensor the
+    kernel only reads in its then-block and pure ops without regions besides, and a value from outside it in
+    its else-block: the load becomes `moe.guarded_load` (a predicated `ld.global.nc` that gives zero where
+    the guard is off) and the then-block's ops run on it unconditionally. Where they turn a zero load into
+    the else value (extf of zero is zero) that is the result; otherwise an `arith.select` picks it. Results
+    do not change.
+
+    ```mlir
+    %t = scf.if %live -> (vector<8xf32>) {
+      %v = vector.load %x[%row, %h] : memref<?x7168xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      scf.yield %w : vector<8xf32>
+    } else {
+      scf.yield %zero : vector<8xf32>
+    }
+    // becomes
+    %v = moe.guarded_load %x[%row, %h] if %live readonly : memref<?x7168xbf16>, vector<8xbf16>
+    %t = arith.extf %v : vector<8xbf16> to vector<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::moec::moe::MoeDialect"];
 }
 
 def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::ModuleOp"> {
