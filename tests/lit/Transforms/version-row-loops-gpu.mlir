@@ -25,7 +25,10 @@
 // CHECK-NEXT:       vector.store %[[S]], %{{.*}}[%arg5, %[[H]]] : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:     }
 // CHECK-NEXT:   } else {
-// CHECK:          scf.if %{{.*}} {
+// CHECK-NEXT:     %[[SKIPPED:.*]] = arith.xori %arg7, %true : i1
+// CHECK-NEXT:     %[[INSIDE1:.*]] = arith.ori %{{.*}}, %[[SKIPPED]] : i1
+// CHECK-NEXT:     %[[CHECKS:.*]] = arith.andi %{{.*}}, %[[INSIDE1]] : i1
+// CHECK-NEXT:     scf.if %[[CHECKS]] {
 // CHECK-NEXT:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
 // CHECK-NEXT:         vector.load %{{.*}}[%{{.*}}, %[[H2]]] : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:         scf.if %arg7 -> (vector<4xf32>) {
