@@ -7,9 +7,11 @@
 // makes such a branch straight-line code: the load becomes a moe.guarded_load, a predicated load that gives
 // zero where the guard is off, and the branch's ops run on it unconditionally; where they turn a zero load into
 // the other side's value (extf of zero is zero) that is the result, else a select between the two picks it.
-// It applies to a branch inside an innermost loop with one result, whose then-block holds one load of a tensor
-// the kernel only reads (4, 8 or 16 bytes) and otherwise pure ops without regions, and whose else-block yields
-// a value defined outside the branch. A term that is skipped adds the same value as before: results do not change.
+// It applies to a branch inside an innermost loop with one result, one side of which holds one vector load of a
+// tensor the kernel only reads (4, 8 or 16 bytes) and otherwise pure ops without regions, and the other side
+// yields a value defined outside the branch (the accumulator passed on, or zero). Index and flag loads (scalars)
+// stay behind their branches: there a branch costs less than the predicated load's setup. A term that is skipped adds
+// the same value as before: results do not change.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/ErrorPaths.h"
@@ -42,21 +44,19 @@ struct Guardable {
   bool onThen; // the term is on the branch's then-side (its guard is the condition, else its negation)
 };
 
-/// The load of block `loading` that the rewrite guards, when the block holds one load of a tensor the kernel only
-/// reads (4, 8 or 16 bytes) and otherwise pure ops without regions.
+/// The load of block `loading` that the rewrite guards, when the block holds one vector load (4, 8 or 16 bytes:
+/// a row's data, not an index or a flag, whose branch costs less than the predicated load's setup) of a tensor
+/// the kernel only reads and otherwise pure ops without regions.
 Operation *guardableLoad(Block &loading) {
   Operation *found = nullptr;
   for (Operation &op : loading.without_terminator()) {
     if (op.getNumRegions() > 0)
       return nullptr;
-    if (isa<vector::LoadOp, memref::LoadOp>(op)) {
-      Value memref = isa<vector::LoadOp>(op) ? cast<vector::LoadOp>(op).getBase() : cast<memref::LoadOp>(op).getMemref();
-      Type type = op.getResult(0).getType();
-      auto vector = dyn_cast<VectorType>(type);
-      Type element = vector ? vector.getElementType() : type;
-      int64_t bytes = (vector ? vector.getNumElements() : 1) * int64_t(element.getIntOrFloatBitWidth()) / 8;
-      if (found || !viewsReadOnlyTensor(memref) || (vector && vector.getRank() != 1) ||
-          (bytes != 4 && bytes != 8 && bytes != 16) || cast<MemRefType>(memref.getType()).getElementType() != element)
+    if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      VectorType vector = load.getVectorType();
+      int64_t bytes = vector.getNumElements() * int64_t(vector.getElementType().getIntOrFloatBitWidth()) / 8;
+      if (found || !viewsReadOnlyTensor(load.getBase()) || vector.getRank() != 1 ||
+          (bytes != 4 && bytes != 8 && bytes != 16) || load.getMemRefType().getElementType() != vector.getElementType())
         return nullptr;
       found = &op;
       continue;
@@ -134,13 +134,11 @@ void guard(Guardable g) {
       b.clone(op, mapping);
       continue;
     }
-    auto vectorLoad = dyn_cast<vector::LoadOp>(op);
-    Value memref = vectorLoad ? vectorLoad.getBase() : cast<memref::LoadOp>(op).getMemref();
-    ValueRange indices = vectorLoad ? vectorLoad.getIndices() : cast<memref::LoadOp>(op).getIndices();
+    auto load = cast<vector::LoadOp>(op);
     SmallVector<Value> mapped;
-    for (Value index : indices)
+    for (Value index : load.getIndices())
       mapped.push_back(mapping.lookupOrDefault(index));
-    auto guarded = GuardedLoadOp::create(b, loc, op.getResult(0).getType(), memref, mapped, live, /*readonly=*/true);
+    auto guarded = GuardedLoadOp::create(b, loc, load.getVectorType(), load.getBase(), mapped, live, /*readonly=*/true);
     mapping.map(op.getResult(0), guarded.getResult());
   }
   Value term = mapping.lookupOrDefault(g.loading->getTerminator()->getOperand(0));

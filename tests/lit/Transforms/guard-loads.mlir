@@ -4,7 +4,7 @@
 // @accumulator_passed_on (C2's unrouted expert): `skip ? acc : acc + extf(load)`; the load's guard is the
 // negated condition, and a select keeps acc for a skipped term (acc + 0.0 is not acc when acc is -0.0).
 // Left alone: @error_branch (the other side reports an error), @written_tensor (the kernel may write the
-// tensor), @two_loads, @outside_loop (no loop along a row around the branch).
+// tensor), @two_loads, @outside_loop (no loop along a row around the branch), @scalar_entry (below).
 // RUN: moec-opt %s --moe-guard-loads | FileCheck %s
 // The GPU target lowers a guarded load to a predicated ld.global.nc, its registers zeroed first (B2 with
 // active_num has such a copy of its loop along the row: moe-version-row-loops).
@@ -173,5 +173,32 @@ func.func @outside_loop(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm
     scf.yield %zero : vector<8xf32>
   }
   vector.store %t, %out[%c0] : memref<64xf32>, vector<8xf32>
+  return
+}
+
+// A scalar load (a warp list's entry, past the range for some lanes) stays behind its branch.
+// CHECK-LABEL: func.func @scalar_entry
+// CHECK-NOT:   moe.guarded_load
+// CHECK:       return
+func.func @scalar_entry(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
+                        %rows: index, %row: index, %lane: index) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %false = arith.constant false
+  %zero = arith.constant 0 : i32
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xi32>
+  %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xi32>
+  scf.for %k = %c0 to %c64 step %c32 {
+    %at = arith.addi %k, %lane : index
+    %inside = arith.cmpi ult, %at, %c64 : index
+    %e = scf.if %inside -> (i32) {
+      %v = memref.load %x[%row, %at] : memref<?x64xi32>
+      scf.yield %v : i32
+    } else {
+      scf.yield %zero : i32
+    }
+    memref.store %e, %out[%k] : memref<64xi32>
+  }
   return
 }

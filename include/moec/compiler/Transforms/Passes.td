@@ -675,12 +675,13 @@ def MoeGuardLoads : Pass<"moe-guard-loads", "::mlir::ModuleOp"> {
     Runs on the loops, after moe-version-row-loops. A GPU thread waits for a load behind a branch before it
     takes the next branch, so the terms of a row whose terms may be skipped (`scf.if %live -> { load; extf }
     else { zero }`: B2's rows past active_num, C2's unrouted experts) gather one at a time. This pass rewrites
-    such a branch, inside an innermost loop, with one result, one 4-, 8- or 16-byte load of a tensor the
-    kernel only reads in its then-block and pure ops without regions besides, and a value from outside it in
-    its else-block: the load becomes `moe.guarded_load` (a predicated `ld.global.nc` that gives zero where
-    the guard is off) and the then-block's ops run on it unconditionally. Where they turn a zero load into
-    the else value (extf of zero is zero) that is the result; otherwise an `arith.select` picks it. Results
-    do not change.
+    such a branch, inside an innermost loop, with one result, one 4-, 8- or 16-byte vector load of a tensor
+    the kernel only reads on one side and pure ops without regions besides, and a value from outside it on
+    the other (zero, or the accumulator passed on; the load's guard is then the negated condition): the load
+    becomes `moe.guarded_load` (a predicated `ld.global.nc` that gives zero where
+    the guard is off) and that side's ops run on it unconditionally. Where they turn a zero load into the
+    other side's value (extf of zero is zero) that is the result; otherwise an `arith.select` picks it.
+    Scalar loads (a list's index, a flag) stay behind their branches. Results do not change.
 
     ```mlir
     %t = scf.if %live -> (vector<8xf32>) {
