@@ -62,6 +62,10 @@ h4096='H=4096,top_k=8,E=128,K=8;H=4096,top_k=2,E=8,K=2'
 variant b2-no-version-row-loops --ops moe_init_routing_v2_grad --shapes "$shapes" --disable version-row-loops
 variant c2-no-version-row-loops --ops moe_unpermute --shapes "$shapes" --disable version-row-loops
 variant c2-threads64-rows4 --ops moe_unpermute --shapes "$h4096" --threads 64 --rows-per-block 4
+# Rows with skipped terms (B2 active_num, C2's unrouted experts) with their loads behind branches, as before
+# moe-guard-loads (2026-12-04).
+variant b2-no-guard-loads --ops moe_init_routing_v2_grad --shapes "$shapes" --disable guard-loads
+variant c2-no-guard-loads --ops moe_unpermute --shapes "$shapes" --disable guard-loads
 variant a3-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
   --with routing_map,permuted_tokens,probs --disable version-row-loops
 variant a3-pad-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad \
