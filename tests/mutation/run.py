@@ -3,6 +3,8 @@
 this worktree's files), builds it, runs the tests chosen for it, and prints a table of what caught it.
 
 Usage (see run.sh): run.py <repo> <scratch dir> [mutation name ...]
+       run.py --check <repo>: only whether every mutation's texts occur once each in the repo's files (a lit
+       test runs it, so that a mutation whose code moved is rewritten, not left to report "not applied").
 The scratch copy lives at <scratch>/src, built in <scratch>/src/build: with CCACHE_BASEDIR set to a
 folder above both trees, the compile commands match the main build's and ccache serves the unchanged files.
 """
@@ -71,7 +73,23 @@ def run_tests(build, ctest_regex, lit_filter, log):
     return failed
 
 
+def unapplicable(repo):
+    """The mutations whose texts do not occur exactly once each, with the counts."""
+    stale = []
+    for name, _, edits, _, _ in MUTATIONS:
+        counts = [open(os.path.join(repo, path)).read().count(old) for path, old, _ in edits]
+        if counts != [1] * len(edits):
+            stale.append((name, counts))
+    return stale
+
+
 def main():
+    if sys.argv[1:2] == ["--check"]:
+        stale = unapplicable(os.path.abspath(sys.argv[2]))
+        for name, counts in stale:
+            print(f"{name}: the texts to replace occur {counts} times")
+        print(f"{len(MUTATIONS) - len(stale)} of {len(MUTATIONS)} mutations apply")
+        sys.exit(1 if stale else 0)
     repo, scratch = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     only = set(sys.argv[3:])
     os.makedirs(scratch, exist_ok=True)
