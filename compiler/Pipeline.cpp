@@ -308,7 +308,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
   if (hoist && !isGpu && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
     moePasses.addPass(moe::createMoeCarryPrefixFolds());
-  // GPU: a row of points runs 32 points at once, a lane each; a prefix sum over them is a warp scan.
+  // GPU: a row of points runs 32 points at once, a lane each; a prefix count over them is a ballot.
   if (isGpu && !(spec.schedule.disabled & kLanePointAccess))
     moePasses.addPass(moe::createMoeLanePointAccess());
   if (isAscend) {

@@ -35,18 +35,20 @@ namespace moec::moe {
 
 namespace {
 
-/// A branch to rewrite: the side whose ops compute the term (`loading`), its load, and the other side's value.
+/// A branch to rewrite: the side whose ops compute the term (`loading`), and its load.
 struct Guardable {
   scf::IfOp branch;
   Block *loading;
   Operation *load;
-  Value other;
   bool onThen; // the term is on the branch's then-side (its guard is the condition, else its negation)
+
+  /// The other side's value (read when needed: it may be an earlier rewritten branch's result, replaced since).
+  Value other() { return (onThen ? branch.elseBlock() : branch.thenBlock())->getTerminator()->getOperand(0); }
 };
 
 /// The load of block `loading` that the rewrite guards, when the block holds one vector load (4, 8 or 16 bytes:
 /// a row's data, not an index or a flag, whose branch costs less than the predicated load's setup) of a tensor
-/// the kernel only reads and otherwise pure ops without regions.
+/// the kernel only reads and otherwise pure, speculatable ops without regions (they run for skipped terms too).
 Operation *guardableLoad(Block &loading) {
   Operation *found = nullptr;
   for (Operation &op : loading.without_terminator()) {
@@ -61,7 +63,7 @@ Operation *guardableLoad(Block &loading) {
       found = &op;
       continue;
     }
-    if (!isMemoryEffectFree(&op))
+    if (!isMemoryEffectFree(&op) || !isSpeculatable(&op))
       return nullptr;
   }
   return found;
@@ -79,7 +81,7 @@ std::optional<Guardable> guardable(scf::IfOp branch) {
     if (!llvm::hasSingleElement(*skipping) || branch->isAncestor(other.getParentRegion()->getParentOp()))
       continue;
     if (Operation *load = guardableLoad(*loading))
-      return Guardable{branch, loading, load, other, onThen};
+      return Guardable{branch, loading, load, onThen};
   }
   return std::nullopt;
 }
@@ -87,15 +89,12 @@ std::optional<Guardable> guardable(scf::IfOp branch) {
 /// Whether the term's ops, with the load giving zero, fold to `other` (a constant): then no select.
 bool zeroLoadGives(Guardable g) {
   Attribute expected;
-  if (!matchPattern(g.other, m_Constant(&expected)))
+  if (!matchPattern(g.other(), m_Constant(&expected)))
     return false;
   DenseMap<Value, Attribute> known;
-  Type loaded = g.load->getResult(0).getType();
-  Builder b(g.branch.getContext());
+  auto loaded = cast<VectorType>(g.load->getResult(0).getType());
   known[g.load->getResult(0)] =
-      isa<VectorType>(loaded)
-          ? Attribute(DenseElementsAttr::get(cast<ShapedType>(loaded), b.getZeroAttr(cast<ShapedType>(loaded).getElementType())))
-          : b.getZeroAttr(loaded);
+      DenseElementsAttr::get(loaded, Builder(g.branch.getContext()).getZeroAttr(loaded.getElementType()));
   for (Operation &op : g.loading->without_terminator()) {
     if (&op == g.load)
       continue;
@@ -120,8 +119,6 @@ bool zeroLoadGives(Guardable g) {
 }
 
 void guard(Guardable g) {
-  // The other side's value again: it may be an earlier rewritten branch's result, replaced since.
-  g.other = (g.onThen ? g.branch.elseBlock() : g.branch.thenBlock())->getTerminator()->getOperand(0);
   OpBuilder b(g.branch);
   Location loc = g.branch.getLoc();
   Value live = g.branch.getCondition();
@@ -142,7 +139,7 @@ void guard(Guardable g) {
     mapping.map(op.getResult(0), guarded.getResult());
   }
   Value term = mapping.lookupOrDefault(g.loading->getTerminator()->getOperand(0));
-  Value result = noSelect ? term : arith::SelectOp::create(b, loc, live, term, g.other).getResult();
+  Value result = noSelect ? term : arith::SelectOp::create(b, loc, live, term, g.other()).getResult();
   g.branch.getResult(0).replaceAllUsesWith(result);
   g.branch.erase();
 }

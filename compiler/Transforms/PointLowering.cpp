@@ -145,9 +145,11 @@ void finishPoints(OpBuilder &b, InterleavedPoints plan, DomainOp op,
   }
 }
 
-/// A point that is not live (its carrier's condition false): the carrier's else-block, now, and `early`
-/// (which emitted the ops before the carrier) set to emit what comes after the carrier.
-void enterDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early) {
+/// A point that is not live (its carrier's condition false), at `indices`: the carrier's else-block and what
+/// comes after the carrier, its write included, now (`early` emitted the ops before the carrier).
+void emitDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early, ValueRange indices) {
+  if (!plan.carrierIf)
+    return;
   Block &body = op.body();
   early.emitOpsOf(*plan.carrierIf.elseBlock());
   for (auto [result, yielded] : llvm::zip(plan.carrierIf.getResults(), plan.carrierIf.elseYield().getOperands()))
@@ -156,13 +158,6 @@ void enterDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early) {
     early.skip(o);
   for (Operation *o = plan.carrier->getNextNode(); o; o = o->getNextNode())
     early.unskip(o);
-}
-
-/// A point that is not live, at `indices`: all of it, its write included, now.
-void emitDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early, ValueRange indices) {
-  if (!plan.carrierIf)
-    return;
-  enterDeadPoint(plan, op, early);
   early.emitElement(indices);
 }
 
@@ -353,10 +348,9 @@ Value laneValue(OpBuilder &b, Location loc, Value v, Value from) {
 struct LaneScans {
   SmallVector<Value> values, carries;
 };
-LaneScans emitLaneScans(OpBuilder &b, DomainOp op, ArrayRef<FoldOp> folds, ArrayRef<Value> indices, Value at,
-                        Value members, Value lane32, ValueRange carries) {
+LaneScans emitLaneScans(OpBuilder &b, DomainOp op, const VaryingAnalysis &analysis, ArrayRef<FoldOp> folds,
+                        ArrayRef<Value> indices, Value at, Value members, Value lane32, ValueRange carries) {
   Location loc = op.op()->getLoc();
-  VaryingAnalysis analysis(op);
   Type i64 = b.getI64Type(), i32 = b.getI32Type();
   auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); };
   Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
@@ -463,7 +457,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   Value isPoint = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at, members);
   SmallVector<Value> indices(outer);
   indices.push_back(arith::AddIOp::create(b, loc, first, at));
-  LaneScans scans = emitLaneScans(b, op, scanned, indices, at, members, lane32, carries);
+  LaneScans scans = emitLaneScans(b, op, analysis, scanned, indices, at, members, lane32, carries);
 
   // Each lane's point's ops before its dot product; a point that is not live finishes here, at once.
   SmallVector<Type> pointTypes{b.getI1Type()};

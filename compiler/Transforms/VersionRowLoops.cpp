@@ -66,10 +66,16 @@ bool movesData(Region &region) {
 /// The value `branch`'s condition usually takes: the side that does not report an error, or the one that moves data
 /// where the other only passes values on or is absent (a live term, not a skipped one; a point's row written, not
 /// skipped); none otherwise.
+/// Whether exactly one side of `branch` reports an error: a check (the other side the usual one).
+bool isCheckBranch(scf::IfOp branch) {
+  Region &elseRegion = branch.getElseRegion();
+  return reportsError(branch.getThenRegion()) != (!elseRegion.empty() && reportsError(elseRegion));
+}
+
 std::optional<bool> usualValue(scf::IfOp branch) {
   Region &thenRegion = branch.getThenRegion(), &elseRegion = branch.getElseRegion();
   bool thenReports = reportsError(thenRegion), elseReports = !elseRegion.empty() && reportsError(elseRegion);
-  if (thenReports != elseReports)
+  if (isCheckBranch(branch))
     return elseReports;
   if (thenReports)
     return std::nullopt;
@@ -173,8 +179,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       std::optional<bool> usual = usualValue(branch);
       if (!usual)
         return;
-      Region &elseRegion = branch.getElseRegion();
-      bool check = reportsError(branch.getThenRegion()) != (!elseRegion.empty() && reportsError(elseRegion));
+      bool check = isCheckBranch(branch);
       Value condition = branch.getCondition();
       if (outside(condition)) {
         found.push_back({branch, condition, *usual, check});
