@@ -185,24 +185,35 @@ LogicalResult RowStoreOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &) {
   return memref::foldMemRefCast(*this, getValue());
 }
 
-LogicalResult GuardedLoadOp::verify() {
-  auto type = cast<MemRefType>(getMemref().getType());
-  if (type.getRank() != int64_t(getIndices().size()))
-    return emitOpError("needs ") << type.getRank() << " indices for " << type << ", got " << getIndices().size();
-  Type element = getType();
+/// What is wrong with a guarded access of `value` (its type) to `memref` at `indices`, doing `verb`: the
+/// index count, the element type, or the size (a 1-D vector of 4, 8 or 16 bytes, or a scalar of 2 or 4).
+static LogicalResult verifyGuardedAccess(Operation *op, Type value, Value memref, ValueRange indices, StringRef verb) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (type.getRank() != int64_t(indices.size()))
+    return op->emitOpError("needs ") << type.getRank() << " indices for " << type << ", got " << indices.size();
+  Type element = value;
   int64_t count = 1;
-  if (auto vector = dyn_cast<VectorType>(element)) {
+  auto vector = dyn_cast<VectorType>(element);
+  if (vector) {
     if (vector.getRank() != 1)
-      return emitOpError("loads a scalar or a 1-D vector, got ") << vector;
+      return op->emitOpError(verb) << " a scalar or a 1-D vector, got " << vector;
     element = vector.getElementType();
     count = vector.getNumElements();
   }
   if (element != type.getElementType())
-    return emitOpError("loads ") << getType() << " from " << type;
+    return op->emitOpError(verb) << " " << value << (verb == "loads" ? " from " : " to ") << type;
   int64_t bytes = count * int64_t(element.getIntOrFloatBitWidth()) / 8;
-  if (bytes != 4 && bytes != 8 && bytes != 16)
-    return emitOpError("loads 4, 8 or 16 bytes, got ") << bytes;
+  if (bytes != 4 && bytes != 8 && bytes != 16 && !(bytes == 2 && !vector))
+    return op->emitOpError(verb) << " 4, 8 or 16 bytes (a scalar: 2 or 4), got " << bytes;
   return success();
+}
+
+LogicalResult GuardedLoadOp::verify() {
+  return verifyGuardedAccess(*this, getType(), getMemref(), getIndices(), "loads");
+}
+
+LogicalResult GuardedStoreOp::verify() {
+  return verifyGuardedAccess(*this, getValue().getType(), getMemref(), getIndices(), "stores");
 }
 
 //===----------------------------------------------------------------------===//

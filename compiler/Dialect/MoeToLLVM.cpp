@@ -142,7 +142,53 @@ struct ScalarReadOpLowering : ConvertOpToLLVMPattern<ScalarReadOp> {
   }
 };
 
-/// moe.guarded_load. On the GPU (inside a gpu.module): inline PTX that zeroes the result's 32-bit words and
+/// A guarded access's value in the registers inline PTX moves: `count` units of `bits` (16 for a 2-byte scalar,
+/// else 32-bit words), with the PTX type and the inline-asm constraint of each.
+struct PtxUnits {
+  int64_t count;
+  unsigned bits;
+  std::string type() const { return bits == 16 ? ".b16" : ".b32"; }
+  std::string constraint() const { return bits == 16 ? "h" : "r"; }
+  /// "$first, ..." (in braces when more than one): the operands inline asm names the units by.
+  std::string operands(int64_t first) const {
+    std::string list;
+    for (int64_t u = 0; u < count; ++u)
+      list += (u ? ", $" : "$") + std::to_string(first + u);
+    return count == 1 ? list : "{" + list + "}";
+  }
+  std::string width() const { return count == 1 ? "" : ".v" + std::to_string(count); }
+};
+
+PtxUnits ptxUnits(Type accessed) {
+  auto vector = dyn_cast<VectorType>(accessed);
+  Type element = vector ? vector.getElementType() : accessed;
+  int64_t bytes = (vector ? vector.getNumElements() : 1) * int64_t(element.getIntOrFloatBitWidth()) / 8;
+  return bytes == 2 ? PtxUnits{1, 16} : PtxUnits{bytes / 4, 32};
+}
+
+/// The PTX that sets %moe_p from the guard operand `$guard` and %moe_a from the generic address `$address`.
+std::string ptxGuardPrologue(int64_t address, int64_t guard) {
+  return "{\n.reg .pred %moe_p;\n.reg .b64 %moe_a;\nsetp.ne.b32 %moe_p, $" + std::to_string(guard) +
+         ", 0;\ncvta.to.global.u64 %moe_a, $" + std::to_string(address) + ";\n";
+}
+
+/// A mask of `lanes` i1, all on where `guard` holds and all off elsewhere.
+Value guardMask(ConversionPatternRewriter &rewriter, Location loc, Value guard, int64_t lanes) {
+  auto maskType = VectorType::get({lanes}, rewriter.getI1Type());
+  Value on = LLVM::ConstantOp::create(rewriter, loc, maskType, DenseElementsAttr::get(maskType, true));
+  Value off = LLVM::ConstantOp::create(rewriter, loc, maskType, DenseElementsAttr::get(maskType, false));
+  return LLVM::SelectOp::create(rewriter, loc, guard, on, off);
+}
+
+LLVM::InlineAsmOp inlinePtx(ConversionPatternRewriter &rewriter, Location loc, Type result, ValueRange operands,
+                            const std::string &text, const std::string &constraints, bool sideEffects) {
+  return LLVM::InlineAsmOp::create(rewriter, loc, result, operands, text, constraints, sideEffects,
+                                   /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                   LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT),
+                                   /*operand_attrs=*/ArrayAttr());
+}
+
+/// moe.guarded_load. On the GPU (inside a gpu.module): inline PTX that zeroes the result's registers and
 /// loads them under a predicate, one basic block with no branch (LLVM has no predicated load: NVPTX makes
 /// llvm.masked.load a branch around the load). Elsewhere: llvm.masked.load with zero where it is off.
 struct GuardedLoadOpLowering : ConvertOpToLLVMPattern<GuardedLoadOp> {
@@ -158,60 +204,95 @@ struct GuardedLoadOpLowering : ConvertOpToLLVMPattern<GuardedLoadOp> {
     auto vector = dyn_cast<VectorType>(op.getType());
     int64_t lanes = vector ? vector.getNumElements() : 1;
     Type element = vector ? vector.getElementType() : op.getType();
-    int64_t bytes = lanes * int64_t(element.getIntOrFloatBitWidth()) / 8;
     if (!op->getParentOfType<gpu::GPUModuleOp>()) {
       auto wide = VectorType::get({lanes}, getTypeConverter()->convertType(element));
-      Value mask =
-          LLVM::ConstantOp::create(rewriter, loc, VectorType::get({lanes}, rewriter.getI1Type()),
-                                   DenseElementsAttr::get(VectorType::get({lanes}, rewriter.getI1Type()), true));
-      mask = LLVM::SelectOp::create(
-          rewriter, loc, adaptor.getGuard(), mask,
-          LLVM::ConstantOp::create(rewriter, loc, mask.getType(),
-                                   DenseElementsAttr::get(cast<ShapedType>(mask.getType()), false)));
       Value zero = LLVM::ZeroOp::create(rewriter, loc, wide);
-      Value loaded = LLVM::MaskedLoadOp::create(rewriter, loc, wide, address, mask, zero,
-                                                rewriter.getI32IntegerAttr(int32_t(elementBytes(memref))));
+      Value loaded =
+          LLVM::MaskedLoadOp::create(rewriter, loc, wide, address, guardMask(rewriter, loc, adaptor.getGuard(), lanes),
+                                     zero, rewriter.getI32IntegerAttr(int32_t(elementBytes(memref))));
       rewriter.replaceOp(
           op, vector
                   ? loaded
                   : LLVM::ExtractElementOp::create(rewriter, loc, loaded, i64Constant(rewriter, loc, 0)).getResult());
       return success();
     }
-    int64_t words = bytes / 4;
-    std::string outputs, constraints, zeroes;
-    for (int64_t w = 0; w < words; ++w) {
-      outputs += (w ? ", $" : "$") + std::to_string(w);
-      constraints += "=r,";
-      zeroes += "mov.b32 $" + std::to_string(w) + ", 0;\n";
+    PtxUnits units = ptxUnits(op.getType());
+    std::string constraints, zeroes;
+    for (int64_t u = 0; u < units.count; ++u) {
+      constraints += "=" + units.constraint() + ",";
+      zeroes += "mov" + units.type() + " $" + std::to_string(u) + ", 0;\n";
     }
-    std::string width = words == 1 ? "" : ".v" + std::to_string(words);
-    std::string target = words == 1 ? outputs : "{" + outputs + "}";
-    std::string asmText = "{\n.reg .pred %moe_p;\n.reg .b64 %moe_a;\nsetp.ne.b32 %moe_p, $" +
-                          std::to_string(words + 1) + ", 0;\ncvta.to.global.u64 %moe_a, $" + std::to_string(words) +
-                          ";\n" + zeroes + "@%moe_p ld.global" + (op.getReadonly() ? ".nc" : "") + width + ".b32 " +
-                          target + ", [%moe_a];\n}";
+    std::string asmText = ptxGuardPrologue(units.count, units.count + 1) + zeroes + "@%moe_p ld.global" +
+                          (op.getReadonly() ? ".nc" : "") + units.width() + units.type() + " " + units.operands(0) +
+                          ", [%moe_a];\n}";
     constraints += "l,r";
-    auto i32 = rewriter.getI32Type();
-    Type asmResult =
-        words == 1 ? Type(i32) : LLVM::LLVMStructType::getLiteral(rewriter.getContext(), SmallVector<Type>(words, i32));
-    Value guard = LLVM::ZExtOp::create(rewriter, loc, i32, adaptor.getGuard());
-    auto loaded = LLVM::InlineAsmOp::create(rewriter, loc, asmResult, ValueRange{address, guard}, asmText, constraints,
-                                            /*has_side_effects=*/!op.getReadonly(), /*is_align_stack=*/false,
-                                            LLVM::tailcallkind::TailCallKind::None,
-                                            LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT),
-                                            /*operand_attrs=*/ArrayAttr());
+    Type unit = rewriter.getIntegerType(units.bits);
+    Type asmResult = units.count == 1 ? unit
+                                      : LLVM::LLVMStructType::getLiteral(rewriter.getContext(),
+                                                                         SmallVector<Type>(units.count, unit));
+    Value guard = LLVM::ZExtOp::create(rewriter, loc, rewriter.getI32Type(), adaptor.getGuard());
+    auto loaded = inlinePtx(rewriter, loc, asmResult, ValueRange{address, guard}, asmText, constraints,
+                            /*sideEffects=*/!op.getReadonly());
     Value bits;
-    if (words == 1) {
+    if (units.count == 1) {
       bits = loaded.getResult(0);
     } else {
-      auto wordsType = VectorType::get({words}, i32);
-      bits = LLVM::PoisonOp::create(rewriter, loc, wordsType);
-      for (int64_t w = 0; w < words; ++w)
+      auto unitsType = VectorType::get({units.count}, unit);
+      bits = LLVM::PoisonOp::create(rewriter, loc, unitsType);
+      for (int64_t u = 0; u < units.count; ++u)
         bits = LLVM::InsertElementOp::create(rewriter, loc, bits,
-                                             LLVM::ExtractValueOp::create(rewriter, loc, loaded.getResult(0), w),
-                                             i64Constant(rewriter, loc, w));
+                                             LLVM::ExtractValueOp::create(rewriter, loc, loaded.getResult(0), u),
+                                             i64Constant(rewriter, loc, u));
     }
     rewriter.replaceOp(op, LLVM::BitcastOp::create(rewriter, loc, result, bits));
+    return success();
+  }
+};
+
+/// moe.guarded_store. On the GPU: inline PTX that stores the value's registers under a predicate, with no
+/// branch (NVPTX makes llvm.masked.store one). Elsewhere: llvm.masked.store.
+struct GuardedStoreOpLowering : ConvertOpToLLVMPattern<GuardedStoreOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(GuardedStoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto memref = cast<MemRefType>(op.getMemref().getType());
+    Type stored = op.getValue().getType();
+    Value address = getStridedElementPtr(rewriter, loc, memref, adaptor.getMemref(), adaptor.getIndices());
+    auto vector = dyn_cast<VectorType>(stored);
+    int64_t lanes = vector ? vector.getNumElements() : 1;
+    Value value = adaptor.getValue();
+    if (!op->getParentOfType<gpu::GPUModuleOp>()) {
+      if (!vector) {
+        auto wide = VectorType::get({1}, value.getType());
+        value = LLVM::InsertElementOp::create(rewriter, loc, LLVM::PoisonOp::create(rewriter, loc, wide), value,
+                                              i64Constant(rewriter, loc, 0));
+      }
+      LLVM::MaskedStoreOp::create(rewriter, loc, value, address, guardMask(rewriter, loc, adaptor.getGuard(), lanes),
+                                  uint32_t(elementBytes(memref)));
+      rewriter.eraseOp(op);
+      return success();
+    }
+    PtxUnits units = ptxUnits(stored);
+    Type unit = rewriter.getIntegerType(units.bits);
+    SmallVector<Value> operands;
+    std::string constraints;
+    if (units.count == 1) {
+      operands.push_back(LLVM::BitcastOp::create(rewriter, loc, unit, value));
+    } else {
+      Value unitsValue = LLVM::BitcastOp::create(rewriter, loc, VectorType::get({units.count}, unit), value);
+      for (int64_t u = 0; u < units.count; ++u)
+        operands.push_back(LLVM::ExtractElementOp::create(rewriter, loc, unitsValue, i64Constant(rewriter, loc, u)));
+    }
+    for (int64_t u = 0; u < units.count; ++u)
+      constraints += units.constraint() + ",";
+    constraints += "l,r";
+    operands.push_back(address);
+    operands.push_back(LLVM::ZExtOp::create(rewriter, loc, rewriter.getI32Type(), adaptor.getGuard()));
+    std::string asmText = ptxGuardPrologue(units.count, units.count + 1) + "@%moe_p st.global" + units.width() +
+                          units.type() + " [%moe_a], " + units.operands(0) + ";\n}";
+    inlinePtx(rewriter, loc, Type(), operands, asmText, constraints, /*sideEffects=*/true);
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -225,7 +306,7 @@ struct MoeToLLVMInterface : ConvertToLLVMPatternInterface {
       return IntegerAttr::get(IntegerType::get(type.getContext(), 64), 0);
     });
     patterns.add<ViewOpLowering, UbAllocOpLowering, UbFreeOpLowering, DataCopyOpLowering, RowDoneOpLowering,
-                 ScalarReadOpLowering, GuardedLoadOpLowering>(converter);
+                 ScalarReadOpLowering, GuardedLoadOpLowering, GuardedStoreOpLowering>(converter);
   }
 };
 } // namespace

@@ -16,7 +16,7 @@
 // The shared row may depend on the point through a few integers computed at the top of the body, its keys
 // (marked `moe.group_key`): A3's drop-and-pad probs_grad runs over slots i and reads token
 // permute_token_id[i]'s row, and the forward op orders a token's slots one after another. A batch then
-// holds points of one key, and a one-dim domain runs as runs of kPointRunLength points, a warp each. A key
+// holds points of one key, and a one-dim domain runs as runs of kPointRunLength (8) points, a warp each. A key
 // loaded from a tensor declared `unique` never repeats: a term that needs one is not shared.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"

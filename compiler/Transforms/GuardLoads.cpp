@@ -9,9 +9,15 @@
 // the other side's value (extf of zero is zero) that is the result, else a select between the two picks it.
 // It applies to a branch inside an innermost loop with one result, one side of which holds one vector load of a
 // tensor the kernel only reads (4, 8 or 16 bytes) and otherwise pure ops without regions, and the other side
-// yields a value defined outside the branch (the accumulator passed on, or zero). Index and flag loads (scalars)
-// stay behind their branches: there a branch costs less than the predicated load's setup. A term that is skipped adds
-// the same value as before: results do not change.
+// yields a value defined outside the branch (the accumulator passed on, or zero). That side may also load scalars
+// the kernel only reads (2 or 4 bytes: a point's prob) and store vectors, directly or in a branch that only
+// stores: A3's probs kernels run a batch of up to 8 dot products, each point's terms and the write of its row
+// behind its `active` flag. Its loads and stores become guarded ones (moe.guarded_store: a predicated store),
+// so the batch's loads issue back to back. A branch in such a loop that only stores (the batch's first point
+// writing its row where it has one) becomes guarded stores too: a load after it need not wait for the stored
+// value. Index and flag loads on their own (scalars) stay behind their branches: there a branch costs less
+// than the predicated load's setup. A term that is skipped adds the same value as before, and writes nothing:
+// results do not change.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/ErrorPaths.h"
@@ -35,42 +41,78 @@ namespace moec::moe {
 
 namespace {
 
-/// A branch to rewrite: the side whose ops compute the term (`loading`), and its load.
+/// A branch to rewrite: the side whose ops compute the term (`loading`), and the loads it guards.
 struct Guardable {
   scf::IfOp branch;
   Block *loading;
-  Operation *load;
+  SmallVector<Operation *> loads;
   bool onThen; // the term is on the branch's then-side (its guard is the condition, else its negation)
 
   /// The other side's value (read when needed: it may be an earlier rewritten branch's result, replaced since).
   Value other() { return (onThen ? branch.elseBlock() : branch.thenBlock())->getTerminator()->getOperand(0); }
 };
 
-/// The load of block `loading` that the rewrite guards, when the block holds one vector load (4, 8 or 16 bytes:
-/// a row's data, not an index or a flag, whose branch costs less than the predicated load's setup) of a tensor
-/// the kernel only reads and otherwise pure, speculatable ops without regions (they run for skipped terms too).
-Operation *guardableLoad(Block &loading) {
-  Operation *found = nullptr;
-  for (Operation &op : loading.without_terminator()) {
-    if (op.getNumRegions() > 0)
-      return nullptr;
-    if (auto load = dyn_cast<vector::LoadOp>(op)) {
-      VectorType vector = load.getVectorType();
-      int64_t bytes = vector.getNumElements() * int64_t(vector.getElementType().getIntOrFloatBitWidth()) / 8;
-      if (found || !viewsReadOnlyTensor(load.getBase()) || vector.getRank() != 1 ||
-          (bytes != 4 && bytes != 8 && bytes != 16) || load.getMemRefType().getElementType() != vector.getElementType())
-        return nullptr;
-      found = &op;
-      continue;
-    }
-    if (!isMemoryEffectFree(&op) || !isSpeculatable(&op))
-      return nullptr;
-  }
-  return found;
+/// The bytes of a guarded access of `accessed` to `memref`, when moe.guarded_load/store can make it: a 1-D
+/// vector of 4, 8 or 16 bytes or a scalar of 2 or 4, of the memref's element type; else 0. A vector access
+/// must promise its own size as `alignment`: the guarded ops move it as one access (`ld.global.v2` of a row
+/// that starts 4 bytes into an 8-byte word would fault), where a plain one is split when it is less aligned.
+int64_t guardableBytes(Type accessed, Value memref, std::optional<uint64_t> alignment) {
+  auto vector = dyn_cast<VectorType>(accessed);
+  Type element = vector ? vector.getElementType() : accessed;
+  if ((vector && vector.getRank() != 1) || element != cast<MemRefType>(memref.getType()).getElementType() ||
+      !element.isIntOrFloat())
+    return 0;
+  int64_t bytes = (vector ? vector.getNumElements() : 1) * int64_t(element.getIntOrFloatBitWidth()) / 8;
+  if (vector && alignment.value_or(0) < uint64_t(bytes))
+    return 0;
+  return bytes == 4 || bytes == 8 || bytes == 16 || (bytes == 2 && !vector) ? bytes : 0;
 }
 
-/// `branch` as a rewrite, when one side computes the term with one guardable load and the other only yields a
-/// value from outside the branch (a skipped term: zero, or the accumulator passed on).
+/// Whether `op` may run for a skipped term: pure and speculatable, without regions.
+bool runsAnyway(Operation &op) { return op.getNumRegions() == 0 && isMemoryEffectFree(&op) && isSpeculatable(&op); }
+
+bool guardableStore(Operation &op) {
+  auto store = dyn_cast<vector::StoreOp>(op);
+  return store && guardableBytes(store.getVectorType(), store.getBase(), store.getAlignment()) != 0;
+}
+
+/// A branch inside the term that only writes: `scf.if %c { ops; vector.store }` (a batch's point writes its
+/// row where it has one). Its stores become guarded by both conditions.
+bool guardableStoreBranch(Operation &op) {
+  auto branch = dyn_cast<scf::IfOp>(op);
+  if (!branch || branch.getNumResults() != 0 || !branch.getElseRegion().empty())
+    return false;
+  return llvm::all_of(branch.thenBlock()->without_terminator(),
+                      [](Operation &inner) { return guardableStore(inner) || runsAnyway(inner); });
+}
+
+/// The loads of block `loading` that the rewrite guards, when the block holds one vector load (4, 8 or 16
+/// bytes: a row's data, not an index or a flag, whose branch costs less than the predicated load's setup), any
+/// scalar loads (2 or 4 bytes: the point's prob), all of tensors the kernel only reads, vector stores, branches
+/// that only store, and otherwise pure, speculatable ops without regions (they run for skipped terms too).
+SmallVector<Operation *> guardableLoads(Block &loading) {
+  SmallVector<Operation *> loads;
+  int vectorLoads = 0;
+  for (Operation &op : loading.without_terminator()) {
+    if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      if (!viewsReadOnlyTensor(load.getBase()) ||
+          guardableBytes(load.getVectorType(), load.getBase(), load.getAlignment()) < 4)
+        return {};
+      ++vectorLoads;
+      loads.push_back(&op);
+    } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (!viewsReadOnlyTensor(load.getMemRef()) || !guardableBytes(load.getType(), load.getMemRef(), std::nullopt))
+        return {};
+      loads.push_back(&op);
+    } else if (!guardableStore(op) && !guardableStoreBranch(op) && !runsAnyway(op)) {
+      return {};
+    }
+  }
+  return vectorLoads == 1 ? loads : SmallVector<Operation *>();
+}
+
+/// `branch` as a rewrite, when one side computes the term with one guardable vector load and the other only
+/// yields a value from outside the branch (a skipped term: zero, or the accumulator passed on).
 std::optional<Guardable> guardable(scf::IfOp branch) {
   if (branch.getNumResults() != 1 || branch.getElseRegion().empty())
     return std::nullopt;
@@ -80,23 +122,28 @@ std::optional<Guardable> guardable(scf::IfOp branch) {
     Value other = skipping->getTerminator()->getOperand(0);
     if (!llvm::hasSingleElement(*skipping) || branch->isAncestor(other.getParentRegion()->getParentOp()))
       continue;
-    if (Operation *load = guardableLoad(*loading))
-      return Guardable{branch, loading, load, onThen};
+    if (SmallVector<Operation *> loads = guardableLoads(*loading); !loads.empty())
+      return Guardable{branch, loading, loads, onThen};
   }
   return std::nullopt;
 }
 
-/// Whether the term's ops, with the load giving zero, fold to `other` (a constant): then no select.
+/// Whether the term's ops, with the loads giving zero, fold to `other` (a constant): then no select.
 bool zeroLoadGives(Guardable g) {
   Attribute expected;
   if (!matchPattern(g.other(), m_Constant(&expected)))
     return false;
   DenseMap<Value, Attribute> known;
-  auto loaded = cast<VectorType>(g.load->getResult(0).getType());
-  known[g.load->getResult(0)] =
-      DenseElementsAttr::get(loaded, Builder(g.branch.getContext()).getZeroAttr(loaded.getElementType()));
+  Builder builder(g.branch.getContext());
+  for (Operation *load : g.loads) {
+    Type type = load->getResult(0).getType();
+    auto vector = dyn_cast<VectorType>(type);
+    known[load->getResult(0)] =
+        vector ? Attribute(DenseElementsAttr::get(vector, builder.getZeroAttr(vector.getElementType())))
+               : builder.getZeroAttr(type);
+  }
   for (Operation &op : g.loading->without_terminator()) {
-    if (&op == g.load)
+    if (llvm::is_contained(g.loads, &op) || op.getNumResults() == 0)
       continue;
     SmallVector<Attribute> operands;
     for (Value v : op.getOperands()) {
@@ -118,6 +165,35 @@ bool zeroLoadGives(Guardable g) {
   return known.lookup(g.loading->getTerminator()->getOperand(0)) == expected;
 }
 
+/// Clones `op` at `b` with the guard `live`: a load or store becomes a guarded one, a branch that only stores
+/// has its ops cloned and its stores guarded by `live` and its condition, and any other op is cloned as is.
+void cloneGuarded(OpBuilder &b, Operation &op, Value live, ArrayRef<Operation *> loads, IRMapping &mapping) {
+  Location loc = op.getLoc();
+  auto mapped = [&](ValueRange values) {
+    SmallVector<Value> out;
+    for (Value v : values)
+      out.push_back(mapping.lookupOrDefault(v));
+    return out;
+  };
+  if (llvm::is_contained(loads, &op)) {
+    Value base = isa<vector::LoadOp>(op) ? cast<vector::LoadOp>(op).getBase() : cast<memref::LoadOp>(op).getMemRef();
+    ValueRange indices =
+        isa<vector::LoadOp>(op) ? cast<vector::LoadOp>(op).getIndices() : cast<memref::LoadOp>(op).getIndices();
+    auto guarded = GuardedLoadOp::create(b, loc, op.getResult(0).getType(), base, mapped(indices), live,
+                                         /*readonly=*/true);
+    mapping.map(op.getResult(0), guarded.getResult());
+  } else if (auto store = dyn_cast<vector::StoreOp>(op)) {
+    GuardedStoreOp::create(b, loc, mapping.lookupOrDefault(store.getValueToStore()), store.getBase(),
+                           mapped(store.getIndices()), live);
+  } else if (auto branch = dyn_cast<scf::IfOp>(op)) {
+    Value both = arith::AndIOp::create(b, loc, live, mapping.lookupOrDefault(branch.getCondition()));
+    for (Operation &inner : branch.thenBlock()->without_terminator())
+      cloneGuarded(b, inner, both, loads, mapping);
+  } else {
+    b.clone(op, mapping);
+  }
+}
+
 void guard(Guardable g) {
   OpBuilder b(g.branch);
   Location loc = g.branch.getLoc();
@@ -126,32 +202,36 @@ void guard(Guardable g) {
     live = arith::XOrIOp::create(b, loc, live, arith::ConstantIntOp::create(b, loc, 1, 1));
   bool noSelect = zeroLoadGives(g);
   IRMapping mapping;
-  for (Operation &op : g.loading->without_terminator()) {
-    if (&op != g.load) {
-      b.clone(op, mapping);
-      continue;
-    }
-    auto load = cast<vector::LoadOp>(op);
-    SmallVector<Value> mapped;
-    for (Value index : load.getIndices())
-      mapped.push_back(mapping.lookupOrDefault(index));
-    auto guarded = GuardedLoadOp::create(b, loc, load.getVectorType(), load.getBase(), mapped, live, /*readonly=*/true);
-    mapping.map(op.getResult(0), guarded.getResult());
-  }
+  for (Operation &op : g.loading->without_terminator())
+    cloneGuarded(b, op, live, g.loads, mapping);
   Value term = mapping.lookupOrDefault(g.loading->getTerminator()->getOperand(0));
   Value result = noSelect ? term : arith::SelectOp::create(b, loc, live, term, g.other()).getResult();
   g.branch.getResult(0).replaceAllUsesWith(result);
   g.branch.erase();
 }
 
+/// A branch that only stores, in the loop itself: its stores become guarded ones, so that the loads after it
+/// in the loop issue before the stored value arrives.
+void guardStoreBranch(scf::IfOp branch) {
+  OpBuilder b(branch);
+  IRMapping mapping;
+  for (Operation &inner : branch.thenBlock()->without_terminator())
+    cloneGuarded(b, inner, branch.getCondition(), {}, mapping);
+  branch.erase();
+}
+
 struct GuardLoadsPass : impl::MoeGuardLoadsBase<GuardLoadsPass> {
   void runOnOperation() override {
+    auto innermostLoops = [&](function_ref<void(scf::ForOp)> f) {
+      getOperation()->walk([&](scf::ForOp loop) {
+        bool nested = false;
+        loop.getBody()->walk([&](LoopLikeOpInterface) { nested = true; });
+        if (!nested)
+          f(loop);
+      });
+    };
     SmallVector<Guardable> branches;
-    getOperation()->walk([&](scf::ForOp loop) {
-      bool nested = false;
-      loop.getBody()->walk([&](LoopLikeOpInterface) { nested = true; });
-      if (nested)
-        return;
+    innermostLoops([&](scf::ForOp loop) {
       loop.getBody()->walk([&](scf::IfOp branch) {
         if (std::optional<Guardable> g = guardable(branch))
           branches.push_back(*g);
@@ -159,6 +239,14 @@ struct GuardLoadsPass : impl::MoeGuardLoadsBase<GuardLoadsPass> {
     });
     for (Guardable g : branches)
       guard(g);
+    SmallVector<scf::IfOp> storeBranches;
+    innermostLoops([&](scf::ForOp loop) {
+      for (Operation &op : loop.getBody()->without_terminator())
+        if (guardableStoreBranch(op))
+          storeBranches.push_back(cast<scf::IfOp>(op));
+    });
+    for (scf::IfOp branch : storeBranches)
+      guardStoreBranch(branch);
   }
 };
 } // namespace

@@ -125,8 +125,11 @@ enum class TargetKind { CPU, GPU, Ascend };
 constexpr int64_t kRowGroupMembers = 32;
 
 /// GPU: a row of points (moe-group-points) of a one-dim domain is a run of at most this many consecutive
-/// points, a warp each; the runtime counts ceil(points / 32) runs.
-constexpr int64_t kPointRunLength = 32;
+/// points, a warp each; the runtime counts ceil(points / 8) runs. One batch of dot products
+/// (kWarpInterleavedPoints): a run of 32 gave A3's drop-and-pad probs kernel at DeepSeek-V3 a quarter as many
+/// warps, each running four batches one after another (34 % of copy bandwidth in the emulator's bound, 86 %
+/// with runs of 8 and guarded batches; runs of 4 split a token's slots over two warps and fell to 25 %).
+constexpr int64_t kPointRunLength = 8;
 
 /// The widest CPU vector: 32 lanes, a 64-byte register of 16-bit elements.
 constexpr int64_t kMaxCpuVector = 32;

@@ -90,8 +90,12 @@ func.func @ranks(%p: !llvm.ptr, %q: !llvm.ptr, %s: !llvm.ptr, %N: index) {
 // CHECK-LABEL: func.func @guarded_loads
 // CHECK: moe.guarded_load %{{.*}}[%{{.*}}, %{{.*}}] if %{{.*}} readonly : memref<?x64xbf16>, vector<8xbf16>
 // CHECK: moe.guarded_load %{{.*}}[%{{.*}}, %{{.*}}] if %{{.*}} : memref<?x64xf32>, f32
+// CHECK: moe.guarded_load %{{.*}}[%{{.*}}, %{{.*}}] if %{{.*}} readonly : memref<?x64xbf16>, bf16
+// CHECK: moe.guarded_store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] if %{{.*}} : memref<?x64xbf16>, vector<8xbf16>
 func.func @guarded_loads(%x: memref<?x64xbf16>, %y: memref<?x64xf32>, %i: index, %p: i1) {
   %a = moe.guarded_load %x[%i, %i] if %p readonly : memref<?x64xbf16>, vector<8xbf16>
   %b = moe.guarded_load %y[%i, %i] if %p : memref<?x64xf32>, f32
+  %c = moe.guarded_load %x[%i, %i] if %p readonly : memref<?x64xbf16>, bf16
+  moe.guarded_store %a, %x[%i, %i] if %p : memref<?x64xbf16>, vector<8xbf16>
   return
 }

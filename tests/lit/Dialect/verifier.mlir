@@ -209,7 +209,31 @@ func.func @guarded_load_other_element(%x: memref<?x64xbf16>, %i: index, %p: i1) 
 // -----
 
 func.func @guarded_load_odd_size(%x: memref<?x64xbf16>, %i: index, %p: i1) {
-  // expected-error @+1 {{'moe.guarded_load' op loads 4, 8 or 16 bytes, got 6}}
+  // expected-error @+1 {{'moe.guarded_load' op loads 4, 8 or 16 bytes (a scalar: 2 or 4), got 6}}
   %v = moe.guarded_load %x[%i, %i] if %p : memref<?x64xbf16>, vector<3xbf16>
+  return
+}
+
+// -----
+
+func.func @guarded_load_two_byte_vector(%x: memref<?x64xbf16>, %i: index, %p: i1) {
+  // expected-error @+1 {{'moe.guarded_load' op loads 4, 8 or 16 bytes (a scalar: 2 or 4), got 2}}
+  %v = moe.guarded_load %x[%i, %i] if %p : memref<?x64xbf16>, vector<1xbf16>
+  return
+}
+
+// -----
+
+func.func @guarded_store_other_element(%x: memref<?x64xbf16>, %v: vector<4xf32>, %i: index, %p: i1) {
+  // expected-error @+1 {{'moe.guarded_store' op stores 'vector<4xf32>' to 'memref<?x64xbf16>'}}
+  moe.guarded_store %v, %x[%i, %i] if %p : memref<?x64xbf16>, vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @guarded_store_odd_size(%x: memref<?x64xbf16>, %v: vector<3xbf16>, %i: index, %p: i1) {
+  // expected-error @+1 {{'moe.guarded_store' op stores 4, 8 or 16 bytes (a scalar: 2 or 4), got 6}}
+  moe.guarded_store %v, %x[%i, %i] if %p : memref<?x64xbf16>, vector<3xbf16>
   return
 }

@@ -9,7 +9,7 @@
 // marked.
 // The drop-and-pad probs_grad (@pad_slots_by_token, same shape) is one-dim, over slots i: slot i's dot
 // product reads token permute_token_id[i]'s gradient row, so the token is its key (the slot's row, from
-// out_index, is `moe.unique`: never a key). A warp takes a run of 32 slots, a lane each; a live slot whose
+// out_index, is `moe.unique`: never a key). A warp takes a run of 8 slots, a lane each; a live slot whose
 // token differs from the waiting slots' runs them first, and a batch loads its token's row once, under
 // the token's bounds check.
 // RUN: moec-opt %s --moe-group-points | FileCheck %s --check-prefix=MARK
@@ -48,13 +48,13 @@
 // GPU-LABEL: gpu.func @reads_only_the_point_rows
 // GPU-NOT: nvvm.vote.sync
 // GPU: gpu.return
-// A warp per run of 32 slots (the last one shorter), a lane per slot; the batch runs before a live slot of
+// A warp per run of 8 slots (the last one shorter), a lane per slot; the batch runs before a live slot of
 // another token.
 // GPU-LABEL: gpu.func @pad_slots_by_token
-// GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c32 : index
+// GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c8 : index
 // GPU: arith.cmpi ult, %{{.*}}, %[[RUNS]] : index
-// GPU: %[[FIRST:.*]] = arith.muli %{{.*}}, %c32 : index
-// GPU: arith.minui %{{.*}}, %c32 : index
+// GPU: %[[FIRST:.*]] = arith.muli %{{.*}}, %c8 : index
+// GPU: arith.minui %{{.*}}, %c8 : index
 // GPU: scf.for
 // GPU: %[[AT:.*]] = arith.addi %{{.*}}, %thread_id_x : index
 // GPU: arith.addi %[[FIRST]], %[[AT]] : index

@@ -3,8 +3,13 @@
 // skipped side yields, so the load becomes a guarded one and its extf the term, with no select.
 // @accumulator_passed_on (C2's unrouted expert): `skip ? acc : acc + extf(load)`; the load's guard is the
 // negated condition, and a select keeps acc for a skipped term (acc + 0.0 is not acc when acc is -0.0).
+// @point_with_store (a point of A3's batch of dot products, active or not): the term also loads the point's
+// prob (a scalar, guarded too) and writes its row where the point has one: the store is guarded by both
+// conditions. @store_branch: a branch in the loop that only stores becomes a guarded store.
 // Left alone: @error_branch (the other side reports an error), @written_tensor (the kernel may write the
-// tensor), @two_loads, @outside_loop (no loop along a row around the branch), @scalar_entry (below).
+// tensor), @two_loads, @outside_loop (no loop along a row around the branch), @scalar_entry (below),
+// @scalar_store_branch (a scalar store), @unaligned_term (a vector load that promises less than its size: a row
+// that starts mid-vector; a guarded load moves the vector as one access).
 // RUN: moec-opt %s --moe-guard-loads | FileCheck %s
 // The GPU target lowers a guarded load to a predicated ld.global.nc, its registers zeroed first (B2 with
 // active_num has such a copy of its loop along the row: moe-version-row-loops).
@@ -16,6 +21,14 @@
 // PTX-NEXT: cvta.to.global.u64 %moe_a, %rd{{[0-9]+}};
 // PTX-COUNT-4: mov.b32 %r{{[0-9]+}}, 0;
 // PTX-NEXT: @%moe_p ld.global.nc.v4.b32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%moe_a];
+// A guarded store is a predicated st.global; a bf16 scalar load moves a 16-bit register (A3's drop-and-pad
+// probs kernel: a batch's points each load their prob and write their row under the point's flag).
+// RUN: moec emit moe_token_unpermute_with_routing_map_grad --target ptx --arch sm_90 --dtype bf16 --dim H=512 --dim E=8 --attr drop_and_pad=1 --with permuted_tokens --with probs -o %t.a3.ptx
+// RUN: FileCheck %s --check-prefix=STORE < %t.a3.ptx
+// STORE:      mov.b16 %rs{{[0-9]+}}, 0;
+// STORE-NEXT: @%moe_p ld.global.nc.b16 %rs{{[0-9]+}}, [%moe_a];
+// STORE:      cvta.to.global.u64 %moe_a, %rd{{[0-9]+}};
+// STORE-NEXT: @%moe_p st.global.v4.b32 [%moe_a], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}};
 
 // CHECK-LABEL: func.func @skipped_to_zero
 // CHECK:       scf.for %[[H:.*]] =
@@ -32,13 +45,13 @@ func.func @skipped_to_zero(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !l
   %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
   scf.for %h = %c0 to %c64 step %c8 {
     %t = scf.if %live -> (vector<8xf32>) {
-      %v = vector.load %x[%row, %h] : memref<?x64xbf16>, vector<8xbf16>
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
       %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
       scf.yield %w : vector<8xf32>
     } else {
       scf.yield %zero : vector<8xf32>
     }
-    vector.store %t, %out[%h] : memref<64xf32>, vector<8xf32>
+    vector.store %t, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }
@@ -60,16 +73,16 @@ func.func @accumulator_passed_on(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %
   %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
   %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
   scf.for %h = %c0 to %c64 step %c8 {
-    %acc = vector.load %out[%h] : memref<64xf32>, vector<8xf32>
+    %acc = vector.load %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
     %t = scf.if %skip -> (vector<8xf32>) {
       scf.yield %acc : vector<8xf32>
     } else {
-      %v = vector.load %x[%row, %h] : memref<?x64xbf16>, vector<8xbf16>
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
       %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
       %s = arith.addf %acc, %w : vector<8xf32>
       scf.yield %s : vector<8xf32>
     }
-    vector.store %t, %out[%h] : memref<64xf32>, vector<8xf32>
+    vector.store %t, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }
@@ -90,14 +103,14 @@ func.func @error_branch(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm
   %status = moe.view %sp[%c2] : !llvm.ptr -> memref<2xi64>
   scf.for %h = %c0 to %c64 step %c8 {
     %t = scf.if %inside -> (vector<8xf32>) {
-      %v = vector.load %x[%row, %h] : memref<?x64xbf16>, vector<8xbf16>
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
       %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
       scf.yield %w : vector<8xf32>
     } else {
       memref.store %one, %status[%c0] : memref<2xi64>
       scf.yield %zero : vector<8xf32>
     }
-    vector.store %t, %out[%h] : memref<64xf32>, vector<8xf32>
+    vector.store %t, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }
@@ -115,13 +128,13 @@ func.func @written_tensor(%xp: !llvm.ptr {llvm.noalias}, %op: !llvm.ptr {llvm.no
   %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
   scf.for %h = %c0 to %c64 step %c8 {
     %t = scf.if %live -> (vector<8xf32>) {
-      %v = vector.load %x[%row, %h] : memref<?x64xbf16>, vector<8xbf16>
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
       %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
       scf.yield %w : vector<8xf32>
     } else {
       scf.yield %zero : vector<8xf32>
     }
-    vector.store %t, %out[%h] : memref<64xf32>, vector<8xf32>
+    vector.store %t, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }
@@ -140,9 +153,9 @@ func.func @two_loads(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.pt
   %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
   scf.for %h = %c0 to %c64 step %c8 {
     %t = scf.if %live -> (vector<8xf32>) {
-      %v = vector.load %x[%row, %h] : memref<?x64xbf16>, vector<8xbf16>
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
       %next = arith.addi %row, %c1 : index
-      %u = vector.load %x[%next, %h] : memref<?x64xbf16>, vector<8xbf16>
+      %u = vector.load %x[%next, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
       %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
       %y = arith.extf %u : vector<8xbf16> to vector<8xf32>
       %s = arith.addf %w, %y : vector<8xf32>
@@ -150,7 +163,7 @@ func.func @two_loads(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.pt
     } else {
       scf.yield %zero : vector<8xf32>
     }
-    vector.store %t, %out[%h] : memref<64xf32>, vector<8xf32>
+    vector.store %t, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }
@@ -166,13 +179,13 @@ func.func @outside_loop(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm
   %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
   %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
   %t = scf.if %live -> (vector<8xf32>) {
-    %v = vector.load %x[%row, %c0] : memref<?x64xbf16>, vector<8xbf16>
+    %v = vector.load %x[%row, %c0] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
     %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
     scf.yield %w : vector<8xf32>
   } else {
     scf.yield %zero : vector<8xf32>
   }
-  vector.store %t, %out[%c0] : memref<64xf32>, vector<8xf32>
+  vector.store %t, %out[%c0] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   return
 }
 
@@ -199,6 +212,115 @@ func.func @scalar_entry(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm
       scf.yield %zero : i32
     }
     memref.store %e, %out[%k] : memref<64xi32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @point_with_store
+// CHECK:       scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK-NEXT:    %[[V:.*]] = moe.guarded_load %{{.*}}[%arg5, %[[H]]] if %arg6 readonly : memref<?x64xbf16>, vector<8xbf16>
+// CHECK-NEXT:    %[[W:.*]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT:    %[[P:.*]] = moe.guarded_load %{{.*}}[%arg5] if %arg6 readonly : memref<?xbf16>, bf16
+// CHECK:         %[[R:.*]] = arith.truncf
+// CHECK-NEXT:    %[[BOTH:.*]] = arith.andi %arg6, %arg7 : i1
+// CHECK-NEXT:    moe.guarded_store %[[R]], %{{.*}}[%arg5, %[[H]]] if %[[BOTH]] : memref<?x64xbf16>, vector<8xbf16>
+// CHECK-NEXT:    %[[S:.*]] = arith.addf %[[ACC]], %[[W]] : vector<8xf32>
+// CHECK-NEXT:    %[[T:.*]] = arith.select %arg6, %[[S]], %[[ACC]] : vector<8xf32>
+// CHECK-NEXT:    scf.yield %[[T]] : vector<8xf32>
+func.func @point_with_store(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %pp: !llvm.ptr {llvm.noalias, llvm.readonly},
+                            %yp: !llvm.ptr {llvm.noalias}, %op: !llvm.ptr {llvm.noalias}, %rows: index, %row: index,
+                            %active: i1, %writes: i1) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant dense<0.0> : vector<8xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
+  %p = moe.view %pp[%rows] : !llvm.ptr -> memref<?xbf16>
+  %y = moe.view %yp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
+  %out = moe.view %op[%c8] : !llvm.ptr -> memref<8xf32>
+  %sum = scf.for %h = %c0 to %c64 step %c8 iter_args(%acc = %zero) -> (vector<8xf32>) {
+    %t = scf.if %active -> (vector<8xf32>) {
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      %q = memref.load %p[%row] : memref<?xbf16>
+      %f = arith.extf %q : bf16 to f32
+      %b = vector.broadcast %f : f32 to vector<8xf32>
+      %m = arith.mulf %w, %b : vector<8xf32>
+      %r = arith.truncf %m : vector<8xf32> to vector<8xbf16>
+      scf.if %writes {
+        vector.store %r, %y[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      }
+      %s = arith.addf %acc, %w : vector<8xf32>
+      scf.yield %s : vector<8xf32>
+    } else {
+      scf.yield %acc : vector<8xf32>
+    }
+    scf.yield %t : vector<8xf32>
+  }
+  vector.store %sum, %out[%c0] {alignment = 16 : i64} : memref<8xf32>, vector<8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @store_branch
+// CHECK:       scf.for %[[H:.*]] =
+// CHECK-NEXT:    %[[V:.*]] = vector.load
+// CHECK-NEXT:    moe.guarded_store %[[V]], %{{.*}}[%arg3, %[[H]]] if %arg4 : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:  }
+func.func @store_branch(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %yp: !llvm.ptr {llvm.noalias},
+                        %rows: index, %row: index, %writes: i1) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c4 = arith.constant 4 : index
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %y = moe.view %yp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  scf.for %h = %c0 to %c64 step %c4 {
+    %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+    scf.if %writes {
+      vector.store %v, %y[%row, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+    }
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @scalar_store_branch
+// CHECK-NOT:   moe.guarded_store
+// CHECK:       return
+func.func @scalar_store_branch(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %yp: !llvm.ptr {llvm.noalias},
+                               %rows: index, %row: index, %writes: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %y = moe.view %yp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  scf.for %h = %c0 to %c64 step %c1 {
+    %v = memref.load %x[%row, %h] : memref<?x64xf32>
+    scf.if %writes {
+      memref.store %v, %y[%row, %h] : memref<?x64xf32>
+    }
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @unaligned_term
+// CHECK-NOT:   moe.guarded_load
+// CHECK:       return
+func.func @unaligned_term(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
+                          %rows: index, %row: index, %live: i1) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant dense<0.0> : vector<8xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
+  %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
+  scf.for %h = %c0 to %c64 step %c8 {
+    %t = scf.if %live -> (vector<8xf32>) {
+      %v = vector.load %x[%row, %h] {alignment = 4 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      scf.yield %w : vector<8xf32>
+    } else {
+      scf.yield %zero : vector<8xf32>
+    }
+    vector.store %t, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }

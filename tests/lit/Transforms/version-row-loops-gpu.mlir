@@ -19,10 +19,10 @@
 // CHECK:        memref.load
 // CHECK:        scf.if %{{.*}} {
 // CHECK-NEXT:     scf.for %[[H:.*]] = %arg6 to %c64 step %c32 {
-// CHECK-NEXT:       %[[A:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H]]] : memref<?x64xf32>, vector<4xf32>
-// CHECK-NEXT:       %[[B:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[A:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H]]] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[B:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H]]] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:       %[[S:.*]] = arith.addf %[[A]], %[[B]] : vector<4xf32>
-// CHECK-NEXT:       vector.store %[[S]], %{{.*}}[%arg5, %[[H]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:       vector.store %[[S]], %{{.*}}[%arg5, %[[H]]] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:     }
 // CHECK-NEXT:   } else {
 // CHECK-NEXT:     %[[SKIPPED:.*]] = arith.xori %arg7, %true : i1
@@ -30,15 +30,15 @@
 // CHECK-NEXT:     %[[CHECKS:.*]] = arith.andi %{{.*}}, %[[INSIDE1]] : i1
 // CHECK-NEXT:     scf.if %[[CHECKS]] {
 // CHECK-NEXT:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
-// CHECK-NEXT:         vector.load %{{.*}}[%{{.*}}, %[[H2]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:         vector.load %{{.*}}[%{{.*}}, %[[H2]]] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:         scf.if %arg7 -> (vector<4xf32>) {
-// CHECK-NEXT:           vector.load %{{.*}}[%{{.*}}, %[[H2]]] : memref<?x64xf32>, vector<4xf32>
+// CHECK-NEXT:           vector.load %{{.*}}[%{{.*}}, %[[H2]]] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:           scf.yield
 // CHECK-NEXT:         } else {
 // CHECK-NEXT:           scf.yield
 // CHECK-NEXT:         }
 // CHECK-NEXT:         arith.addf
-// CHECK-NEXT:         vector.store
+// CHECK-NEXT:         vector.store {{.*}} : memref<?x64xf32>, vector<4xf32>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     } else {
 // CHECK-NEXT:       scf.for
@@ -49,7 +49,7 @@
 // GUARD-LABEL: func.func @gathers
 // GUARD:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
 // GUARD:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
-// GUARD-NEXT:    %[[A:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H2]]] : memref<?x64xf32>, vector<4xf32>
+// GUARD-NEXT:    %[[A:.*]] = vector.load %{{.*}}[%{{.*}}, %[[H2]]] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
 // GUARD-NEXT:    %[[B:.*]] = moe.guarded_load %{{.*}}[%{{.*}}, %[[H2]]] if %arg7 readonly : memref<?x64xf32>, vector<4xf32>
 // GUARD-NEXT:    arith.addf %[[A]], %[[B]] : vector<4xf32>
 func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
@@ -76,7 +76,7 @@ func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
     %below0 = arith.cmpi slt, %r0, %rows : index
     %inside0 = arith.andi %nonneg0, %below0 : i1
     %a = scf.if %inside0 -> (vector<4xf32>) {
-      %v = vector.load %x[%r0, %h] : memref<?x64xf32>, vector<4xf32>
+      %v = vector.load %x[%r0, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
       scf.yield %v : vector<4xf32>
     } else {
       memref.store %one, %status[%c0] : memref<2xi64>
@@ -89,7 +89,7 @@ func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
       %below1 = arith.cmpi slt, %r1, %rows : index
       %inside1 = arith.andi %nonneg1, %below1 : i1
       %w = scf.if %inside1 -> (vector<4xf32>) {
-        %v = vector.load %x[%r1, %h] : memref<?x64xf32>, vector<4xf32>
+        %v = vector.load %x[%r1, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
         scf.yield %v : vector<4xf32>
       } else {
         memref.store %one, %status[%c0] : memref<2xi64>
@@ -100,7 +100,7 @@ func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
       scf.yield %zero : vector<4xf32>
     }
     %s = arith.addf %a, %b : vector<4xf32>
-    vector.store %s, %out[%n, %h] : memref<?x64xf32>, vector<4xf32>
+    vector.store %s, %out[%n, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
   }
   return
 }
@@ -130,13 +130,13 @@ func.func @written(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
     %below0 = arith.cmpi slt, %r0, %rows : index
     %inside0 = arith.andi %nonneg0, %below0 : i1
     %a = scf.if %inside0 -> (vector<4xf32>) {
-      %v = vector.load %x[%r0, %h] : memref<?x64xf32>, vector<4xf32>
+      %v = vector.load %x[%r0, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
       scf.yield %v : vector<4xf32>
     } else {
       memref.store %one, %status[%c0] : memref<2xi64>
       scf.yield %zero : vector<4xf32>
     }
-    vector.store %a, %out[%n, %h] : memref<?x64xf32>, vector<4xf32>
+    vector.store %a, %out[%n, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
   }
   return
 }
@@ -171,7 +171,7 @@ func.func @carried(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
     %below = arith.cmpi slt, %r0, %rows : index
     %inside = arith.andi %nonneg, %below : i1
     %a = scf.if %inside -> (vector<4xf32>) {
-      %v = vector.load %x[%r0, %h] : memref<?x64xf32>, vector<4xf32>
+      %v = vector.load %x[%r0, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
       scf.yield %v : vector<4xf32>
     } else {
       memref.store %one, %status[%c0] : memref<2xi64>
@@ -180,6 +180,6 @@ func.func @carried(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
     %s = arith.addf %acc, %a : vector<4xf32>
     scf.yield %s : vector<4xf32>
   }
-  vector.store %sum, %out[%c0] : memref<4xf32>, vector<4xf32>
+  vector.store %sum, %out[%c0] {alignment = 16 : i64} : memref<4xf32>, vector<4xf32>
   return
 }

@@ -191,10 +191,10 @@ TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
       }
 }
 
-/// A3 drop-and-pad on 23 tokens, E = 4 experts of capacity 19 (R = 76 slots: two full runs of 32 and a
-/// partial one): an expert's 19 slots hold 19 distinct tokens; slots sorted by token (the forward op's
-/// order: runs of a token) or shuffled (a new token at nearly every slot); a fifth dropped (-1: its row
-/// stays the fill's zeros).
+/// A3 drop-and-pad on 23 tokens, E = 4 experts of capacity 19 (R = 76 slots: two full groups of 32 rows and a
+/// partial one; nine full runs of 8 points and a partial one): an expert's 19 slots hold 19 distinct tokens; slots
+/// sorted by token (the forward op's order: runs of a token) or shuffled (a new token at nearly every slot); a fifth
+/// dropped (-1: its row stays the fill's zeros).
 Case padCaseByToken(DType dt, int64_t H, bool sorted, bool probs, std::mt19937 &random) {
   const int64_t T = 23, E = 4, C = 19, R = E * C;
   std::vector<int32_t> tokenOfRow(R), tokens(T);
@@ -298,7 +298,7 @@ TEST(EmulatedGpu, LanePointAccessCoversEveryWarpOfPoints) {
 }
 
 // moe-group-points with keys: A3's drop-and-pad probs_grad runs over slots i, the dot product of slot i's
-// row with token permute_token_id[i]'s gradient row; a warp takes a run of 32 slots, and a batch of up to
+// row with token permute_token_id[i]'s gradient row; a warp takes a run of 8 slots, and a batch of up to
 // 8 live slots shares one token (a live slot of another token runs the waiting ones first), its row
 // loaded once per vector (padCaseByToken: sorted and shuffled slots); H = 9 and 520 leave lanes past the
 // row's end.

@@ -239,8 +239,8 @@ def Moe_GuardedLoadOp : Moe_Op<"guarded_load"> {
   let description = [{
     moe-guard-loads (GPU) makes it of a load inside a branch of a loop along a row (a term of a sum that may
     be skipped: B2's row past active_num, C2's expert that is not routed): the gathers of the loop's terms
-    are then one basic block, issued back to back. A vector of 4, 8 or 16 bytes (or a scalar of 4) of a
-    memref whose last dim is contiguous. On the GPU it lowers to a predicated `ld.global` (`.nc`, in any
+    are then one basic block, issued back to back. A vector of 4, 8 or 16 bytes (or a scalar of 2 or 4) of
+    a memref whose last dim is contiguous, at an address aligned to its size (it moves as one access). On the GPU it lowers to a predicated `ld.global` (`.nc`, in any
     order with the kernel's stores, where `readonly` says the kernel never writes the tensor), on other
     targets to `llvm.masked.load`.
 
@@ -253,6 +253,30 @@ def Moe_GuardedLoadOp : Moe_Op<"guarded_load"> {
   let results = (outs AnyType:$result);
   let assemblyFormat = [{
     $memref `[` $indices `]` `if` $guard (`readonly` $readonly^)? attr-dict `:` type($memref) `,` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.guarded_store
+//===----------------------------------------------------------------------===//
+
+def Moe_GuardedStoreOp : Moe_Op<"guarded_store"> {
+  let summary = "A store that writes memory only where its guard holds, without a branch";
+  let description = [{
+    moe-guard-loads (GPU) makes it of a store inside the branch it flattens (a point of a batch of dot
+    products that is not active writes nothing: A3's probs kernels): the branch's loads and stores then stay
+    in one basic block, the next term's load issued before this one's store waits for its value. Sizes as
+    for moe.guarded_load. On the GPU it lowers to a predicated `st.global`, elsewhere to `llvm.masked.store`.
+
+    ```mlir
+    moe.guarded_store %v, %y[%row, %h] if %live : memref<?x7168xbf16>, vector<8xbf16>
+    ```
+  }];
+  let arguments = (ins AnyType:$value, Arg<AnyMemRef, "the tensor", [MemWrite]>:$memref, Variadic<Index>:$indices,
+                       I1:$guard);
+  let assemblyFormat = [{
+    $value `,` $memref `[` $indices `]` `if` $guard attr-dict `:` type($memref) `,` type($value)
   }];
   let hasVerifier = 1;
 }

@@ -293,7 +293,7 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
     its keys (their ops marked `moe.group_key`): A3's drop-and-pad probs_grad runs over slots i and reads
     token permute_token_id[i]'s row, and the forward op orders a token's slots one after another. A batch
     then holds points of one key (a live point of another runs the waiting ones first), and a one-dim
-    domain runs as runs of 32 consecutive points, a warp each (`pointRuns` in the kernel metadata). A key
+    domain runs as runs of 8 consecutive points, a warp each (`pointRuns` in the kernel metadata). A key
     loaded from a tensor declared `unique` (out_index) never repeats, so a term that needs one is not
     shared; of the terms that qualify, the one with the fewest keys is chosen.
 
@@ -681,7 +681,12 @@ def MoeGuardLoads : Pass<"moe-guard-loads", "::mlir::ModuleOp"> {
     becomes `moe.guarded_load` (a predicated `ld.global.nc` that gives zero where
     the guard is off) and that side's ops run on it unconditionally. Where they turn a zero load into the
     other side's value (extf of zero is zero) that is the result; otherwise an `arith.select` picks it.
-    Scalar loads (a list's index, a flag) stay behind their branches. Results do not change.
+    The side may also load scalars of 2 or 4 bytes (a point's prob: guarded
+    too) and store vectors, directly or in a branch that only stores (a batch's point writing its row):
+    those become `moe.guarded_store`, a predicated `st.global`, under the side's guard and the branch's
+    condition. A branch in such a loop that only stores becomes guarded stores too, so that no load after it
+    waits for the stored value. Scalar loads on their own (a list's index, a flag) stay behind their
+    branches. Results do not change.
 
     ```mlir
     %t = scf.if %live -> (vector<8xf32>) {
