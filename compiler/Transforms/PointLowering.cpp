@@ -394,7 +394,7 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, const VaryingAnalysis &analys
 } // namespace
 
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
-  constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = 32;
+  constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = 32, kNarrowBatch = 2;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -542,26 +542,42 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       OpBuilder::InsertionGuard batch(b);
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, flush, /*withElseRegion=*/false).thenBlock());
       Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, cst(0));
-      SmallVector<std::unique_ptr<BodyEmitter>> emitters;
-      SmallVector<Value> actives;
-      for (int64_t i = 0; i < kSlots; ++i) {
-        Value active =
-            i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
-        emitters.push_back(std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
-                                                         ReductionSplit{schedule.getVector(), 32, lane}, leader));
-        emitters.back()->splitFoldsOver(lane);
-        for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
-          emitters.back()->mapScalar(arg, index);
-        for (auto [k, v] : llvm::enumerate(kept)) {
-          bool isKey = llvm::is_contained(keys, k);
-          Value own = slot(state, k, i), firstSlot = slot(state, k, 0);
-          emitters.back()->mapScalar(v, !active || isKey
-                                            ? (isKey ? firstSlot : own)
-                                            : Value(arith::SelectOp::create(b, loc, active, own, firstSlot)));
+      // The first `width` slots' points together (the others must not be waiting).
+      auto runBatch = [&](int64_t width) {
+        SmallVector<std::unique_ptr<BodyEmitter>> emitters;
+        SmallVector<Value> actives;
+        for (int64_t i = 0; i < width; ++i) {
+          Value active =
+              i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
+          emitters.push_back(std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
+                                                           ReductionSplit{schedule.getVector(), 32, lane}, leader));
+          emitters.back()->splitFoldsOver(lane);
+          for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
+            emitters.back()->mapScalar(arg, index);
+          for (auto [k, v] : llvm::enumerate(kept)) {
+            bool isKey = llvm::is_contained(keys, k);
+            Value own = slot(state, k, i), firstSlot = slot(state, k, 0);
+            emitters.back()->mapScalar(v, !active || isKey
+                                              ? (isKey ? firstSlot : own)
+                                              : Value(arith::SelectOp::create(b, loc, active, own, firstSlot)));
+          }
+          actives.push_back(active);
         }
-        actives.push_back(active);
+        finishPoints(b, *plan, op, emitters, actives);
+      };
+      // A batch of at most kNarrowBatch points (a token routed to few experts: Mixtral's top-2) runs a loop
+      // that loads and multiplies only that many rows; a slot that is not active still costs its
+      // instructions, guarded. Each point's sum adds the same terms in the same order either way.
+      auto narrow = scf::IfOp::create(
+          b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, pending, cst(kNarrowBatch)),
+          /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard side(b);
+        b.setInsertionPointToStart(narrow.thenBlock());
+        runBatch(kNarrowBatch);
+        b.setInsertionPointToStart(narrow.elseBlock());
+        runBatch(kSlots);
       }
-      finishPoints(b, *plan, op, emitters, actives);
     }
     // A live point takes the first free slot.
     Value base = arith::SelectOp::create(b, loc, flush, cst(0), pending);
