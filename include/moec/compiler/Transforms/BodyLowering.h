@@ -285,7 +285,8 @@ bool pointsCanInterleave(DomainOp op, int64_t minRowBytes);
 /// emitWarpPoint's), or for a one-dim domain a run of kPointRunLength points. The warp runs its points in
 /// order; a live point's dot product waits until kWarpInterleavedPoints have (or the row ends, or a live
 /// point's keys, the ops marked kGroupKeyAttr, differ), and they run together, each loaded value their
-/// terms share (the row they all read) loaded once. Each point's sum adds the same terms in the same
+/// terms share (the row they all read) loaded once; a batch of at most 2 points runs a loop with 2 slots
+/// (a top-2 token's batch would otherwise pay for 8). Each point's sum adds the same terms in the same
 /// order as a warp per point: results are bit-identical.
 void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment);
 

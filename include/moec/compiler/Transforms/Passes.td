@@ -285,7 +285,8 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
     gradient row once per routed expert. This pass marks such a kernel `moe.point_rows`; moe-lower-to-gpu
     then runs a row of points (outer..., every e) per warp. The warp walks the points in order; a live
     point's dot product waits until 8 have (or the row ends), and they run together in one loop along j,
-    what their terms share (the row they all read) loaded once per vector. Each point's partial sums add
+    what their terms share (the row they all read) loaded once per vector (a batch of at most 2 runs a
+    loop with 2 slots). Each point's partial sums add
     the same terms in the same order, so results are bit-identical to a warp per point. The launch covers
     rows instead of points.
 
