@@ -16,7 +16,8 @@ namespace {
 
 // 2: kernels take a status buffer for their bounds checks; 3: and a workspace; 4: a row group is at most
 // kRowGroupMembers members (a block each); 5: kernels may run runs of points (pointRuns), which a reader of
-// format 4 would launch a warp per point; 6: a run of points is 8 points (kPointRunLength), not 32.
+// format 4 would launch a warp per point; 6: a run of points is 8 points (kPointRunLength), not 32, and
+// a group of rows 16 members (kRowGroupMembers), not 32.
 constexpr int kFormat = 6;
 
 /// Only regular files: a FIFO in a bundle would block the read forever.

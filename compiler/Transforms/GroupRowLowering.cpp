@@ -1,6 +1,6 @@
 //===- GroupRowLowering.cpp - GPU: a scatter's group of rows on one block ---===//
 //
-// A scatter marked moe.row_group (moe-group-rows) runs a block per group of up to 32 members: each lane
+// A scatter marked moe.row_group (moe-group-rows) runs a block per group of up to 16 members: each lane
 // computes one member's row-invariant values, and along the row the warp computes the value once (again
 // only where a member's keys change) and stores it to every live member's row, broadcast by shuffles.
 //===----------------------------------------------------------------------===//
@@ -63,7 +63,7 @@ struct WarpWords {
 
 void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp, int64_t warps,
                   int64_t vectorAlignment) {
-  constexpr int64_t kWarp = kRowGroupMembers;
+  constexpr int64_t kWarp = 32, kMembers = kRowGroupMembers;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -83,7 +83,7 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
   // This group's members: lane i computes member base + i's row-invariant values. Lanes past the last
   // member compute the last one again (its checks and marks store the same values again), so that no
   // lane runs a member that does not exist.
-  Value base = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kWarp));
+  Value base = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kMembers));
   Value last = arith::SubIOp::create(b, loc, members, cst(1));
   Value member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, base, lane), last);
   SmallVector<Value> rowIndices(outer);
@@ -104,7 +104,7 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     SmallVector<Value> packed = WarpWords::pack(b, loc, key, prologue);
     keyWords.append(packed.begin(), packed.end());
   }
-  Value count = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, base), cst(kWarp));
+  Value count = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, base), cst(kMembers));
 
   // Along the row, the warps take 32 vectors of w elements at a time round robin, a vector per lane. Every
   // lane of a warp runs every trip of its warp (one past the row's end computes and stores nothing) so

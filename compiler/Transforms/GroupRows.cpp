@@ -4,7 +4,7 @@
 // the rows of every k: A3 copies token t's gradient row to the permuted row of each of its K slots. Run
 // a row per warp, and each of those rows reads the same source row again (K reads of it per token). This
 // pass marks such a scatter `moe.row_group`; moe-lower-to-gpu then runs a block per group (outer..., and
-// up to 32 consecutive k), its warps splitting the row: a warp's lanes compute the members' row-invariant
+// up to 16 consecutive k), its warps splitting the row: a warp's lanes compute the members' row-invariant
 // values (each lane one k), and along the row the warp computes the value once and stores it to each live
 // member's row, the row and guard broadcast by shuffles.
 //

@@ -2,13 +2,13 @@
 // --emit moe --disable group-rows` prints): the value written to slot (t, k)'s row is token t's gradient
 // row, whatever k, so the scatter is marked a row group, and the load MoeGen computed under the row's
 // guard (`scf.if %live`) becomes unconditional (its indices are the domain's t and h). The GPU lowering then
-// runs a block per token (and run of up to 32 slots), its warps splitting the row: lane i computes slot i's
+// runs a block per token (and run of up to 16 slots), its warps splitting the row: lane i computes slot i's
 // row and guard, and along the row the warp loads the gradient once per vector and stores it to each live
 // slot's row, shuffled from the slot's lane.
 // A variant that reads the gradient at [k, h] depends on the slot: not grouped, and its guarded load stays.
 // The drop-and-pad data gradient (@pad_slots_by_token, same shape) copies the gradient row of token
 // permute_token_id[i] to slot i's row: the value depends on the slot through that token and the row's
-// `row >= 0`, its keys. A block per run of 32 slots; along the row the warp loads the row again only for a
+// `row >= 0`, its keys. A block per run of 16 slots; along the row the warp loads the row again only for a
 // slot whose keys differ from the slot before's.
 // RUN: moec-opt %s --moe-group-rows | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %s --moe-group-rows --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
@@ -31,18 +31,18 @@
 // MARK-NOT: moe.group_key
 // MARK: moe.write
 
-// A block per token and run of 32 slots: lane i computes slot i's row, then along the row one vector load
+// A block per token and run of 16 slots: lane i computes slot i's row, then along the row one vector load
 // of the gradient and, for each slot of the run, its guard and row (two halves) from its lane, and a vector
 // store. H = 64 is one pass of 32 lanes x 4 elements: one warp a block, and no loop over batches of slots.
 // GPU-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__6_permuted_tokens_grad
 // GPU-SAME: known_block_size = array<i32: 32, 1, 1>
 // GPU: arith.cmpi ult, %block_id_x
-// GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c32 : index
+// GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c16 : index
 // GPU: %[[TOKEN:.*]] = arith.divui %block_id_x, %[[RUNS]] : index
 // GPU: arith.remui %block_id_x, %[[RUNS]] : index
 // GPU: arith.minui
 // GPU: memref.load {{.*}} : memref<?xi32>
-// GPU: arith.minui {{.*}}, %c32 : index
+// GPU: arith.minui {{.*}}, %c16 : index
 // GPU-NOT: scf.for
 // GPU: scf.for %{{.*}} = %{{.*}} to %c64 step %c128 {
 // GPU: vector.load %{{.*}}[%[[TOKEN]], {{.*}} : memref<?x64xf32>, vector<4xf32>

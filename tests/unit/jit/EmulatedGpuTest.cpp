@@ -178,10 +178,11 @@ void expectA3RunsAsGroups(DType dt, int64_t E, int64_t H, bool pad, Case c) {
   expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", request, std::move(c));
 }
 
-// moe-group-rows: A3's slots of a token run as one block's group, 32 slots at a time, the token's gradient
-// read once per vector for all of them. K = 33 and 40 take a second, partly filled run (a second block); experts
-// chosen at random among K + 3; dropped slots (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520 leave lanes past the row's end in
-// the last trip along it. Against the reference, and bit for bit against the CPU kernel.
+// moe-group-rows: A3's slots of a token run as one block's group, 16 slots at a time, the token's gradient
+// read once per vector for all of them. K = 33 and 40 take a third, partly filled run (a third block); experts
+// chosen at random among K + 3; dropped slots (-1) store nothing (their rows stay the fill's zeros); H = 9 and 520
+// leave lanes past the row's end in the last trip along it. Against the reference, and bit for bit against the CPU
+// kernel.
 TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
   for (DType dt : {DType::BF16, DType::F32})
     for (int64_t K : {1, 33, 40})
@@ -191,7 +192,7 @@ TEST(EmulatedGpu, GroupedRowsStoreEveryLiveSlotOnce) {
       }
 }
 
-/// A3 drop-and-pad on 23 tokens, E = 4 experts of capacity 19 (R = 76 slots: two full groups of 32 rows and a
+/// A3 drop-and-pad on 23 tokens, E = 4 experts of capacity 19 (R = 76 slots: four full groups of 16 rows and a
 /// partial one; nine full runs of 8 points and a partial one): an expert's 19 slots hold 19 distinct tokens; slots
 /// sorted by token (the forward op's order: runs of a token) or shuffled (a new token at nearly every slot); a fifth
 /// dropped (-1: its row stays the fill's zeros).
@@ -225,7 +226,7 @@ Case padCaseByToken(DType dt, int64_t H, bool sorted, bool probs, std::mt19937 &
 }
 
 // moe-group-rows with keys: A3's drop-and-pad slots i copy token permute_token_id[i]'s gradient row, and a
-// block's run of 32 slots loads it again only where the token (or whether the slot is dropped) changes from
+// block's run of 16 slots loads it again only where the token (or whether the slot is dropped) changes from
 // the slot before (padCaseByToken: sorted and shuffled slots); H = 9 and 520 leave lanes past the row's end.
 // Against the reference, and bit for bit against the CPU kernel.
 TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {

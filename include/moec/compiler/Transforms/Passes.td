@@ -228,7 +228,7 @@ def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
     A `moe.scatter` over (outer..., k, h) whose written value does not depend on k writes the same values
     to the row of every k (A3 copies token t's gradient row to the permuted row of each of its K slots).
     A warp per row reads the source row once per k. This pass marks such a scatter `moe.row_group`;
-    moe-lower-to-gpu then runs a block per group (outer..., and a run of up to 32 consecutive k), its warps
+    moe-lower-to-gpu then runs a block per group (outer..., and a run of up to 16 consecutive k), its warps
     splitting the row: in each warp lane i computes member k = i's row-invariant values (its row, its
     guard, its checks), and along the row the warp computes the value once per vector and stores it to
     each live member's row, broadcast from that member's lane by `gpu.shuffle`. grid.x is the number of
