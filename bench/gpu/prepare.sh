@@ -70,6 +70,13 @@ variant a3-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map
   --with routing_map,permuted_tokens,probs --disable version-row-loops
 variant a3-pad-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad \
   --shapes "${shapes//H=/drop_and_pad=1,H=}" --with permuted_tokens,probs --disable version-row-loops
+# A3's batches of dot products with their partial batches' loads and stores behind branches, as before
+# guarded stores (2026-12-05); C2 at Mixtral's shape with a block per row pass (the emulator: 55.7 -> 68.6 %).
+variant a3-probs-no-guard-loads --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
+  --with routing_map,permuted_tokens,probs --disable guard-loads
+variant a3-pad-probs-no-guard-loads --ops moe_token_unpermute_with_routing_map_grad \
+  --shapes "${shapes//H=/drop_and_pad=1,H=}" --with permuted_tokens,probs --disable guard-loads
+variant c2-threads512 --ops moe_unpermute --shapes "H=4096,top_k=2,E=8,K=2" --threads 512
 mkdir -p .gpu-deps/include
 cp -r /usr/include/fmt /usr/include/nlohmann .gpu-deps/include/
 du -sh "$out" "$variants" .gpu-deps
