@@ -80,11 +80,12 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     if (top.hasAttr(kGroupKeyAttr))
       keys.push_back(top.getResult(0));
 
-  // This group's members: lane i computes member base + i's row-invariant values. Lanes past the last
-  // member compute the last one again (its checks and marks store the same values again), so that no
-  // lane runs a member that does not exist.
+  // This group's members: lane i computes member base + i's row-invariant values. Lanes past the group's
+  // last member compute that one again (its checks and marks store the same values again), so that no
+  // lane runs a member that does not exist or loads the next group's indices.
   Value base = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kMembers));
-  Value last = arith::SubIOp::create(b, loc, members, cst(1));
+  Value last = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, cst(1)),
+                                      arith::AddIOp::create(b, loc, base, cst(kMembers - 1)));
   Value member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, base, lane), last);
   SmallVector<Value> rowIndices(outer);
   rowIndices.push_back(member);

@@ -242,6 +242,14 @@ MUTATIONS = [
        "arith::SubIOp::create(b, loc, members, base), cst(kMembers));\n",
        "arith::SubIOp::create(b, loc, members, base), cst(kMembers - 1));\n")],
      r"EmulatedGpu", None),
+    ("group-lanes-reach-next-group",
+     "a GPU row group's lanes past its last member compute the next group's members (their index loads, "
+     "checks and marks, for nothing)",
+     [("compiler/Transforms/GroupRowLowering.cpp",
+       "  Value last = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, cst(1)),\n"
+       "                                      arith::AddIOp::create(b, loc, base, cst(kMembers - 1)));\n",
+       "  Value last = arith::SubIOp::create(b, loc, members, cst(1));\n")],
+     None, "Transforms/group-rows"),
     ("group-key-never-reloads",
      "a keyed GPU row group computes the value for its first member only (a new token's slots get the old row)",
      [("compiler/Transforms/GroupRowLowering.cpp",

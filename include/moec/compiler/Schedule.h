@@ -123,9 +123,9 @@ enum class TargetKind { CPU, GPU, Ascend };
 /// warps computes member i's row; the warps split the row 32 lanes at a time); a kernel that runs groups
 /// takes a block per group, and the runtime counts ceil(members / 16) groups for each index of the dims
 /// before the members'. Groups of 32 gave A3's drop-and-pad data gradient at Mixtral's shape (2 slots a
-/// token) half as many blocks, each walking its slots one after another: 29.6 -> 48.5 % of copy bandwidth
-/// in the emulator's bound at 1024 tokens, 75.6 -> 85.5 % at 4096, for 1.3 points less at DeepSeek-V3's
-/// and Qwen3's top-8 (a token's slots cross a group boundary more often).
+/// token) half as many blocks, each walking its slots one after another: 29.6 -> 48.6 % of copy bandwidth
+/// in the emulator's bound at 1024 tokens, 75.6 -> 86.0 % at 4096; DeepSeek-V3's and Qwen3's top-8 gain a
+/// little at 1024 tokens and lose 2.6 points at 4096 (a token's slots cross a group boundary more often).
 constexpr int64_t kRowGroupMembers = 16;
 
 /// GPU: a row of points (moe-group-points) of a one-dim domain is a run of at most this many consecutive

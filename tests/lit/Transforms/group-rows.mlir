@@ -39,8 +39,13 @@
 // GPU: arith.cmpi ult, %block_id_x
 // GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c16 : index
 // GPU: %[[TOKEN:.*]] = arith.divui %block_id_x, %[[RUNS]] : index
-// GPU: arith.remui %block_id_x, %[[RUNS]] : index
-// GPU: arith.minui
+// GPU: %[[GROUP:.*]] = arith.remui %block_id_x, %[[RUNS]] : index
+// Lane i's slot: base + i, clamped to the group's last slot (base + 15) and the op's (R - 1).
+// GPU: %[[BASE:.*]] = arith.muli %[[GROUP]], %c16 : index
+// GPU: %[[END:.*]] = arith.addi %[[BASE]], %c15 : index
+// GPU: %[[LAST:.*]] = arith.minui %{{.*}}, %[[END]] : index
+// GPU: %[[AT:.*]] = arith.addi %[[BASE]], %thread_id_x : index
+// GPU: arith.minui %[[AT]], %[[LAST]] : index
 // GPU: memref.load {{.*}} : memref<?xi32>
 // GPU: arith.minui {{.*}}, %c16 : index
 // GPU-NOT: scf.for
