@@ -202,10 +202,19 @@ static LogicalResult verifyGuardedAccess(Operation *op, Type value, Value memref
   }
   if (element != type.getElementType())
     return op->emitOpError(verb) << " " << value << (verb == "loads" ? " from " : " to ") << type;
-  int64_t bytes = count * int64_t(element.getIntOrFloatBitWidth()) / 8;
-  if (bytes != 4 && bytes != 8 && bytes != 16 && !(bytes == 2 && !vector))
-    return op->emitOpError(verb) << " 4, 8 or 16 bytes (a scalar: 2 or 4), got " << bytes;
+  if (!guardedAccessBytes(value))
+    return op->emitOpError(verb) << " 4, 8 or 16 bytes (a scalar: 2 or 4), got "
+                                 << count * int64_t(element.getIntOrFloatBitWidth()) / 8;
   return success();
+}
+
+int64_t moec::moe::guardedAccessBytes(Type accessed) {
+  auto vector = dyn_cast<VectorType>(accessed);
+  Type element = vector ? vector.getElementType() : accessed;
+  if ((vector && vector.getRank() != 1) || !element.isIntOrFloat())
+    return 0;
+  int64_t bytes = (vector ? vector.getNumElements() : 1) * int64_t(element.getIntOrFloatBitWidth()) / 8;
+  return bytes == 4 || bytes == 8 || bytes == 16 || (bytes == 2 && !vector) ? bytes : 0;
 }
 
 LogicalResult GuardedLoadOp::verify() {

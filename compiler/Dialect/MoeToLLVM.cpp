@@ -160,9 +160,7 @@ struct PtxUnits {
 };
 
 PtxUnits ptxUnits(Type accessed) {
-  auto vector = dyn_cast<VectorType>(accessed);
-  Type element = vector ? vector.getElementType() : accessed;
-  int64_t bytes = (vector ? vector.getNumElements() : 1) * int64_t(element.getIntOrFloatBitWidth()) / 8;
+  int64_t bytes = guardedAccessBytes(accessed); // the verifier allows only these sizes
   return bytes == 2 ? PtxUnits{1, 16} : PtxUnits{bytes / 4, 32};
 }
 

@@ -58,14 +58,12 @@ struct Guardable {
 /// that starts 4 bytes into an 8-byte word would fault), where a plain one is split when it is less aligned.
 int64_t guardableBytes(Type accessed, Value memref, std::optional<uint64_t> alignment) {
   auto vector = dyn_cast<VectorType>(accessed);
-  Type element = vector ? vector.getElementType() : accessed;
-  if ((vector && vector.getRank() != 1) || element != cast<MemRefType>(memref.getType()).getElementType() ||
-      !element.isIntOrFloat())
+  if ((vector ? vector.getElementType() : accessed) != cast<MemRefType>(memref.getType()).getElementType())
     return 0;
-  int64_t bytes = (vector ? vector.getNumElements() : 1) * int64_t(element.getIntOrFloatBitWidth()) / 8;
+  int64_t bytes = guardedAccessBytes(accessed);
   if (vector && alignment.value_or(0) < uint64_t(bytes))
     return 0;
-  return bytes == 4 || bytes == 8 || bytes == 16 || (bytes == 2 && !vector) ? bytes : 0;
+  return bytes;
 }
 
 /// Whether `op` may run for a skipped term: pure and speculatable, without regions.

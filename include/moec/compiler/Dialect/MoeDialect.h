@@ -19,6 +19,9 @@
 #include "moec/compiler/Dialect/MoeOps.h.inc"
 
 namespace moec::moe {
+/// The bytes a moe.guarded_load or moe.guarded_store of `accessed` moves: its elements' bytes when it is a 1-D
+/// vector of 4, 8 or 16 bytes or a scalar of 2 or 4 (the sizes their PTX moves as one access); else 0.
+int64_t guardedAccessBytes(mlir::Type accessed);
 /// Lets `convert-to-llvm` and `convert-gpu-to-nvvm` lower moe.view (ConvertToLLVMPatternInterface).
 void registerConvertMoeToLLVMInterface(mlir::DialectRegistry &registry);
 } // namespace moec::moe
