@@ -164,10 +164,15 @@ PtxUnits ptxUnits(Type accessed) {
   return bytes == 2 ? PtxUnits{1, 16} : PtxUnits{bytes / 4, 32};
 }
 
-/// The PTX that sets %moe_p from the guard operand `$guard` and %moe_a from the generic address `$address`.
-std::string ptxGuardPrologue(int64_t address, int64_t guard) {
-  return "{\n.reg .pred %moe_p;\n.reg .b64 %moe_a;\nsetp.ne.b32 %moe_p, $" + std::to_string(guard) +
-         ", 0;\ncvta.to.global.u64 %moe_a, $" + std::to_string(address) + ";\n";
+/// The PTX that sets %moe_p from the guard operand `$guard`.
+std::string ptxGuardPrologue(int64_t guard) {
+  return "{\n.reg .pred %moe_p;\nsetp.ne.b32 %moe_p, $" + std::to_string(guard) + ", 0;\n";
+}
+
+/// `generic` as a global-space pointer, the operand of a guarded access's `ld.global`/`st.global`. NVPTX infers
+/// the global space of a kernel argument's pointers, so the cast folds away: no cvta to generic and back.
+Value globalAddress(ConversionPatternRewriter &rewriter, Location loc, Value generic) {
+  return LLVM::AddrSpaceCastOp::create(rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext(), 1), generic);
 }
 
 /// A mask of `lanes` i1, all on where `guard` holds and all off elsewhere.
@@ -220,16 +225,17 @@ struct GuardedLoadOpLowering : ConvertOpToLLVMPattern<GuardedLoadOp> {
       constraints += "=" + units.constraint() + ",";
       zeroes += "mov" + units.type() + " $" + std::to_string(u) + ", 0;\n";
     }
-    std::string asmText = ptxGuardPrologue(units.count, units.count + 1) + zeroes + "@%moe_p ld.global" +
+    std::string asmText = ptxGuardPrologue(units.count + 1) + zeroes + "@%moe_p ld.global" +
                           (op.getReadonly() ? ".nc" : "") + units.width() + units.type() + " " + units.operands(0) +
-                          ", [%moe_a];\n}";
+                          ", [$" + std::to_string(units.count) + "];\n}";
     constraints += "l,r";
     Type unit = rewriter.getIntegerType(units.bits);
     Type asmResult = units.count == 1 ? unit
                                       : LLVM::LLVMStructType::getLiteral(rewriter.getContext(),
                                                                          SmallVector<Type>(units.count, unit));
     Value guard = LLVM::ZExtOp::create(rewriter, loc, rewriter.getI32Type(), adaptor.getGuard());
-    auto loaded = inlinePtx(rewriter, loc, asmResult, ValueRange{address, guard}, asmText, constraints,
+    auto loaded = inlinePtx(rewriter, loc, asmResult, ValueRange{globalAddress(rewriter, loc, address), guard}, asmText,
+                            constraints,
                             /*sideEffects=*/!op.getReadonly());
     Value bits;
     if (units.count == 1) {
@@ -285,10 +291,10 @@ struct GuardedStoreOpLowering : ConvertOpToLLVMPattern<GuardedStoreOp> {
     for (int64_t u = 0; u < units.count; ++u)
       constraints += units.constraint() + ",";
     constraints += "l,r";
-    operands.push_back(address);
+    operands.push_back(globalAddress(rewriter, loc, address));
     operands.push_back(LLVM::ZExtOp::create(rewriter, loc, rewriter.getI32Type(), adaptor.getGuard()));
-    std::string asmText = ptxGuardPrologue(units.count, units.count + 1) + "@%moe_p st.global" + units.width() +
-                          units.type() + " [%moe_a], " + units.operands(0) + ";\n}";
+    std::string asmText = ptxGuardPrologue(units.count + 1) + "@%moe_p st.global" + units.width() + units.type() +
+                          " [$" + std::to_string(units.count) + "], " + units.operands(0) + ";\n}";
     inlinePtx(rewriter, loc, Type(), operands, asmText, constraints, /*sideEffects=*/true);
     rewriter.eraseOp(op);
     return success();

@@ -47,6 +47,23 @@ int64_t BodyEmitter::mostSteps(FoldOp fold) {
   return 0;
 }
 
+/// Whether a check's column is false only at a step that runs the check and fails it: the check is tested (by
+/// the branches that report it) in the block that computes it, the step's own or a branch of it directly in the
+/// step, whose other side the table takes to hold (vacuousCheck). A check computed where a nested branch then
+/// tests it may be false at a step that never runs it.
+static bool testedWhereRun(Value check, Block &step) {
+  Operation *def = check.getDefiningOp();
+  if (!def)
+    return false;
+  Block *block = def->getBlock();
+  Operation *around = block->getParentOp();
+  if (block != &step && !(isa<scf::IfOp>(around) && around->getBlock() == &step))
+    return false;
+  return llvm::all_of(check.getUsers(), [&](Operation *user) {
+    return user->getBlock() == block && !user->hasTrait<OpTrait::IsTerminator>();
+  });
+}
+
 void BodyEmitter::emitStepTable(FoldOp fold) {
   Block &step = fold.getBody().front();
   int64_t length = mostSteps(fold);
@@ -177,10 +194,11 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
                                                                   loc)});
   // A check's column is also summed up as "true at every step": where it is, the steps read the column as
   // true (readStepTable), and moe-version-row-loops gives their loop a copy without the check's branch.
-  SmallVector<bool> summed;
+  SmallVector<bool> summed, exact;
   SmallVector<Value> allTrueInit;
   for (auto &entry : table.columns) {
     summed.push_back(entry.first.getType().isInteger(1) && isCheckCondition(entry.first));
+    exact.push_back(summed.back() && testedWhereRun(entry.first, step));
     if (summed.back())
       allTrueInit.push_back(arith::ConstantIntOp::create(b, loc, 1, 1));
   }
@@ -210,13 +228,31 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
   Value fullMask = arith::ConstantIntOp::create(b, loc, -1, 32);
   NVVM::SyncWarpOp::create(b, loc, fullMask);
   size_t sums = 0;
-  for (bool isSummed : summed)
-    table.allTrue.push_back(isSummed ? NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), fullMask, loop.getResult(sums++),
-                                                                NVVM::VoteSyncKind::all)
-                                           .getResult()
-                                     : Value());
+  for (auto [isSummed, isExact] : llvm::zip(summed, exact)) {
+    if (!isSummed) {
+      table.allTrue.push_back(Value());
+      continue;
+    }
+    auto vote =
+        NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), fullMask, loop.getResult(sums++), NVVM::VoteSyncKind::all);
+    if (isExact)
+      vote->setAttr(kExactCheckVote, b.getUnitAttr());
+    table.allTrue.push_back(vote.getResult());
+  }
   table.invariant = std::move(invariantSet);
   stepTables[fold] = std::move(table);
+}
+
+/// Whether `column`, computed in one branch of `ifOp`, is a check that only that branch reads: on the other side it
+/// is taken to hold. A step that skips its term (C2's unrouted expert) then leaves its warp's "every check holds"
+/// true, so the row still runs the copy of its loop without the checks (moe-version-row-loops); as false, every row
+/// with a skipped term ran the original loop, each gather behind its branch.
+static bool vacuousCheck(Value column, scf::IfOp ifOp) {
+  if (!column.getType().isInteger(1) || !isCheckCondition(column))
+    return false;
+  return llvm::none_of(column.getUsers(), [&](Operation *user) {
+    return isa<scf::YieldOp>(user) && user->getParentOp() == ifOp; // passed out of the branch
+  });
 }
 
 void BodyEmitter::emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &taken, const SetVector<Value> &columns) {
@@ -243,10 +279,14 @@ void BodyEmitter::emitBranchWork(scf::IfOp ifOp, const DenseSet<Operation *> &ta
     if (types.empty())
       continue;
     SmallVector<Value> yields;
-    for (Value v : out)
-      yields.push_back(from->isAncestor(v.getParentRegion())
-                           ? scalars.lookup(v)
-                           : arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())).getResult());
+    for (Value v : out) {
+      if (from->isAncestor(v.getParentRegion()))
+        yields.push_back(scalars.lookup(v));
+      else if (vacuousCheck(v, ifOp))
+        yields.push_back(arith::ConstantIntOp::create(b, loc, 1, 1)); // a check that does not run holds
+      else
+        yields.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())));
+    }
     scf::YieldOp::create(b, loc, yields);
   }
   for (auto [v, result] : llvm::zip(out, work.getResults()))

@@ -277,7 +277,11 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       }
       rest = split.elseBlock();
     }
-    // The original, for the other rows.
+    // The original, for the other rows. Without a selector (the GPU), where every branch is a check or the live
+    // terms' copy above took the rows whose checks hold, and the test of the checks is exact, those rows failed a
+    // check: the loop only reports.
+    if (!selectVersions && !checks.empty() && checksTestedExactly(loop, branches, checks, usual))
+      keepOnlyReports(loop);
     if (loop.getResultTypes().empty()) { // the blocks came with their yields
       loop->moveBefore(rest->getTerminator());
     } else {
@@ -337,6 +341,53 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
         op->moveBefore(loop);
       moved = !movable.empty();
     }
+  }
+
+  /// Whether checkedConditionsHold(checks) is false only where a check that runs fails, not also where one that
+  /// does not run would (a single-row copy's check of its row, which a row of several never reads): each check's
+  /// branch is inside no branch of the loop but ones whose conditions it exempts, or its condition is a step
+  /// table's vote that records only the steps that run the check (moe-lower-to-gpu marks it kExactCheckVote).
+  static bool checksTestedExactly(scf::ForOp loop, ArrayRef<Guard> branches, ArrayRef<Guard> checks,
+                                  const llvm::MapVector<Value, bool> &usual) {
+    DenseSet<Operation *> known;
+    for (const Guard &g : branches)
+      known.insert(g.branch);
+    return llvm::all_of(checks, [&](Guard g) {
+      if (g.condition != g.branch.getCondition()) { // an operand of the branch's `or`: a step table's
+        Operation *vote = g.condition.getDefiningOp();
+        return vote && vote->hasAttr(kExactCheckVote);
+      }
+      bool onlyGuards = llvm::all_of(g.condition.getUsers(),
+                                     [&](Operation *user) { return !loop->isAncestor(user) || known.contains(user); });
+      for (Operation *parent = g.branch->getParentOp(); parent != loop; parent = parent->getParentOp()) {
+        auto around = dyn_cast<scf::IfOp>(parent);
+        if (!around || !usual.count(around.getCondition()) || !onlyGuards)
+          return false;
+      }
+      return true;
+    });
+  }
+
+  /// Removes `loop`'s writes other than the status buffer's (the canonicalizer then drops the work that fed them): a
+  /// row that failed a check runs it to report the failure, its outputs incomplete as the error says. Its loads,
+  /// stores and arithmetic would otherwise hold registers the whole kernel pays for in occupancy (C2 at Mixtral's
+  /// shape without mixed precision: 72 registers, 36 without them).
+  static void keepOnlyReports(scf::ForOp loop) {
+    SmallVector<Operation *> writes;
+    loop.getBody()->walk([&](Operation *op) {
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!effects || !effects.hasEffect<MemoryEffects::Write>())
+        return;
+      SmallVector<MemoryEffects::EffectInstance> instances;
+      effects.getEffects(instances);
+      bool outputOnly = llvm::all_of(instances, [](const MemoryEffects::EffectInstance &e) {
+        return !isa<MemoryEffects::Write>(e.getEffect()) || (e.getValue() && !isStatus(e.getValue()));
+      });
+      if (outputOnly)
+        writes.push_back(op);
+    });
+    for (Operation *op : writes)
+      op->erase();
   }
 
   /// A copy of `loop` with each condition in `known` replaced by its value; the copy's results.

@@ -7,7 +7,11 @@
 // The check's report of a bad entry before the gathered row's load stays in the loop's branch (it only
 // reports). The check's column is also summed up, per warp, as "inside at every step" (vote.sync all), and the
 // loop reads the check or'ed with it: moe-version-row-loops then gives the loop a copy without the check's
-// branch for the rows where it holds. Without step-tables, every vector of the row reloads the entry and the prob.
+// branch for the rows where it holds. An unrouted expert's step does not run the check: its column holds true
+// there, so a row with unrouted experts (every row at top-2 of 8) still takes that copy, and the vote is false
+// only where a step that runs the check fails it (moe.exact_check_vote: a row that takes the original loop then
+// has an error to report, and moe-version-row-loops makes that loop only report). Without step-tables,
+// every vector of the row reloads the entry and the prob.
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=TABLES
 // RUN: moec-opt %s --moe-lower-to-gpu=step-tables=false --canonicalize | FileCheck %s --check-prefix=PLAIN
 
@@ -15,13 +19,14 @@
 // TABLES: scf.for {{.*}} to %c8 step %c32 iter_args({{.*}} = %true) -> (i1) {
 // TABLES: memref.load {{.*}} : memref<?x8xi32>
 // TABLES: scf.if {{.*}} -> (i1, f32) {
+// TABLES-NEXT: scf.yield %true, %{{.*}} : i1, f32
 // TABLES: memref.load {{.*}} : memref<?xf32>
 // TABLES: memref.store {{.*}}, %[[ROW]]
 // TABLES: memref.store {{.*}}, %[[DEAD]]
 // TABLES: memref.store {{.*}}, %[[INSIDE]]
 // TABLES: memref.store {{.*}}, %[[PROB]]
 // TABLES: nvvm.bar.warp.sync
-// TABLES: %[[ALL:.*]] = nvvm.vote.sync  all %{{.*}}, %{{.*}} -> i1
+// TABLES: %[[ALL:.*]] = nvvm.vote.sync  all %{{.*}}, %{{.*}} {moe.exact_check_vote} -> i1
 // TABLES: scf.for {{.*}} to %c64 step %c128 {
 // TABLES-NOT: memref.load {{.*}} : memref<?x8xi32>
 // TABLES-NOT: memref.load {{.*}} : memref<?xf32>

@@ -2,7 +2,10 @@
 // @skipped_to_zero (B2's term past active_num): `live ? extf(load) : 0`; extf of a zero load is the zero the
 // skipped side yields, so the load becomes a guarded one and its extf the term, with no select.
 // @accumulator_passed_on (C2's unrouted expert): `skip ? acc : acc + extf(load)`; the load's guard is the
-// negated condition, and a select keeps acc for a skipped term (acc + 0.0 is not acc when acc is -0.0).
+// negated condition, and the term's arithmetic stays behind a branch that passes acc on for a skipped term
+// (acc + 0.0 is not acc when acc is -0.0; a select would run the arithmetic of every skipped term too).
+// @two_terms: the second term's load (and its row's index) moves before the first term's branch, so that
+// the loads of all terms issue before any waits.
 // @point_with_store (a point of A3's batch of dot products, active or not): the term also loads the point's
 // prob (a scalar, guarded too) and writes its row where the point has one: the store is guarded by both
 // conditions. @store_branch: a branch in the loop that only stores becomes a guarded store.
@@ -11,24 +14,21 @@
 // @scalar_store_branch (a scalar store), @unaligned_term (a vector load that promises less than its size: a row
 // that starts mid-vector; a guarded load moves the vector as one access).
 // RUN: moec-opt %s --moe-guard-loads | FileCheck %s
-// The GPU target lowers a guarded load to a predicated ld.global.nc, its registers zeroed first (B2 with
-// active_num has such a copy of its loop along the row: moe-version-row-loops).
+// The GPU target lowers a guarded load to a predicated ld.global.nc, its registers zeroed first, at a global
+// address with no cvta (B2 with active_num has such a copy of its loop along the row: moe-version-row-loops).
 // RUN: moec emit moe_init_routing_v2_grad --target ptx --arch sm_90 --dtype bf16 --dim H=7168 --attr top_k=8 -o %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // PTX:      .reg .pred %moe_p;
-// PTX-NEXT: .reg .b64 %moe_a;
 // PTX-NEXT: setp.ne.b32 %moe_p, %r{{[0-9]+}}, 0;
-// PTX-NEXT: cvta.to.global.u64 %moe_a, %rd{{[0-9]+}};
 // PTX-COUNT-4: mov.b32 %r{{[0-9]+}}, 0;
-// PTX-NEXT: @%moe_p ld.global.nc.v4.b32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%moe_a];
+// PTX-NEXT: @%moe_p ld.global.nc.v4.b32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd{{[0-9]+}}];
 // A guarded store is a predicated st.global; a bf16 scalar load moves a 16-bit register (A3's drop-and-pad
 // probs kernel: a batch's points each load their prob and write their row under the point's flag).
 // RUN: moec emit moe_token_unpermute_with_routing_map_grad --target ptx --arch sm_90 --dtype bf16 --dim H=512 --dim E=8 --attr drop_and_pad=1 --with permuted_tokens --with probs -o %t.a3.ptx
 // RUN: FileCheck %s --check-prefix=STORE < %t.a3.ptx
 // STORE:      mov.b16 %rs{{[0-9]+}}, 0;
-// STORE-NEXT: @%moe_p ld.global.nc.b16 %rs{{[0-9]+}}, [%moe_a];
-// STORE:      cvta.to.global.u64 %moe_a, %rd{{[0-9]+}};
-// STORE-NEXT: @%moe_p st.global.v4.b32 [%moe_a], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}};
+// STORE-NEXT: @%moe_p ld.global.nc.b16 %rs{{[0-9]+}}, [%rd{{[0-9]+}}];
+// STORE:      @%moe_p st.global.v4.b32 [%rd{{[0-9]+}}], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}};
 
 // CHECK-LABEL: func.func @skipped_to_zero
 // CHECK:       scf.for %[[H:.*]] =
@@ -62,9 +62,15 @@ func.func @skipped_to_zero(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !l
 // CHECK-NEXT:    %true = arith.constant true
 // CHECK-NEXT:    %[[LIVE:.*]] = arith.xori %arg4, %true : i1
 // CHECK-NEXT:    %[[V:.*]] = moe.guarded_load %{{.*}}[%{{.*}}, %[[H]]] if %[[LIVE]] readonly : memref<?x64xbf16>, vector<8xbf16>
-// CHECK-NEXT:    %[[W:.*]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
-// CHECK-NEXT:    %[[S:.*]] = arith.addf %[[ACC]], %[[W]] : vector<8xf32>
-// CHECK-NEXT:    arith.select %[[LIVE]], %[[S]], %[[ACC]] : vector<8xf32>
+// CHECK-NEXT:    %[[T:.*]] = scf.if %[[LIVE]] -> (vector<8xf32>) {
+// CHECK-NEXT:      %[[W:.*]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[ACC]], %[[W]] : vector<8xf32>
+// CHECK-NEXT:      scf.yield %[[S]] : vector<8xf32>
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      scf.yield %[[ACC]] : vector<8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    vector.store %[[T]]
+// CHECK-NOT:     arith.select
 func.func @accumulator_passed_on(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
                                  %rows: index, %row: index, %skip: i1) {
   %c0 = arith.constant 0 : index
@@ -83,6 +89,50 @@ func.func @accumulator_passed_on(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %
       scf.yield %s : vector<8xf32>
     }
     vector.store %t, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @two_terms
+// CHECK:       scf.for %[[H:.*]] =
+// CHECK:         %[[V0:.*]] = moe.guarded_load %{{.*}}[%arg3, %[[H]]] if %{{.*}} readonly
+// CHECK:         %[[R1:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK:         %[[V1:.*]] = moe.guarded_load %{{.*}}[%[[R1]], %[[H]]] if %{{.*}} readonly
+// CHECK-NEXT:    %[[T0:.*]] = scf.if
+// CHECK:         %[[T1:.*]] = scf.if
+// CHECK:           arith.extf %[[V1]]
+// CHECK:         vector.store %[[T1]]
+func.func @two_terms(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
+                     %op: !llvm.ptr {llvm.noalias}, %row: index, %skip0: i1, %skip1: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c8 = arith.constant 8 : index
+  %rows = arith.constant 16 : index
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
+  %idx = moe.view %ip[%c8] : !llvm.ptr -> memref<8xi32>
+  %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
+  scf.for %h = %c0 to %c64 step %c8 {
+    %acc = vector.load %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
+    %t0 = scf.if %skip0 -> (vector<8xf32>) {
+      scf.yield %acc : vector<8xf32>
+    } else {
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      %s = arith.addf %acc, %w : vector<8xf32>
+      scf.yield %s : vector<8xf32>
+    }
+    %r = memref.load %idx[%c1] : memref<8xi32>
+    %r1 = arith.index_cast %r : i32 to index
+    %t1 = scf.if %skip1 -> (vector<8xf32>) {
+      scf.yield %t0 : vector<8xf32>
+    } else {
+      %v = vector.load %x[%r1, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      %s = arith.addf %t0, %w : vector<8xf32>
+      scf.yield %s : vector<8xf32>
+    }
+    vector.store %t1, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }

@@ -6,7 +6,8 @@
 // depend on nothing in the loop. The loop then runs in a version without branches, both gathers issued
 // back to back, when every row is inside and term 1 live. When every row is inside but term 1 is skipped,
 // a second copy runs: without the bounds checks, with term 1's live test (moe-guard-loads then makes its
-// load a predicated one: GUARD). The original loop runs otherwise.
+// load a predicated one: GUARD). The original loop runs otherwise: for a row that failed a check, so it
+// only reports (its loads, arithmetic and output stores would hold registers the whole kernel pays for).
 // @written: the index tensor is also written (no llvm.readonly): its load stays in the loop, no version.
 // @carried: below.
 // RUN: moec-opt %s --moe-version-row-loops="select-versions=false" --canonicalize | FileCheck %s
@@ -42,10 +43,11 @@
 // CHECK-NEXT:       }
 // CHECK-NEXT:     } else {
 // CHECK-NEXT:       scf.for
-// CHECK:                memref.store %{{.*}}, %{{.*}}[%c0] : memref<2xi64>
-// CHECK:        }
-// CHECK:      }
-// CHECK-NOT:  scf.index_switch
+// CHECK-NOT:          vector.
+// CHECK:              memref.store %{{.*}}, %{{.*}}[%c0] : memref<2xi64>
+// CHECK-NOT:          vector.
+// CHECK-NOT:          scf.index_switch
+// CHECK:              return
 // GUARD-LABEL: func.func @gathers
 // GUARD:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
 // GUARD:       scf.for %[[H2:.*]] = %arg6 to %c64 step %c32 {
@@ -181,5 +183,54 @@ func.func @carried(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
     scf.yield %s : vector<4xf32>
   }
   vector.store %sum, %out[%c0] {alignment = 16 : i64} : memref<4xf32>, vector<4xf32>
+  return
+}
+
+// @nested_check (C2's single-row copy): the copied row's check sits in the branch of a condition that is not
+// the row's usual one either way (both sides load). A row that takes the other side never runs the check, but
+// the copy is taken only where it holds: the original loop runs for rows that failed no check, and keeps its
+// loads and stores.
+// CHECK-LABEL: func.func @nested_check
+// CHECK:        scf.for
+// CHECK:          vector.store
+// CHECK:      } else {
+// CHECK-NEXT:   scf.for
+// CHECK:          memref.store %{{.*}}, %{{.*}}[%c0] : memref<2xi64>
+// CHECK:          vector.load %{{.*}}[%arg5, %{{.*}}]
+// CHECK:          vector.store
+func.func @nested_check(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
+                        %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"},
+                        %rows: index, %n: index, %lane: index, %single: i1) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1 : i64
+  %zero = arith.constant dense<0.0> : vector<4xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %idx = moe.view %ip[%n] : !llvm.ptr -> memref<?xi32>
+  %out = moe.view %op[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
+  %status = moe.view %sp[%c2] : !llvm.ptr -> memref<2xi64>
+  scf.for %h = %lane to %c64 step %c32 {
+    %i0 = memref.load %idx[%c0] : memref<?xi32>
+    %r0 = arith.index_cast %i0 : i32 to index
+    %nonneg0 = arith.cmpi sge, %r0, %c0 : index
+    %below0 = arith.cmpi slt, %r0, %rows : index
+    %inside0 = arith.andi %nonneg0, %below0 : i1
+    %a = scf.if %single -> (vector<4xf32>) {
+      %c = scf.if %inside0 -> (vector<4xf32>) {
+        %v = vector.load %x[%r0, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+        scf.yield %v : vector<4xf32>
+      } else {
+        memref.store %one, %status[%c0] : memref<2xi64>
+        scf.yield %zero : vector<4xf32>
+      }
+      scf.yield %c : vector<4xf32>
+    } else {
+      %v = vector.load %x[%n, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+      scf.yield %v : vector<4xf32>
+    }
+    vector.store %a, %out[%n, %h] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+  }
   return
 }

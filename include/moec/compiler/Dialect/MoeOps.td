@@ -241,7 +241,8 @@ def Moe_GuardedLoadOp : Moe_Op<"guarded_load"> {
     be skipped: B2's row past active_num, C2's expert that is not routed): the gathers of the loop's terms
     are then one basic block, issued back to back. A vector of 4, 8 or 16 bytes (or a scalar of 2 or 4) of
     a memref whose last dim is contiguous, at an address aligned to its size (it moves as one access). On the GPU it lowers to a predicated `ld.global` (`.nc`, in any
-    order with the kernel's stores, where `readonly` says the kernel never writes the tensor), on other
+    order with the kernel's stores, where `readonly` says the kernel never writes the tensor) at a global-space
+    address (NVPTX folds the cast with the kernel argument's own: no cvta to generic and back), on other
     targets to `llvm.masked.load`.
 
     ```mlir

@@ -9,6 +9,7 @@
 #include "mlir/IR/Region.h"
 #include "mlir/IR/Value.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace moec::moe {
 
@@ -27,5 +28,9 @@ bool reportsError(mlir::Region &region);
 
 /// Whether `condition` is a check's: some scf.if on it reports an error when it is false.
 bool isCheckCondition(mlir::Value condition);
+
+/// Marks a GPU step table's "the check holds at every step" vote (moe-lower-to-gpu) that is false only where a
+/// step that runs the check fails it: a row whose vote is false reports an error (moe-version-row-loops).
+inline constexpr llvm::StringLiteral kExactCheckVote = "moe.exact_check_vote";
 
 } // namespace moec::moe

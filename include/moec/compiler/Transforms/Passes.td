@@ -627,6 +627,12 @@ def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
       skipped, a row whose checks hold but some of whose terms are skipped (B2 past active_num, C2's
       unrouted experts) runs a second copy: only the checks take their usual values there, and the terms'
       branches stay, for moe-guard-loads to make branch-free.
+    - Without `select-versions`, where the test of the checks is exact (false only where a check that runs
+      fails: each check's branch is inside no branch of the loop but guards whose conditions exempt it, or
+      its condition is a step table's vote marked `moe.exact_check_vote`), the original loop runs only for
+      rows that failed a check, and keeps only its status writes: it reports, the outputs incomplete as the
+      error says. Its loads, arithmetic and stores would hold registers that the whole kernel pays for in
+      occupancy (C2 at Mixtral's shape without mixed precision: 72 registers with them, 32 without).
     Example, with one `count` comparison (so no selector):
 
     ```mlir
@@ -680,8 +686,13 @@ def MoeGuardLoads : Pass<"moe-guard-loads", "::mlir::ModuleOp"> {
     the kernel only reads on one side and pure ops without regions besides, and a value from outside it on
     the other (zero, or the accumulator passed on; the load's guard is then the negated condition): the load
     becomes `moe.guarded_load` (a predicated `ld.global.nc` that gives zero where
-    the guard is off) and that side's ops run on it unconditionally. Where they turn a zero load into the
-    other side's value (extf of zero is zero) that is the result; otherwise an `arith.select` picks it.
+    the guard is off). Where that side's ops turn a zero load into the other side's value (extf of zero is
+    zero) they run on it unconditionally and are the result. Otherwise (`acc + extf(load)`: the accumulator
+    passed on) the arithmetic stays behind a branch on the guard, and the guarded loads of the loop's later
+    terms (with the ops their addresses need) move before its first such branch: every term's load issues
+    before any term waits, and a skipped term costs its load's setup and a branch, not its arithmetic and a
+    select per lane (C2 at Mixtral's 8 experts skips 6 terms of 8). A side that stores keeps its ops
+    unconditional, with an `arith.select`.
     The side may also load scalars of 2 or 4 bytes (a point's prob: guarded
     too) and store vectors, directly or in a branch that only stores (a batch's point writing its row):
     those become `moe.guarded_store`, a predicated `st.global`, under the side's guard and the branch's
