@@ -866,10 +866,22 @@ private:
   /// all lanes. Runs in the row's prologue, where a warp's lanes are converged.
   void emitWarpCompact(CompactOp compact);
 
+  /// The GPU list of a row that a whole block runs (several warps, one row per block): one list per block,
+  /// built by all its warps. Each warp takes every W-th run of 32 indices and records the run's ballot; after
+  /// a barrier each places its runs' live indices after those of the runs before, in order; a second barrier
+  /// makes the list visible to the block. The row's index loads run once per block, not once per warp (C2 at
+  /// DeepSeek-V3: 1 KiB of its rowmap per token, read by each of 8 warps), and the runs in parallel.
+  void emitBlockCompact(CompactOp compact);
+
   /// list[i] of a warp's shared-memory list.
   void emitSharedListLoad(memref::LoadOp load);
 
   OpBuilder atFunctionEntry() { return builderAtFunctionEntry(b); }
+
+  /// A shared-memory buffer of the kernel this code is in: `size` elements of `element`, 16-byte aligned. LLVM
+  /// reads consecutive entries of a buffer as one vector where it assumes that alignment; declared at 4 bytes,
+  /// a buffer after one of an odd number of words would then be read at an address the vector faults on.
+  Value sharedBuffer(int64_t size, Type element, Location loc);
 
   /// Fully unrolls short reductions (K <= unroll), else unrolls by the schedule's factor; either only
   /// while the unrolled body stays under kMaxUnrolledOps. Inner loops are unrolled first, so the budget

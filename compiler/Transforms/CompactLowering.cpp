@@ -2,11 +2,25 @@
 //
 // BodyEmitter's lists: a moe.compact becomes a loop that appends the live indices to a stack array (CPU,
 // Ascend), or, on the GPU, a warp-wide ballot that places 32 indices at a time in the warp's part of a
-// shared-memory buffer.
+// shared-memory buffer; where the block's warps all run one row, they build one list for the block.
 //===----------------------------------------------------------------------===//
 #include "BodyEmitter.h"
 
 namespace moec::moe {
+
+namespace {
+/// The thread's lane in its warp, its bit in a ballot, and the bits of the lanes below it.
+struct LaneBits {
+  Value lane, bit, below;
+  LaneBits(OpBuilder &b, Location loc) {
+    auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+    lane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+                                  arith::ConstantIndexOp::create(b, loc, 32));
+    bit = arith::ShLIOp::create(b, loc, i32(1), arith::IndexCastOp::create(b, loc, b.getI32Type(), lane));
+    below = arith::SubIOp::create(b, loc, bit, i32(1));
+  }
+};
+} // namespace
 
 void BodyEmitter::emitCompact(CompactOp compact) {
   if (onGpu)
@@ -34,20 +48,19 @@ void BodyEmitter::emitCompact(CompactOp compact) {
 }
 
 void BodyEmitter::emitWarpCompact(CompactOp compact) {
+  ScheduleAttr rows = domain.schedule();
+  if (part == Part::RowPrologue && rows.getRowsPerBlock() == 1 && rows.getThreads() > 32 && rows.getThreads() % 32 == 0)
+    return emitBlockCompact(compact);
   Location loc = compact.getLoc();
   int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
   ScheduleAttr schedule = domain.schedule();
   int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
-  auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
-  auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Value buffer = func.addWorkgroupAttribution(
-      MemRefType::get({warps * length}, b.getI32Type(), MemRefLayoutAttrInterface(), space), loc);
+  Value buffer = sharedBuffer(warps * length, b.getI32Type(), loc);
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
   Value base = warpBase(loc, length);
-  Value lane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x), cst(32));
-  Value laneBit = arith::ShLIOp::create(b, loc, i32(1), arith::IndexCastOp::create(b, loc, b.getI32Type(), lane));
-  Value lanesBelow = arith::SubIOp::create(b, loc, laneBit, i32(1));
+  LaneBits bits(b, loc);
+  Value lane = bits.lane, lanesBelow = bits.below;
   Value bound = get(compact.getBound(), false);
   auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(32), ValueRange{cst(0)});
   {
@@ -84,6 +97,86 @@ void BodyEmitter::emitWarpCompact(CompactOp compact) {
   NVVM::SyncWarpOp::create(b, loc, i32(-1));
   sharedLists[compact.getList()] = {buffer, base};
   scalars.map(compact.getCount(), loop.getResult(0));
+}
+
+void BodyEmitter::emitBlockCompact(CompactOp compact) {
+  Location loc = compact.getLoc();
+  int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+  int64_t runs = (length + 31) / 32;
+  int64_t warps = domain.schedule().getThreads() / 32;
+  Value buffer = sharedBuffer(length, b.getI32Type(), loc), ballots = sharedBuffer(runs, b.getI32Type(), loc);
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+  auto count = [&](Value bits) {
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
+  };
+  Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value warp = arith::DivUIOp::create(b, loc, tx, cst(32));
+  LaneBits bits(b, loc);
+  Value lane = bits.lane, laneBit = bits.bit, lanesBelow = bits.below;
+  Value bound = get(compact.getBound(), false);
+  Value boundRuns = arith::CeilDivUIOp::create(b, loc, bound, cst(32));
+
+  // Each warp's runs: their ballots.
+  auto tests = scf::ForOp::create(b, loc, warp, boundRuns, cst(warps));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(tests.getBody());
+    Value run = tests.getInductionVar();
+    Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(32)), lane);
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, bound);
+    auto tested = scf::IfOp::create(b, loc, b.getI1Type(), inside, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard branch(b);
+      b.setInsertionPointToStart(tested.thenBlock());
+      Block &predicate = compact.getPredicate().front();
+      scalars.map(predicate.getArgument(0), k);
+      scf::YieldOp::create(b, loc, ValueRange{emitBlock(predicate, false)});
+      b.setInsertionPointToStart(tested.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
+    }
+    Value mask =
+        NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1), tested.getResult(0), NVVM::VoteSyncKind::ballot);
+    // Every lane stores the same word: a store under `lane == 0` let LLVM copy the ballot into both branches.
+    memref::StoreOp::create(b, loc, mask, ballots, ValueRange{run});
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  // Each warp's runs again: their live indices, after those of the runs before.
+  auto place = scf::ForOp::create(b, loc, warp, boundRuns, cst(warps));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(place.getBody());
+    Value run = place.getInductionVar();
+    auto before = scf::ForOp::create(b, loc, cst(0), run, cst(1), ValueRange{cst(0)});
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(before.getBody());
+      Value bits = memref::LoadOp::create(b, loc, ballots, ValueRange{before.getInductionVar()});
+      scf::YieldOp::create(b, loc,
+                           ValueRange{arith::AddIOp::create(b, loc, before.getRegionIterArgs()[0], count(bits))});
+    }
+    Value mask = memref::LoadOp::create(b, loc, ballots, ValueRange{run});
+    Value live =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, arith::AndIOp::create(b, loc, mask, laneBit), i32(0));
+    Value at =
+        arith::AddIOp::create(b, loc, before.getResult(0), count(arith::AndIOp::create(b, loc, mask, lanesBelow)));
+    auto store = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(store.thenBlock());
+    Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(32)), lane);
+    memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), buffer, ValueRange{at});
+  }
+  // The list's length: every run's live indices.
+  auto total = scf::ForOp::create(b, loc, cst(0), boundRuns, cst(1), ValueRange{cst(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(total.getBody());
+    Value bits = memref::LoadOp::create(b, loc, ballots, ValueRange{total.getInductionVar()});
+    scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, total.getRegionIterArgs()[0], count(bits))});
+  }
+  gpu::BarrierOp::create(b, loc);
+  sharedLists[compact.getList()] = {buffer, cst(0)};
+  scalars.map(compact.getCount(), total.getResult(0));
 }
 
 void BodyEmitter::emitSharedListLoad(memref::LoadOp load) {

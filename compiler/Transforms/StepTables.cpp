@@ -19,6 +19,16 @@ void BodyEmitter::emitStepTables() {
       emitStepTable(fold);
 }
 
+Value BodyEmitter::sharedBuffer(int64_t size, Type element, Location loc) {
+  auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value buffer =
+      func.addWorkgroupAttribution(MemRefType::get({size}, element, MemRefLayoutAttrInterface(), space), loc);
+  func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1, LLVM::LLVMDialect::getAlignAttrName(),
+                                   b.getI64IntegerAttr(16));
+  return buffer;
+}
+
 Value BodyEmitter::warpBase(Location loc, int64_t length) {
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -184,14 +194,11 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
   if (stepTableBytes + bytes > kStepTableBytes)
     return;
   stepTableBytes += bytes;
-  auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   StepTable table;
   table.base = warpBase(loc, length);
   for (Value column : columns)
-    table.columns.push_back({column, func.addWorkgroupAttribution(MemRefType::get({warps * length}, stored(column),
-                                                                                  MemRefLayoutAttrInterface(), space),
-                                                                  loc)});
+    table.columns.push_back({column, sharedBuffer(warps * length, stored(column), loc)});
   // A check's column is also summed up as "true at every step": where it is, the steps read the column as
   // true (readStepTable), and moe-version-row-loops gives their loop a copy without the check's branch.
   SmallVector<bool> summed, exact;

@@ -4,7 +4,8 @@
 // of the check's column is then not exact (no moe.exact_check_vote): a row whose vote is false may have failed
 // no check, so moe-version-row-loops keeps the whole original loop for it.
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s
-// CHECK: %[[ALL:.*]] = nvvm.vote.sync  all %{{.*}}, %{{.*}} -> i1
+// CHECK-NOT: moe.exact_check_vote
+// CHECK: nvvm.vote.sync  all %{{[a-z0-9_-]+}}, %{{[0-9]+}} -> i1
 // CHECK-NOT: moe.exact_check_vote
 
 module attributes {moe.dtype = "f32", moe.op = "moe_unpermute"} {

@@ -3,7 +3,8 @@
 // in the branch of a live entry, checks it and loads the row's prob: work that does not vary along the row.
 // With step-tables (the default) the row's prologue does it once per step, each warp's lanes taking the
 // steps, into shared-memory columns (the entry, as the i32 it was loaded as; the tests, as 32-bit words;
-// the prob), the branch's part under the branch's condition; the loop along the row reads the columns.
+// the prob; each buffer 16-byte aligned, as LLVM assumes where it reads entries as a vector), the branch's part
+// under the branch's condition; the loop along the row reads the columns.
 // The check's report of a bad entry before the gathered row's load stays in the loop's branch (it only
 // reports). The check's column is also summed up, per warp, as "inside at every step" (vote.sync all), and the
 // loop reads the check or'ed with it: moe-version-row-loops then gives the loop a copy without the check's
@@ -15,7 +16,7 @@
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=TABLES
 // RUN: moec-opt %s --moe-lower-to-gpu=step-tables=false --canonicalize | FileCheck %s --check-prefix=PLAIN
 
-// TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[DEAD:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[INSIDE:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>>, %[[PROB:arg[0-9]+]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[DEAD:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[INSIDE:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[PROB:arg[0-9]+]] : memref<32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // TABLES: scf.for {{.*}} to %c8 step %c32 iter_args({{.*}} = %true) -> (i1) {
 // TABLES: memref.load {{.*}} : memref<?x8xi32>
 // TABLES: scf.if {{.*}} -> (i1, f32) {

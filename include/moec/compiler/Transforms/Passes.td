@@ -159,7 +159,9 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
     K gathers per vector instead of E tests. A `moe.sum` whose term is `p ? 0.0 : f` is split the same
     way (its accumulator starts at +0.0, so it is never -0.0 and adding +0.0 changes nothing): B2's
     dropped or inactive rows cost no branch per vector. On the GPU (`target=gpu`) each warp keeps its list in shared
-    memory, so only domains lowered a row at a time qualify, and the bound must fit. With `short-folds`
+    memory, so only domains lowered a row at a time qualify, and the bound must fit; where a block's warps
+    all run one row (C2 at 256 threads), the block builds one list, each warp testing every W-th run of 32
+    steps, with two block barriers (the row's index loads once per block, not once per warp). With `short-folds`
     (the CPU pipeline's, unless accumulate-rows is off) a short fold or sum whose live steps add f32
     terms is compacted too: moe-lower-to-loops adds a short list's live steps directly in registers
     (C2 at Mixtral's top-2 of 8, B2 with inactive rows), without a test per step and vector.
