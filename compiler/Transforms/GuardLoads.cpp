@@ -163,6 +163,30 @@ bool zeroLoadGives(Guardable g) {
   return known.lookup(g.loading->getTerminator()->getOperand(0)) == expected;
 }
 
+/// Whether `v` is never -0.0: a constant without -0.0, a sum with such an operand (round to nearest gives -0.0
+/// only for -0.0 + -0.0), or a branch that yields such values on both sides.
+bool neverNegativeZero(Value v, int depth = 0) {
+  if (depth > 64)
+    return false;
+  Attribute constant;
+  if (matchPattern(v, m_Constant(&constant))) {
+    auto noNegativeZero = [](const APFloat &f) { return !(f.isZero() && f.isNegative()); };
+    if (auto scalar = dyn_cast<FloatAttr>(constant))
+      return noNegativeZero(scalar.getValue());
+    auto elements = dyn_cast<DenseFPElementsAttr>(constant);
+    return elements && llvm::all_of(elements.getValues<APFloat>(), noNegativeZero);
+  }
+  if (auto add = v.getDefiningOp<arith::AddFOp>())
+    return add.getFastmath() == arith::FastMathFlags::none &&
+           (neverNegativeZero(add.getLhs(), depth + 1) || neverNegativeZero(add.getRhs(), depth + 1));
+  if (auto branch = v.getDefiningOp<scf::IfOp>(); branch && !branch.getElseRegion().empty()) {
+    unsigned index = cast<OpResult>(v).getResultNumber();
+    return neverNegativeZero(branch.thenYield().getOperand(index), depth + 1) &&
+           neverNegativeZero(branch.elseYield().getOperand(index), depth + 1);
+  }
+  return false;
+}
+
 /// Clones `op` at `b` with the guard `live`: a load or store becomes a guarded one, a branch that only stores
 /// has its ops cloned and its stores guarded by `live` and its condition, and any other op is cloned as is.
 void cloneGuarded(OpBuilder &b, Operation &op, Value live, ArrayRef<Operation *> loads, IRMapping &mapping) {
@@ -202,8 +226,16 @@ scf::IfOp guard(Guardable g) {
   bool noSelect = zeroLoadGives(g);
   IRMapping mapping;
   bool stores = llvm::any_of(g.loading->without_terminator(), [](Operation &op) { return op.getNumResults() == 0; });
-  if (!noSelect && !stores) {
-    // The term's loads (and what their addresses need) issue here, guarded; its arithmetic stays behind the
+  // The term added to a sum that is never -0.0 (B2's `acc + (live ? f32(x) : 0.0)`): a skipped term adds
+  // +0.0, which changes no such sum, so the add can go behind the branch with the term's arithmetic.
+  arith::AddFOp summed;
+  if (noSelect && g.branch->hasOneUse())
+    if (auto add = dyn_cast<arith::AddFOp>(*g.branch->user_begin());
+        add && add->getBlock() == g.branch->getBlock() && add.getFastmath() == arith::FastMathFlags::none &&
+        neverNegativeZero(add.getOperand(add.getLhs() == g.branch.getResult(0) ? 1 : 0)))
+      summed = add;
+  if ((!noSelect || summed) && !stores) {
+    // The term's loads (and what their addresses need) issue here, guarded; its arithmetic stays behind a
     // branch, which no longer waits for a load issued inside it. A skipped term then costs its loads' setup and
     // a branch, not its arithmetic and a select per lane (C2 at Mixtral's top-2 of 8 experts: 8 terms a vector).
     SetVector<Operation *> feeding;
@@ -216,18 +248,29 @@ scf::IfOp guard(Guardable g) {
     for (Operation &op : g.loading->without_terminator())
       if (feeding.contains(&op))
         cloneGuarded(b, op, live, g.loads, mapping);
-    auto term = scf::IfOp::create(b, loc, g.branch.getResultTypes(), live, /*withElseRegion=*/true);
+    if (summed)
+      b.setInsertionPoint(summed); // where the sum's earlier terms are
+    Operation *replaced = summed ? summed.getOperation() : g.branch.getOperation();
+    Value passedOn = summed ? summed.getOperand(summed.getLhs() == g.branch.getResult(0) ? 1 : 0) : g.other();
+    auto term = scf::IfOp::create(b, loc, replaced->getResultTypes(), live, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard inside(b);
       b.setInsertionPointToStart(term.thenBlock());
       for (Operation &op : g.loading->without_terminator())
         if (!feeding.contains(&op))
           b.clone(op, mapping);
-      scf::YieldOp::create(b, loc, mapping.lookupOrDefault(g.loading->getTerminator()->getOperand(0)));
+      Value value = mapping.lookupOrDefault(g.loading->getTerminator()->getOperand(0));
+      if (summed) {
+        mapping.map(g.branch.getResult(0), value);
+        value = b.clone(*summed, mapping)->getResult(0);
+      }
+      scf::YieldOp::create(b, loc, value);
       b.setInsertionPointToStart(term.elseBlock());
-      scf::YieldOp::create(b, loc, g.other());
+      scf::YieldOp::create(b, loc, passedOn);
     }
-    g.branch.getResult(0).replaceAllUsesWith(term.getResult(0));
+    replaced->getResult(0).replaceAllUsesWith(term.getResult(0));
+    if (summed)
+      summed.erase();
     g.branch.erase();
     return term;
   }

@@ -393,10 +393,18 @@ MUTATIONS = [
     ("term-branch-negated",
      "moe-guard-loads keeps a term's arithmetic behind a branch taken where the term is skipped",
      [("compiler/Transforms/GuardLoads.cpp",
-       "    auto term = scf::IfOp::create(b, loc, g.branch.getResultTypes(), live, /*withElseRegion=*/true);\n",
-       "    auto term = scf::IfOp::create(b, loc, g.branch.getResultTypes(), g.branch.getCondition(),\n"
+       "    auto term = scf::IfOp::create(b, loc, replaced->getResultTypes(), live, /*withElseRegion=*/true);\n",
+       "    auto term = scf::IfOp::create(b, loc, replaced->getResultTypes(),\n"
+       "                                  arith::XOrIOp::create(b, loc, live, arith::ConstantIntOp::create(b, loc, 1, 1)),\n"
        "                                  /*withElseRegion=*/true);\n")],
-     r"EmulatedGpu\.MoeUnpermute|C2.*ptx", "Transforms/guard-loads"),
+     r"EmulatedGpu\.(MoeUnpermute|InitRoutingV2Grad)|(C2|B2_active).*ptx", "Transforms/guard-loads"),
+    ("skipped-term-add-assumed-exact",
+     "moe-guard-loads moves a sum's add behind a skipped term's branch even where the sum may be -0.0 (adding the "
+     "skipped term's +0.0 would have made it +0.0)",
+     [("compiler/Transforms/GuardLoads.cpp",
+       "bool neverNegativeZero(Value v, int depth = 0) {\n  if (depth > 64)\n    return false;\n",
+       "bool neverNegativeZero(Value v, int depth = 0) {\n  if (depth >= 0)\n    return true;\n")],
+     None, "Transforms/guard-loads"),
     ("skipped-step-check-fails",
      "a GPU step table records a check that its step does not run as failed (rows with a skipped term never "
      "take the loop's copy without checks)",

@@ -6,6 +6,9 @@
 // (acc + 0.0 is not acc when acc is -0.0; a select would run the arithmetic of every skipped term too).
 // @two_terms: the second term's load (and its row's index) moves before the first term's branch, so that
 // the loads of all terms issue before any waits.
+// @summed_term (B2's active_num): `acc + (live ? extf(load) : 0)` where acc starts at +0.0: a sum never -0.0
+// is unchanged by a skipped term's +0.0, so the add goes behind the branch with the extf. @summed_unknown:
+// the same term added to a value that may be -0.0 (a loaded one) keeps the add unconditional.
 // @point_with_store (a point of A3's batch of dot products, active or not): the term also loads the point's
 // prob (a scalar, guarded too) and writes its row where the point has one: the store is guarded by both
 // conditions. @store_branch: a branch in the loop that only stores becomes a guarded store.
@@ -133,6 +136,69 @@ func.func @two_terms(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.pt
       scf.yield %s : vector<8xf32>
     }
     vector.store %t1, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @summed_term
+// CHECK:       scf.for %[[H:.*]] =
+// CHECK-NEXT:    %[[V:.*]] = moe.guarded_load %{{.*}}[%{{.*}}, %[[H]]] if %arg4 readonly
+// CHECK-NEXT:    %[[S:.*]] = scf.if %arg4 -> (vector<8xf32>) {
+// CHECK-NEXT:      %[[W:.*]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT:      %[[A:.*]] = arith.addf %[[W]], %[[ZERO:.*]] : vector<8xf32>
+// CHECK-NEXT:      scf.yield %[[A]] : vector<8xf32>
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      scf.yield %[[ZERO]] : vector<8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    vector.store %[[S]]
+func.func @summed_term(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
+                       %rows: index, %row: index, %live: i1) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant dense<0.0> : vector<8xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
+  %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
+  scf.for %h = %c0 to %c64 step %c8 {
+    %t = scf.if %live -> (vector<8xf32>) {
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      scf.yield %w : vector<8xf32>
+    } else {
+      scf.yield %zero : vector<8xf32>
+    }
+    %s = arith.addf %t, %zero : vector<8xf32>
+    vector.store %s, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @summed_unknown
+// CHECK:       scf.for %[[H:.*]] =
+// CHECK-NEXT:    %[[ACC:.*]] = vector.load
+// CHECK-NEXT:    %[[V:.*]] = moe.guarded_load %{{.*}}[%{{.*}}, %[[H]]] if %arg4 readonly
+// CHECK-NEXT:    %[[W:.*]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT:    %[[S:.*]] = arith.addf %[[W]], %[[ACC]] : vector<8xf32>
+// CHECK-NEXT:    vector.store %[[S]]
+func.func @summed_unknown(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
+                          %rows: index, %row: index, %live: i1) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant dense<0.0> : vector<8xf32>
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
+  %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
+  scf.for %h = %c0 to %c64 step %c8 {
+    %acc = vector.load %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
+    %t = scf.if %live -> (vector<8xf32>) {
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      scf.yield %w : vector<8xf32>
+    } else {
+      scf.yield %zero : vector<8xf32>
+    }
+    %s = arith.addf %t, %acc : vector<8xf32>
+    vector.store %s, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
   }
   return
 }

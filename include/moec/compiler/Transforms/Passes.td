@@ -693,7 +693,10 @@ def MoeGuardLoads : Pass<"moe-guard-loads", "::mlir::ModuleOp"> {
     passed on) the arithmetic stays behind a branch on the guard, and the guarded loads of the loop's later
     terms (with the ops their addresses need) move before its first such branch: every term's load issues
     before any term waits, and a skipped term costs its load's setup and a branch, not its arithmetic and a
-    select per lane (C2 at Mixtral's 8 experts skips 6 terms of 8). A side that stores keeps its ops
+    select per lane (C2 at Mixtral's 8 experts skips 6 terms of 8). A term that gives zero when skipped and
+    is added to a sum that is never -0.0 (a constant without -0.0, or a sum of which one operand is such:
+    B2's `acc + (live ? f32(x) : 0.0)` from +0.0) takes its add behind that branch too, as adding +0.0 does
+    not change such a sum (B2 with active_num skips half its rows). A side that stores keeps its ops
     unconditional, with an `arith.select`.
     The side may also load scalars of 2 or 4 bytes (a point's prob: guarded
     too) and store vectors, directly or in a branch that only stores (a batch's point writing its row):
