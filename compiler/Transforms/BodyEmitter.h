@@ -873,6 +873,9 @@ private:
   /// DeepSeek-V3: 1 KiB of its rowmap per token, read by each of 8 warps), and the runs in parallel.
   void emitBlockCompact(CompactOp compact);
 
+  /// Lane k's step of `compact`'s range: whether it is below `bound` and live, and the warp's ballot of that.
+  std::pair<Value, Value> ballotOfSteps(CompactOp compact, Value k, Value bound);
+
   /// list[i] of a warp's shared-memory list.
   void emitSharedListLoad(memref::LoadOp load);
 

@@ -47,6 +47,24 @@ void BodyEmitter::emitCompact(CompactOp compact) {
   pendingUnrolls.push_back(loop);
 }
 
+std::pair<Value, Value> BodyEmitter::ballotOfSteps(CompactOp compact, Value k, Value bound) {
+  Location loc = compact.getLoc();
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, bound);
+  auto tested = scf::IfOp::create(b, loc, b.getI1Type(), inside, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard branch(b);
+    b.setInsertionPointToStart(tested.thenBlock());
+    Block &predicate = compact.getPredicate().front();
+    scalars.map(predicate.getArgument(0), k);
+    scf::YieldOp::create(b, loc, ValueRange{emitBlock(predicate, false)});
+    b.setInsertionPointToStart(tested.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
+  }
+  Value live = tested.getResult(0);
+  Value all = arith::ConstantIntOp::create(b, loc, -1, 32);
+  return {live, NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), all, live, NVVM::VoteSyncKind::ballot)};
+}
+
 void BodyEmitter::emitWarpCompact(CompactOp compact) {
   ScheduleAttr rows = domain.schedule();
   if (part == Part::RowPrologue && rows.getRowsPerBlock() == 1 && rows.getThreads() > 32 && rows.getThreads() % 32 == 0)
@@ -67,19 +85,7 @@ void BodyEmitter::emitWarpCompact(CompactOp compact) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value k = arith::AddIOp::create(b, loc, loop.getInductionVar(), lane);
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, bound);
-    auto tested = scf::IfOp::create(b, loc, b.getI1Type(), inside, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard branch(b);
-      b.setInsertionPointToStart(tested.thenBlock());
-      Block &predicate = compact.getPredicate().front();
-      scalars.map(predicate.getArgument(0), k);
-      scf::YieldOp::create(b, loc, ValueRange{emitBlock(predicate, false)});
-      b.setInsertionPointToStart(tested.elseBlock());
-      scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
-    }
-    Value live = tested.getResult(0);
-    Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1), live, NVVM::VoteSyncKind::ballot);
+    auto [live, mask] = ballotOfSteps(compact, k, bound);
     Value end = loop.getRegionIterArgs()[0];
     auto count = [&](Value bits) {
       return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
@@ -124,19 +130,7 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
     b.setInsertionPointToStart(tests.getBody());
     Value run = tests.getInductionVar();
     Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(32)), lane);
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, bound);
-    auto tested = scf::IfOp::create(b, loc, b.getI1Type(), inside, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard branch(b);
-      b.setInsertionPointToStart(tested.thenBlock());
-      Block &predicate = compact.getPredicate().front();
-      scalars.map(predicate.getArgument(0), k);
-      scf::YieldOp::create(b, loc, ValueRange{emitBlock(predicate, false)});
-      b.setInsertionPointToStart(tested.elseBlock());
-      scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
-    }
-    Value mask =
-        NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1), tested.getResult(0), NVVM::VoteSyncKind::ballot);
+    Value mask = ballotOfSteps(compact, k, bound).second;
     // Every lane stores the same word: a store under `lane == 0` let LLVM copy the ballot into both branches.
     memref::StoreOp::create(b, loc, mask, ballots, ValueRange{run});
   }
