@@ -283,14 +283,24 @@ scf::IfOp guard(Guardable g) {
   return {};
 }
 
+/// Whether `op` declares its memory effects and all of them are reads.
+bool onlyReads(Operation *op) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  return effects && effects.onlyHasEffect<MemoryEffects::Read>();
+}
+
 /// Moves the guarded loads after `first` in its block (with the ops their operands need from there) before it:
-/// each term's branch then finds its loads issued, all of them before the first branch.
+/// each term's branch then finds its loads issued, all of them before the first branch. Only loads that no write
+/// from `first` on precedes move.
 void issueLoadsBefore(scf::IfOp first) {
   Block *block = first->getBlock();
   SmallVector<Operation *> later;
-  for (Operation *op = first->getNextNode(); op; op = op->getNextNode())
-    if (auto load = dyn_cast<GuardedLoadOp>(op); load && load.getReadonly())
+  bool written = false; // whether an op from `first` on writes memory: reads then stay where they are
+  for (Operation *op = first; op; op = op->getNextNode()) {
+    if (auto load = dyn_cast<GuardedLoadOp>(op); load && load.getReadonly() && !written)
       later.push_back(op);
+    op->walk([&](Operation *inner) { written |= !isMemoryEffectFree(inner) && !onlyReads(inner); });
+  }
   for (Operation *load : later) {
     SetVector<Operation *> slice;
     slice.insert(load);
@@ -300,8 +310,8 @@ void issueLoadsBefore(scf::IfOp first) {
         Operation *def = v.getDefiningOp();
         if (!def || def->getBlock() != block || def->isBeforeInBlock(first))
           continue;
-        // Only ops that read at most (the row's list and table entries): nothing a branch may have written.
-        movable &= def->getNumRegions() == 0 && !hasEffect<MemoryEffects::Write>(def);
+        // Pure ops and reads (the row's list and table entries) without regions: nothing in between writes.
+        movable &= def->getNumRegions() == 0 && (isMemoryEffectFree(def) || onlyReads(def));
         slice.insert(def);
       }
     if (!movable)

@@ -398,6 +398,13 @@ MUTATIONS = [
        "                                  arith::XOrIOp::create(b, loc, live, arith::ConstantIntOp::create(b, loc, 1, 1)),\n"
        "                                  /*withElseRegion=*/true);\n")],
      r"EmulatedGpu\.(MoeUnpermute|InitRoutingV2Grad)|(C2|B2_active).*ptx", "Transforms/guard-loads"),
+    ("term-loads-moved-past-writes",
+     "moe-guard-loads moves a later term's load and the reads it needs before the first term's branch even past a "
+     "write (a read of what the write changes would see the old value)",
+     [("compiler/Transforms/GuardLoads.cpp",
+       "    if (auto load = dyn_cast<GuardedLoadOp>(op); load && load.getReadonly() && !written)\n",
+       "    if (auto load = dyn_cast<GuardedLoadOp>(op); load && load.getReadonly())\n")],
+     None, "Transforms/guard-loads"),
     ("skipped-term-add-assumed-exact",
      "moe-guard-loads moves a sum's add behind a skipped term's branch even where the sum may be -0.0 (adding the "
      "skipped term's +0.0 would have made it +0.0)",

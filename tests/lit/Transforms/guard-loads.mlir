@@ -5,7 +5,8 @@
 // negated condition, and the term's arithmetic stays behind a branch that passes acc on for a skipped term
 // (acc + 0.0 is not acc when acc is -0.0; a select would run the arithmetic of every skipped term too).
 // @two_terms: the second term's load (and its row's index) moves before the first term's branch, so that
-// the loads of all terms issue before any waits.
+// the loads of all terms issue before any waits. @write_between: a store between the two terms keeps the
+// second term's load (and the reads it needs) after it.
 // @summed_term (B2's active_num): `acc + (live ? extf(load) : 0)` where acc starts at +0.0: a sum never -0.0
 // is unchanged by a skipped term's +0.0, so the add goes behind the branch with the extf. @summed_unknown:
 // the same term added to a value that may be -0.0 (a loaded one) keeps the add unconditional.
@@ -125,6 +126,51 @@ func.func @two_terms(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.pt
       %s = arith.addf %acc, %w : vector<8xf32>
       scf.yield %s : vector<8xf32>
     }
+    %r = memref.load %idx[%c1] : memref<8xi32>
+    %r1 = arith.index_cast %r : i32 to index
+    %t1 = scf.if %skip1 -> (vector<8xf32>) {
+      scf.yield %t0 : vector<8xf32>
+    } else {
+      %v = vector.load %x[%r1, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      %s = arith.addf %t0, %w : vector<8xf32>
+      scf.yield %s : vector<8xf32>
+    }
+    vector.store %t1, %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @write_between
+// CHECK:       scf.for %[[H:.*]] =
+// CHECK:         moe.guarded_load
+// CHECK-NEXT:    scf.if
+// CHECK:         memref.store
+// CHECK:         memref.load
+// CHECK:         moe.guarded_load
+// CHECK-NEXT:    scf.if
+func.func @write_between(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias},
+                         %op: !llvm.ptr {llvm.noalias}, %row: index, %skip0: i1, %skip1: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c8 = arith.constant 8 : index
+  %rows = arith.constant 16 : index
+  %seven = arith.constant 7 : i32
+  %x = moe.view %xp[%rows, %c64] : !llvm.ptr -> memref<?x64xbf16>
+  %idx = moe.view %ip[%c8] : !llvm.ptr -> memref<8xi32>
+  %out = moe.view %op[%c64] : !llvm.ptr -> memref<64xf32>
+  scf.for %h = %c0 to %c64 step %c8 {
+    %acc = vector.load %out[%h] {alignment = 16 : i64} : memref<64xf32>, vector<8xf32>
+    %t0 = scf.if %skip0 -> (vector<8xf32>) {
+      scf.yield %acc : vector<8xf32>
+    } else {
+      %v = vector.load %x[%row, %h] {alignment = 16 : i64} : memref<?x64xbf16>, vector<8xbf16>
+      %w = arith.extf %v : vector<8xbf16> to vector<8xf32>
+      %s = arith.addf %acc, %w : vector<8xf32>
+      scf.yield %s : vector<8xf32>
+    }
+    memref.store %seven, %idx[%c1] : memref<8xi32>
     %r = memref.load %idx[%c1] : memref<8xi32>
     %r1 = arith.index_cast %r : i32 to index
     %t1 = scf.if %skip1 -> (vector<8xf32>) {
