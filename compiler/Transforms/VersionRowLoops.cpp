@@ -200,7 +200,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
   void version(scf::ForOp loop) {
     bool candidates = false;
     loop.getBody()->walk([&](scf::IfOp branch) { candidates |= usualValue(branch).has_value(); });
-    if (!candidates)
+    if (!candidates || runsWarpWide(loop))
       return;
     // Conditions computed in the loop from values outside it (`count > k`) move out first, with the loads of
     // read-only tensors they come from (the GPU's loop along a row loads its gathered rows' indices).
@@ -289,6 +289,19 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
       b.setInsertionPointToEnd(rest);
       scf::YieldOp::create(b, loc, loop.getResults());
     }
+  }
+
+  /// Whether `loop` holds an op the threads of a warp or block must run together (a vote, a shuffle, a barrier).
+  /// Its copies would be chosen by conditions that may differ between lanes (a block list's `lane == 0`), each
+  /// copy with its own such op, run by only some of the lanes.
+  static bool runsWarpWide(scf::ForOp loop) {
+    return loop.getBody()
+        ->walk([](Operation *op) {
+          bool together =
+              isa_and_nonnull<NVVM::NVVMDialect>(op->getDialect()) || isa<gpu::BarrierOp, gpu::ShuffleOp>(op);
+          return together ? WalkResult::interrupt() : WalkResult::advance();
+        })
+        .wasInterrupted();
   }
 
   /// Moves the loads at the top level of `loop`'s body from tensors the function never writes, at indices defined

@@ -419,6 +419,13 @@ MUTATIONS = [
        "  if (!column.getType().isInteger(1) || !isCheckCondition(column))\n    return false;\n",
        "  if (true)\n    return false;\n")],
      None, "Transforms/gpu-step-tables"),
+    ("versioned-warp-wide-loop",
+     "moe-version-row-loops versions a loop that holds a vote or a barrier on a condition that may differ between "
+     "lanes (each copy's vote run by only some of the warp's lanes)",
+     [("compiler/Transforms/VersionRowLoops.cpp",
+       "    if (!candidates || runsWarpWide(loop))\n",
+       "    if (!candidates)\n")],
+     None, "Transforms/version-row-loops-gpu"),
     ("skipped-terms-copy-unchecked",
      "moe-version-row-loops runs its copy for rows with skipped terms without testing the rows' checks",
      [("compiler/Transforms/VersionRowLoops.cpp",

@@ -234,3 +234,33 @@ func.func @nested_check(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm
   }
   return
 }
+
+// @warp_wide (a block list's loop, were its ballot stored under `lane == 0`): the loop holds a vote, which
+// every lane of the warp must run together. Copies chosen by `lane == 0` would each hold the vote, run by
+// only some of the lanes, so the loop is not versioned.
+// CHECK-LABEL: func.func @warp_wide
+// CHECK:        scf.for
+// CHECK:          nvvm.vote.sync
+// CHECK:          scf.if
+// CHECK-NOT:    scf.for
+// CHECK:        return
+func.func @warp_wide(%ip: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
+                     %lane: index, %runs: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c0_i32 = arith.constant 0 : i32
+  %all = arith.constant -1 : i32
+  %idx = moe.view %ip[%c8] : !llvm.ptr -> memref<8xi32>
+  %out = moe.view %op[%c8] : !llvm.ptr -> memref<8xi32>
+  %first = arith.cmpi eq, %lane, %c0 : index
+  scf.for %r = %c0 to %runs step %c1 {
+    %v = memref.load %idx[%r] : memref<8xi32>
+    %live = arith.cmpi sgt, %v, %c0_i32 : i32
+    %mask = nvvm.vote.sync ballot %all, %live -> i32
+    scf.if %first {
+      memref.store %mask, %out[%r] : memref<8xi32>
+    }
+  }
+  return
+}

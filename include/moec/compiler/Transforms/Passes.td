@@ -635,6 +635,9 @@ def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
       rows that failed a check, and keeps only its status writes: it reports, the outputs incomplete as the
       error says. Its loads, arithmetic and stores would hold registers that the whole kernel pays for in
       occupancy (C2 at Mixtral's shape without mixed precision: 72 registers with them, 32 without).
+    - A loop that holds an op the threads of a warp or block run together (an NVVM vote, shuffle or warp
+      barrier, `gpu.barrier`) is left alone: its copies, chosen by a condition that may differ between lanes
+      (`lane == 0`), would each run that op on only some of the lanes.
     Example, with one `count` comparison (so no selector):
 
     ```mlir
