@@ -131,7 +131,8 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
     Value run = tests.getInductionVar();
     Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(32)), lane);
     Value mask = ballotOfSteps(compact, k, bound).second;
-    // Every lane stores the same word: a store under `lane == 0` let LLVM copy the ballot into both branches.
+    // Every lane stores the same word: no branch on the lane (one on `lane == 0` once made moe-version-row-loops
+    // copy this loop, the ballot into both copies, each run by part of the warp).
     memref::StoreOp::create(b, loc, mask, ballots, ValueRange{run});
   }
   gpu::BarrierOp::create(b, loc);
