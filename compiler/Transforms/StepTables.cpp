@@ -170,7 +170,6 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
   Location loc = fold.getLoc();
   ScheduleAttr schedule = domain.schedule();
   int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
-  auto func = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUFuncOp>();
   // The block's shared memory stays within what a kernel gets without opting in (48 KiB): the lists
   // take up to 16 KiB of it (moe-compact-predicated-folds), the tables up to 32 KiB.
   // A column is stored as a 32-bit word where it can be: i1 (shared-memory bytes would cost byte

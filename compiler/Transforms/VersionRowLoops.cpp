@@ -384,7 +384,7 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
   /// Removes `loop`'s writes other than the status buffer's (the canonicalizer then drops the work that fed them): a
   /// row that failed a check runs it to report the failure, its outputs incomplete as the error says. Its loads,
   /// stores and arithmetic would otherwise hold registers the whole kernel pays for in occupancy (C2 at Mixtral's
-  /// shape without mixed precision: 72 registers, 36 without them).
+  /// shape without mixed precision: 72 registers, 32 without them).
   static void keepOnlyReports(scf::ForOp loop) {
     SmallVector<Operation *> writes;
     loop.getBody()->walk([&](Operation *op) {
