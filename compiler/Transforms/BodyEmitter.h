@@ -696,6 +696,8 @@ private:
     }
     common.flushUnrolls();
     scf::YieldOp::create(b, loc, next);
+    if (first.split.lanes > 1 && termWidth > 1)
+      return unrollForLoadsInFlight(loop);
     return SmallVector<Value>(loop.getResults());
   }
 
@@ -906,6 +908,36 @@ private:
     }
   }
   static constexpr int64_t kMaxUnrolledOps = 4096;
+
+  /// GPU: a warp's loop along a split sum's row (a warp per point, or per batch of points) waits for its
+  /// loads once per step, and one warp covers the whole row: with few warps per SM (a small batch of
+  /// tokens, or a kernel whose registers allow few) that chain of waits, not the bandwidth, bounds it.
+  /// Unrolled by the largest power of two that keeps at most kLoadsInFlight vector loads per lane in one
+  /// step, the steps' loads issue together. The adds still run in order, so each partial sum is the same.
+  static SmallVector<Value> unrollForLoadsInFlight(scf::ForOp loop) {
+    int64_t loads = 0;
+    loop.getBody()->walk([&](vector::LoadOp) { ++loads; });
+    int64_t factor = 1;
+    // A constant end bounds the steps (the loop starts at a lane's offset >= 0): no more than those.
+    APInt end, step;
+    int64_t maxSteps = matchPattern(loop.getUpperBound(), m_ConstantInt(&end)) &&
+                               matchPattern(loop.getStep(), m_ConstantInt(&step)) && step.getSExtValue() > 0
+                           ? end.getSExtValue() / step.getSExtValue() + 1
+                           : INT64_MAX;
+    while (loads > 0 && 2 * factor * loads <= kLoadsInFlight && 2 * factor <= maxSteps)
+      factor *= 2;
+    int64_t bodyOps = 0;
+    loop.getBody()->walk([&](Operation *) { ++bodyOps; });
+    if (factor > 1 && bodyOps * factor <= kMaxUnrolledOps)
+      if (FailureOr<UnrolledLoopInfo> unrolled = loopUnrollByFactor(loop, factor);
+          succeeded(unrolled) && unrolled->epilogueLoopOp)
+        return SmallVector<Value>(unrolled->epilogueLoopOp->getResults()); // the remainder's, after the main loop
+    return SmallVector<Value>(loop.getResults());
+  }
+  /// 16 vector loads of 16 bytes per lane: 64 registers of data in flight, the most a narrow batch of
+  /// points (2 rows and the row they share) can take before its registers, not the 8-point batch's,
+  /// set the kernel's count.
+  static constexpr int64_t kLoadsInFlight = 16;
 
   void emitIf(scf::IfOp ifOp) {
     if (auto it = decided.find(ifOp); it != decided.end()) {

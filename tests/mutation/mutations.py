@@ -635,4 +635,11 @@ MUTATIONS = [
        "constexpr int32_t kNanOrSubnormal = 0x01 | 0x20 | 0x80;",
        "constexpr int32_t kNanOrSubnormal = 0x01 | 0x80;")],
      r"NativeBf16Roundings", "Transforms/native-bf16-roundings"),
+    ("warp-sum-drops-remainder",
+     "the GPU's split-sum loop, unrolled for loads in flight, gives the main loop's partial sums: the steps "
+     "left to the loop of single steps are lost",
+     [("compiler/Transforms/BodyEmitter.h",
+       "        return SmallVector<Value>(unrolled->epilogueLoopOp->getResults()); // the remainder's, after the main loop\n",
+       "        return SmallVector<Value>(loop.getResults());\n")],
+     r"ptx-emu\.UnpermuteGrad(Grid|Special|Adjoint)|EmulatedGpu\.PointRows", "Transforms/lower-to-gpu-loads-in-flight"),
 ]
