@@ -367,14 +367,15 @@ public:
     Value laneStart = lanes > 1 ? first.split.lane : cst(0);
     Value bound = first.get(sum.getBound(), false);
     int64_t w = first.splitWidth(bound);
-    Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(w)), cst(w));
+    // Folded where the bound is a constant: the vector loop's step count then is one too.
+    Value mainEnd = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, bound, cst(w)), cst(w));
     SmallVector<Value> accs(points.size(), arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)));
     Value tailBegin = laneStart;
     if (w > 1) {
       Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorOf(b.getF32Type(), w)));
       SmallVector<Value> vectorParts =
           splitPartials(sum, *along, points, actives, arith::MulIOp::create(b, loc, laneStart, cst(w)), mainEnd,
-                        lanes * w, w, SmallVector<Value>(points.size(), zeros));
+                        lanes * w, w, SmallVector<Value>(points.size(), zeros), /*beginsInFirstStep=*/true);
       for (auto [acc, part] : llvm::zip(accs, vectorParts))
         acc = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
       tailBegin = arith::AddIOp::create(b, loc, mainEnd, laneStart);
@@ -580,7 +581,7 @@ private:
   /// `termWidth` to its accumulator (from `inits`); returns the accumulators.
   static SmallVector<Value> splitPartials(SumOp sum, const VaryingAnalysis &along, ArrayRef<BodyEmitter *> points,
                                           ArrayRef<Value> actives, Value begin, Value end, int64_t step,
-                                          int64_t termWidth, ValueRange inits) {
+                                          int64_t termWidth, ValueRange inits, bool beginsInFirstStep = false) {
     BodyEmitter &first = *points.front();
     OpBuilder &b = first.b;
     Location loc = sum.getLoc();
@@ -696,8 +697,8 @@ private:
     }
     common.flushUnrolls();
     scf::YieldOp::create(b, loc, next);
-    if (first.split.lanes > 1 && termWidth > 1)
-      return unrollForLoadsInFlight(loop);
+    if (first.split.lanes > 1 && termWidth > 1 && beginsInFirstStep)
+      return unrollForLoadsInFlight(b, loop);
     return SmallVector<Value>(loop.getResults());
   }
 
@@ -913,25 +914,39 @@ private:
   /// loads once per step, and one warp covers the whole row: with few warps per SM (a small batch of
   /// tokens, or a kernel whose registers allow few) that chain of waits, not the bandwidth, bounds it.
   /// Unrolled by the largest power of two that keeps at most kLoadsInFlight vector loads per lane in one
-  /// step, the steps' loads issue together. The adds still run in order, so each partial sum is the same.
-  static SmallVector<Value> unrollForLoadsInFlight(scf::ForOp loop) {
-    int64_t loads = 0;
-    loop.getBody()->walk([&](vector::LoadOp) { ++loads; });
-    int64_t factor = 1;
-    // A constant end bounds the steps (the loop starts at a lane's offset >= 0): no more than those.
+  /// step and divides its steps, the steps' loads issue together. The adds still run in order, so each
+  /// partial sum is the same. Only where every lane runs the same number of steps (the loop starts within
+  /// its first step and a constant end is a whole number of steps): there the loop runs from 0, each
+  /// lane's offset added in its body, so that the count is a constant and no lane runs a remainder loop
+  /// that the others skip.
+  static SmallVector<Value> unrollForLoadsInFlight(OpBuilder &b, scf::ForOp loop) {
     APInt end, step;
-    int64_t maxSteps = matchPattern(loop.getUpperBound(), m_ConstantInt(&end)) &&
-                               matchPattern(loop.getStep(), m_ConstantInt(&step)) && step.getSExtValue() > 0
-                           ? end.getSExtValue() / step.getSExtValue() + 1
-                           : INT64_MAX;
-    while (loads > 0 && 2 * factor * loads <= kLoadsInFlight && 2 * factor <= maxSteps)
+    if (!matchPattern(loop.getUpperBound(), m_ConstantInt(&end)) || !matchPattern(loop.getStep(), m_ConstantInt(&step)))
+      return SmallVector<Value>(loop.getResults());
+    int64_t steps = step.getSExtValue() > 0 && end.getSExtValue() % step.getSExtValue() == 0
+                        ? end.getSExtValue() / step.getSExtValue()
+                        : 0;
+    int64_t loads = 0, bodyOps = 0;
+    loop.getBody()->walk([&](Operation *o) {
+      loads += isa<vector::LoadOp>(o);
+      ++bodyOps;
+    });
+    int64_t factor = 1;
+    // At least two unrolled steps stay: the loop is kept (its results are the sums), never promoted away.
+    while (loads > 0 && steps > 0 && 2 * factor * loads <= kLoadsInFlight && steps % (4 * factor) == 0)
       factor *= 2;
-    int64_t bodyOps = 0;
-    loop.getBody()->walk([&](Operation *) { ++bodyOps; });
-    if (factor > 1 && bodyOps * factor <= kMaxUnrolledOps)
-      if (FailureOr<UnrolledLoopInfo> unrolled = loopUnrollByFactor(loop, factor);
-          succeeded(unrolled) && unrolled->epilogueLoopOp)
-        return SmallVector<Value>(unrolled->epilogueLoopOp->getResults()); // the remainder's, after the main loop
+    if (factor == 1 || bodyOps * factor > kMaxUnrolledOps)
+      return SmallVector<Value>(loop.getResults());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value iv = loop.getInductionVar();
+      Value at = arith::AddIOp::create(b, loop.getLoc(), loop.getLowerBound(), iv);
+      iv.replaceAllUsesExcept(at, at.getDefiningOp());
+      b.setInsertionPoint(loop);
+      loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));
+    }
+    (void)loopUnrollByFactor(loop, factor); // a whole number of unrolled steps: no remainder loop
     return SmallVector<Value>(loop.getResults());
   }
   /// 16 vector loads of 16 bytes per lane: 64 registers of data in flight, the most a narrow batch of

@@ -635,11 +635,11 @@ MUTATIONS = [
        "constexpr int32_t kNanOrSubnormal = 0x01 | 0x20 | 0x80;",
        "constexpr int32_t kNanOrSubnormal = 0x01 | 0x80;")],
      r"NativeBf16Roundings", "Transforms/native-bf16-roundings"),
-    ("warp-sum-drops-remainder",
-     "the GPU's split-sum loop, unrolled for loads in flight, gives the main loop's partial sums: the steps "
-     "left to the loop of single steps are lost",
+    ("warp-sum-offset-twice",
+     "the GPU's split-sum loop, unrolled for loads in flight, keeps the lane's offset as its start as well as "
+     "adding it in its body: a lane's steps are shifted by its offset, and the last ones read past the row",
      [("compiler/Transforms/BodyEmitter.h",
-       "        return SmallVector<Value>(unrolled->epilogueLoopOp->getResults()); // the remainder's, after the main loop\n",
-       "        return SmallVector<Value>(loop.getResults());\n")],
+       "      loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));\n",
+       "")],
      r"ptx-emu\.UnpermuteGrad(Grid|Special|Adjoint)|EmulatedGpu\.PointRows", "Transforms/lower-to-gpu-loads-in-flight"),
 ]

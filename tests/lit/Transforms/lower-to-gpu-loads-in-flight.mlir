@@ -2,21 +2,21 @@
 // point covers the whole row (here a dot product of two bf16 rows of 4096, vector 8: 16 steps of 256
 // elements), and each step's loads are used in that step, so with few warps per SM the warp waits once
 // per step. The loop is unrolled by the largest power of two that keeps at most 16 vector loads per lane
-// in one step (2 loads a step: 8 steps), and a loop of single steps takes what remains; the partial sums
-// still add their terms in the same order.
+// in one step and divides the steps (2 loads a step: 8 steps). It runs from 0 with the lane's offset
+// added in its body, so that every lane runs the same constant number of steps and no remainder loop is
+// needed; the partial sums still add their terms in the same order.
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s
 
 // CHECK-LABEL: gpu.func @dot_rows
-// CHECK: %[[MAIN:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c2048 iter_args(%[[ACC:.*]] = %cst) -> (vector<8xf32>) {
-// CHECK-COUNT-16: vector.load
+// CHECK: %[[OFFSET:.*]] = arith.muli %thread_id_x, %c8 : index
+// CHECK: %[[SUM:.*]] = scf.for %[[J:.*]] = %c0 to %c4096 step %c2048 iter_args(%{{.*}} = %cst) -> (vector<8xf32>) {
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %[[OFFSET]], %[[J]] : index
+// CHECK-NEXT: vector.load %{{.*}}[%{{.*}}, %[[AT]]]
+// CHECK-COUNT-15: vector.load
 // CHECK-NOT: vector.load
 // CHECK: scf.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: %[[REST:.*]] = scf.for %{{.*}} = %{{.*}} to %c4096 step %c256 iter_args(%{{.*}} = %[[MAIN]]) -> (vector<8xf32>) {
-// CHECK-COUNT-2: vector.load
-// CHECK-NOT: vector.load
-// CHECK: scf.yield
-// CHECK: vector.reduction <add>, %[[REST]]
+// CHECK-NEXT: vector.reduction <add>, %[[SUM]]
 
 module attributes {moe.op = "dot_rows"} {
   func.func @dot_rows(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr, %arg3: index) {
