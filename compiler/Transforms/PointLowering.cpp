@@ -430,12 +430,21 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     if (auto fold = dyn_cast<FoldOp>(o); fold && fold->hasAttr(kLaneScanAttr))
       scanned.push_back(fold);
 
-  // The waiting points: how many, and each one's kept values in its slot.
+  // The waiting points: how many, then each one's kept values in its slot. Where a row's points are
+  // one chunk of at most 32 (a one-dim domain's run, or a constant row of <= 32: Mixtral's 8 experts),
+  // a waiting point's values stay in its lane, and the state is a mask of the waiting lanes instead: a
+  // batch takes its points' values from their lanes, and the steps carry no slots (whose selects, 8
+  // slots x each kept value per step, cost more than the batch's shuffles, and whose values held
+  // registers across the batch's loop).
+  APInt rowLength;
+  bool oneChunk =
+      rank == 1 ? kPointRunLength <= kWarpLanes
+                : matchPattern(op.bounds().back(), m_ConstantInt(&rowLength)) && rowLength.getSExtValue() <= kWarpLanes;
   SmallVector<Value> waiting{cst(0)};
-  for (Value v : kept)
-    waiting.append(kSlots, zero(v.getType()));
-  auto slotsOf = [&](ValueRange state) { return state.drop_front(); };
-  auto slot = [&](ValueRange state, size_t k, int64_t i) { return slotsOf(state)[k * kSlots + i]; };
+  if (!oneChunk)
+    for (Value v : kept)
+      waiting.append(kSlots, zero(v.getType()));
+  auto slot = [&](ValueRange state, size_t k, int64_t i) { return state[1 + k * kSlots + i]; };
 
   // The points 32 at a time, a lane each.
   Value chunks =
@@ -508,6 +517,8 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       arith::SelectOp::create(b, loc, lastChunk, cst(1), cst(0)));
   SmallVector<Value> stepInits{liveLanes};
   stepInits.append(chunkState.begin(), chunkState.end());
+  if (oneChunk)
+    stepInits.push_back(arith::ConstantIntOp::create(b, loc, 0, 32)); // the waiting lanes
   auto stepLoop = scf::ForOp::create(b, loc, cst(0), steps, cst(1), stepInits);
   {
     OpBuilder::InsertionGuard inside(b);
@@ -516,19 +527,36 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     ValueRange state = stepLoop.getRegionIterArgs().drop_front();
     Value pending = state[0];
     Value zero32 = arith::ConstantIntOp::create(b, loc, 0, 32);
+    Value one32 = arith::ConstantIntOp::create(b, loc, 1, 32);
+    auto lowestLane = [&](Value lanes, Value otherwise) { // the lowest set bit's lane, `otherwise` for none
+      Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, lanes, zero32);
+      return arith::SelectOp::create(b, loc, any, math::CountTrailingZerosOp::create(b, loc, lanes), otherwise);
+    };
+    auto withoutLowest = [&](Value lanes) {
+      return arith::AndIOp::create(b, loc, lanes, arith::SubIOp::create(b, loc, lanes, one32));
+    };
     Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, left, zero32);
-    Value from = arith::SelectOp::create(b, loc, live, math::CountTrailingZerosOp::create(b, loc, left), zero32);
-    Value rest = arith::AndIOp::create(
-        b, loc, left, arith::SubIOp::create(b, loc, left, arith::ConstantIntOp::create(b, loc, 1, 32)));
-    SmallVector<Value> pointValues;
+    Value from = lowestLane(left, zero32);
+    Value rest = withoutLowest(left);
+    Value waitingLanes = oneChunk ? state.back() : Value();
+    Value firstLane = oneChunk ? lowestLane(waitingLanes, zero32) : Value();
+    // Slot i's kept value k: from its slot, or (one chunk) from the lane of the i-th waiting point.
+    auto slotValue = [&](size_t k, int64_t i, Value laneOfSlot) {
+      return oneChunk ? laneValue(b, loc, ifPoint.getResult(1 + k), laneOfSlot) : slot(state, k, i);
+    };
+    SmallVector<Value> pointValues(kept.size());
     for (size_t k = 0; k < kept.size(); ++k)
-      pointValues.push_back(laneValue(b, loc, ifPoint.getResult(1 + k), from));
+      if (!oneChunk || llvm::is_contained(keys, k))
+        pointValues[k] = laneValue(b, loc, ifPoint.getResult(1 + k), from);
     // The waiting points run when the slots are full, at the row's end, or before a live point of other keys.
+    // Their keys are slot 0's, one value each for all the batch (its shared terms are found by value).
+    DenseMap<size_t, Value> waitingKeys;
     Value otherKeys = i1(false);
-    for (size_t k : keys)
+    for (size_t k : keys) {
+      waitingKeys[k] = slotValue(k, 0, firstLane);
       otherKeys = arith::OrIOp::create(
-          b, loc, otherKeys,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointValues[k], slot(state, k, 0)));
+          b, loc, otherKeys, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointValues[k], waitingKeys[k]));
+    }
     Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(kSlots));
     Value end = arith::XOrIOp::create(b, loc, live, i1(true));
     Value flush =
@@ -546,6 +574,9 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       auto runBatch = [&](int64_t width) {
         SmallVector<std::unique_ptr<BodyEmitter>> emitters;
         SmallVector<Value> actives;
+        SmallVector<Value> slotLanes; // one chunk: slot i's lane (slot 0's where slot i is not waiting)
+        for (Value lanes = waitingLanes; oneChunk && int64_t(slotLanes.size()) < width; lanes = withoutLowest(lanes))
+          slotLanes.push_back(slotLanes.empty() ? firstLane : lowestLane(lanes, firstLane));
         for (int64_t i = 0; i < width; ++i) {
           Value active =
               i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
@@ -556,6 +587,10 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
             emitters.back()->mapScalar(arg, index);
           for (auto [k, v] : llvm::enumerate(kept)) {
             bool isKey = llvm::is_contained(keys, k);
+            if (oneChunk) { // an inactive slot's lane is slot 0's already
+              emitters.back()->mapScalar(v, isKey ? waitingKeys[k] : slotValue(k, i, slotLanes[i]));
+              continue;
+            }
             Value own = slot(state, k, i), firstSlot = slot(state, k, 0);
             emitters.back()->mapScalar(v, !active || isKey
                                               ? (isKey ? firstSlot : own)
@@ -583,15 +618,20 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     Value base = arith::SelectOp::create(b, loc, flush, cst(0), pending);
     SmallVector<Value> yielded{
         rest, arith::SelectOp::create(b, loc, live, arith::AddIOp::create(b, loc, base, cst(1)), base)};
+    if (oneChunk) {
+      Value stillWaiting = arith::SelectOp::create(b, loc, flush, zero32, waitingLanes);
+      Value bit = arith::SelectOp::create(b, loc, live, arith::ShLIOp::create(b, loc, one32, from), zero32);
+      yielded.push_back(arith::OrIOp::create(b, loc, stillWaiting, bit));
+    }
     for (auto [k, v] : llvm::enumerate(kept))
-      for (int64_t i = 0; i < kSlots; ++i) {
+      for (int64_t i = 0; i < kSlots && !oneChunk; ++i) {
         Value here =
             arith::AndIOp::create(b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, cst(i)));
         yielded.push_back(arith::SelectOp::create(b, loc, here, pointValues[k], slot(state, k, i)));
       }
     scf::YieldOp::create(b, loc, yielded);
   }
-  SmallVector<Value> next(stepLoop.getResults().drop_front());
+  SmallVector<Value> next(stepLoop.getResults().drop_front().take_front(waiting.size()));
   next.append(scans.carries);
   scf::YieldOp::create(b, loc, next);
 }

@@ -641,5 +641,13 @@ MUTATIONS = [
      [("compiler/Transforms/BodyEmitter.h",
        "      loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));\n",
        "")],
-     r"ptx-emu\.UnpermuteGrad(Grid|Special|Adjoint)|EmulatedGpu\.PointRows", "Transforms/lower-to-gpu-loads-in-flight"),
+     r"ptx-emu\.UnpermuteGrad(Grid|Special|Adjoint)|EmulatedGpu\.(PointRows|ProductionShapesAtFewTokens|MixtralProbs)",
+     "Transforms/lower-to-gpu-loads-in-flight"),
+    ("waiting-lanes-all-first",
+     "a batch of points that wait in their lanes (a row of at most 32 points) takes every slot's values from "
+     "the first waiting point's lane",
+     [("compiler/Transforms/PointLowering.cpp",
+       "          slotLanes.push_back(slotLanes.empty() ? firstLane : lowestLane(lanes, firstLane));\n",
+       "          slotLanes.push_back(firstLane);\n")],
+     r"EmulatedGpu\.(PointRows|KeyedPointRuns|ProductionShapesAtFewTokens|MixtralProbs)", "Transforms/group-points"),
 ]

@@ -34,10 +34,14 @@
 // GPU: arith.cmpi ult, %thread_id_x, %c8 : index
 // GPU: %[[LIVE:.*]] = nvvm.vote.sync  ballot %c-1_i32
 // GPU: math.ctpop %[[LIVE]] : i32
-// GPU: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %[[LIVE]],
+// A token's 8 experts are one chunk of lanes: the waiting experts stay in their lanes, a mask of them
+// carried by the steps (no slots), and a batch takes each one's values from its lane.
+// GPU: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %[[LIVE]], %{{.*}} = %c0, %[[WAITING:.*]] = %c0_i32) -> (i32, index, i32) {
+// GPU: math.cttz
+// GPU-NOT: gpu.shuffle
+// GPU: arith.cmpi eq, %{{.*}}, %c8 : index
 // GPU: math.cttz
 // GPU: gpu.shuffle  idx
-// GPU: arith.cmpi eq, %{{.*}}, %c8 : index
 // The batch's dot products: one loop along j, the gradient loaded once, each slot's terms under its flag.
 // GPU: scf.for %{{.*}} = %{{.*}} to %c64 step %c128 iter_args(
 // GPU: vector.load %{{.*}}[%[[TOKEN]], %{{.*}}] {{.*}} : memref<?x64xf32>, vector<4xf32>

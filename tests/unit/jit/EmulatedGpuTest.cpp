@@ -410,6 +410,19 @@ TEST(EmulatedGpu, ProductionShapesAtFewTokens) {
   }
 }
 
+TEST(EmulatedGpu, MixtralProbsKernelsAtFewTokens) {
+  // A3 with probs at Mixtral's shape (H 4096, top-2 of 8 experts): a token's 8 experts are one chunk of a
+  // warp's lanes (the waiting points stay in their lanes), its 2 routed ones a batch of 2 whose loop along
+  // H is unrolled for loads in flight (16 steps of 256, 4 at a time); drop-and-pad's slots run the same way.
+  const int64_t H = 4096, E = 8, K = 2, T = 5;
+  for (DType dt : {DType::BF16, DType::F32}) {
+    Case c = unpermuteGradNonPad(dt, T, E, K, H, /*probs=*/true, rng());
+    expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", a3Request(dt, E, H, false, c), std::move(c));
+    Case p = unpermuteGradPad(dt, T, E, 2, H, /*probs=*/true, rng());
+    expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", a3Request(dt, E, H, true, p), std::move(p));
+  }
+}
+
 TEST(EmulatedGpu, NothingLeaksOnTheDevice) {
   size_t before = ptxemu::allocatedBytes();
   expectGpuMatchesCpu("moe_unpermute", c2Request(DType::BF16, 8, 2, 72, false),
