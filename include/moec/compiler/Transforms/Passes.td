@@ -290,7 +290,10 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
     what their terms share (the row they all read) loaded once per vector (a batch of at most 2 runs a
     loop with 2 slots). Each point's partial sums add
     the same terms in the same order, so results are bit-identical to a warp per point. The launch covers
-    rows instead of points.
+    rows instead of points. Where a row's points are one chunk of at most 32 lanes (a one-dim domain's run,
+    or a constant row of <= 32 points: A3's 8 experts at Mixtral's shape), a waiting point's values stay
+    in its lane and the steps carry only a mask of the waiting lanes; a batch takes its points' values
+    from their lanes by `gpu.shuffle`. Longer rows keep them in slots, carried from step to step.
 
     The shared row may depend on the point through at most four integers computed at the top of the body,
     its keys (their ops marked `moe.group_key`): A3's drop-and-pad probs_grad runs over slots i and reads
