@@ -373,7 +373,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (isAscend)
     loopPasses.addPass(moe::createMoeLowerToAscend({spec.target.chip->ubAlignment}));
   else if (isGpu)
-    loopPasses.addPass(moe::createMoeLowerToGPU({/*stepTables=*/!(spec.schedule.disabled & kHoistRowInvariants)}));
+    loopPasses.addPass(moe::createMoeLowerToGPU({/*stepTables=*/!(spec.schedule.disabled & kHoistRowInvariants),
+                                                 /*loadsInFlight=*/!(spec.schedule.disabled & kLoadsInFlight)}));
   else
     loopPasses.addPass(moe::createMoeLowerToLoops({!(spec.schedule.disabled & kStreamingStores),
                                                    !(spec.schedule.disabled & kAccumulateRows),

@@ -66,10 +66,12 @@ variant c2-threads64-rows4 --ops moe_unpermute --shapes "$h4096" --threads 64 --
 # moe-guard-loads (2026-12-04).
 variant b2-no-guard-loads --ops moe_init_routing_v2_grad --shapes "$shapes" --disable guard-loads
 variant c2-no-guard-loads --ops moe_unpermute --shapes "$shapes" --disable guard-loads
-variant a3-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
-  --with routing_map,permuted_tokens,probs --disable version-row-loops
-variant a3-pad-probs-no-version-row-loops --ops moe_token_unpermute_with_routing_map_grad \
-  --shapes "${shapes//H=/drop_and_pad=1,H=}" --with permuted_tokens,probs --disable version-row-loops
+# A3's dot products with one step's loads in flight at a time, as before moe-lower-to-gpu{loads-in-flight}
+# (2026-12-05, evening; the version-row-loops variants of A3 were measured on 2026-12-04 and are gone).
+variant a3-probs-no-loads-in-flight --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
+  --with routing_map,permuted_tokens,probs --disable loads-in-flight
+variant a3-pad-probs-no-loads-in-flight --ops moe_token_unpermute_with_routing_map_grad \
+  --shapes "${shapes//H=/drop_and_pad=1,H=}" --with permuted_tokens,probs --disable loads-in-flight
 # A3's batches of dot products with their partial batches' loads and stores behind branches, as before
 # guarded stores (2026-12-05).
 variant a3-probs-no-guard-loads --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \

@@ -150,6 +150,7 @@ struct ReductionSplit {
   int64_t width = 0;
   int64_t lanes = 1;
   Value lane;
+  bool loadsInFlight = false; // lanes > 1: unroll the loop along the row for loads in flight
 };
 
 /// Which of the body's top-level ops an emitter clones: all of them, only the row-invariant ones (the
@@ -697,7 +698,7 @@ private:
     }
     common.flushUnrolls();
     scf::YieldOp::create(b, loc, next);
-    if (first.split.lanes > 1 && termWidth > 1 && beginsInFirstStep)
+    if (first.split.loadsInFlight && first.split.lanes > 1 && termWidth > 1 && beginsInFirstStep)
       return unrollForLoadsInFlight(b, loop);
     return SmallVector<Value>(loop.getResults());
   }

@@ -114,9 +114,9 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     b.setInsertionPointToStart(guard.thenBlock());
     Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     if (warpPerPoint)
-      emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16);
+      emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16, loadsInFlight);
     else if (pointRows)
-      emitWarpPointRow(b, domain, row, lane, 16);
+      emitWarpPointRow(b, domain, row, lane, 16, loadsInFlight);
     else if (grouped)
       emitGroupRow(b, domain, row, lane, warp, schedule.getRowsPerBlock(), 16);
     else

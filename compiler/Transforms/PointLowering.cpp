@@ -295,14 +295,15 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
   emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
 }
 
-void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment) {
+void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment,
+                   bool loadsInFlight) {
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
   SmallVector<Value> indices = unflattenRow(b, loc, point, op.bounds());
   Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
                                        arith::ConstantIndexOp::create(b, loc, 0));
-  ReductionSplit split{schedule.getVector(), lanes, lane};
+  ReductionSplit split{schedule.getVector(), lanes, lane, loadsInFlight};
   BodyEmitter emitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, leader);
   if (lanes == 32)
     emitter.splitFoldsOver(lane);
@@ -393,7 +394,7 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, const VaryingAnalysis &analys
 }
 } // namespace
 
-void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
+void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment, bool loadsInFlight) {
   constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = 32, kNarrowBatch = 2;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
@@ -580,8 +581,9 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
         for (int64_t i = 0; i < width; ++i) {
           Value active =
               i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
-          emitters.push_back(std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
-                                                           ReductionSplit{schedule.getVector(), 32, lane}, leader));
+          emitters.push_back(
+              std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
+                                            ReductionSplit{schedule.getVector(), 32, lane, loadsInFlight}, leader));
           emitters.back()->splitFoldsOver(lane);
           for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
             emitters.back()->mapScalar(arg, index);

@@ -238,6 +238,24 @@ TEST(EmulatedGpu, KeyedGroupsReloadWhereTheTokenChanges) {
       }
 }
 
+/// Every output of `op` on the emulated GPU for case `c`.
+std::map<std::string, HostTensor> gpuOutputs(const std::string &op, const KernelRequest &request, const Case &c) {
+  DeviceCall call(CudaDriver::emulator(), c);
+  gpuRuntime().get(op, request).launch(call.tensors, nullptr, c.attrs);
+  std::map<std::string, HostTensor> out;
+  for (const auto &[name, expected] : c.expected)
+    out.emplace(name, call.download(name));
+  return out;
+}
+
+/// `a` and `b` (outputs of the same case) hold the same bytes, output by output.
+void expectSameOutputs(const std::map<std::string, HostTensor> &a, const std::map<std::string, HostTensor> &b) {
+  for (const auto &[name, tensor] : b) {
+    ASSERT_EQ(a.at(name).bytes(), tensor.bytes()) << name;
+    EXPECT_EQ(std::memcmp(a.at(name).raw(), tensor.raw(), tensor.bytes()), 0) << name << " differs";
+  }
+}
+
 /// A3's probs_grad on case `c` runs rows of points (moe-group-points; `runs`: a one-dim domain's runs of
 /// points; `rowsOfPoints` its schedule), and matches, bit for bit, a warp per point (the optimization off),
 /// then the reference and the CPU kernel.
@@ -253,17 +271,7 @@ void expectA3RunsAsPointRows(DType dt, int64_t E, int64_t H, bool pad, bool runs
   EXPECT_EQ(kernelsThat(grouped, &KernelMeta::pointPerWarp), 0) << "probs_grad no longer runs rows of points";
   EXPECT_EQ(kernelsThat(grouped, &KernelMeta::pointRuns), runs ? 1 : 0);
   EXPECT_EQ(kernelsThat(plain, &KernelMeta::pointPerWarp), 1);
-  auto run = [&](const KernelRequest &request) {
-    DeviceCall call(CudaDriver::emulator(), c);
-    gpuRuntime().get(op, request).launch(call.tensors, nullptr, c.attrs);
-    std::map<std::string, HostTensor> out;
-    for (const auto &[name, expected] : c.expected)
-      out.emplace(name, call.download(name));
-    return out;
-  };
-  std::map<std::string, HostTensor> got = run(grouped), want = run(plain);
-  for (const auto &[name, tensor] : want)
-    EXPECT_EQ(std::memcmp(got.at(name).raw(), tensor.raw(), tensor.bytes()), 0) << name << " differs";
+  expectSameOutputs(gpuOutputs(op, grouped, c), gpuOutputs(op, plain, c));
   expectGpuMatchesCpu(op, grouped, std::move(c));
 }
 
@@ -414,13 +422,20 @@ TEST(EmulatedGpu, MixtralProbsKernelsAtFewTokens) {
   // A3 with probs at Mixtral's shape (H 4096, top-2 of 8 experts): a token's 8 experts are one chunk of a
   // warp's lanes (the waiting points stay in their lanes), its 2 routed ones a batch of 2 whose loop along
   // H is unrolled for loads in flight (16 steps of 256, 4 at a time); drop-and-pad's slots run the same way.
+  // Bit for bit the same with the unroll off (loads-in-flight), and as the CPU kernels.
+  const std::string op = "moe_token_unpermute_with_routing_map_grad";
   const int64_t H = 4096, E = 8, K = 2, T = 5;
-  for (DType dt : {DType::BF16, DType::F32}) {
-    Case c = unpermuteGradNonPad(dt, T, E, K, H, /*probs=*/true, rng());
-    expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", a3Request(dt, E, H, false, c), std::move(c));
-    Case p = unpermuteGradPad(dt, T, E, 2, H, /*probs=*/true, rng());
-    expectGpuMatchesCpu("moe_token_unpermute_with_routing_map_grad", a3Request(dt, E, H, true, p), std::move(p));
-  }
+  Schedule noUnroll;
+  noUnroll.disabled = kLoadsInFlight;
+  for (DType dt : {DType::BF16, DType::F32})
+    for (bool pad : {false, true}) {
+      SCOPED_TRACE(std::string(dsl::dtypeName(dt)) + (pad ? " drop_and_pad" : " non-pad"));
+      Case c = pad ? unpermuteGradPad(dt, T, E, 2, H, /*probs=*/true, rng())
+                   : unpermuteGradNonPad(dt, T, E, K, H, /*probs=*/true, rng());
+      expectSameOutputs(gpuOutputs(op, a3Request(dt, E, H, pad, c), c),
+                        gpuOutputs(op, a3Request(dt, E, H, pad, c, noUnroll), c));
+      expectGpuMatchesCpu(op, a3Request(dt, E, H, pad, c), std::move(c));
+    }
 }
 
 TEST(EmulatedGpu, NothingLeaksOnTheDevice) {

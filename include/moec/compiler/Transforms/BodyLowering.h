@@ -273,8 +273,9 @@ SumOp contiguousReductionOf(DomainOp op);
 /// GpuMapping::WarpPerPoint: emits domain point `point` (all dims flattened) on a warp whose lane id is
 /// `lane` of `lanes`: reductions along a contiguous dim are split over the lanes in vectors of
 /// schedule.vector elements; lane 0 stores.
+/// With `loadsInFlight`, the loop along the row is unrolled so that several steps' loads are in flight.
 void emitWarpPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, mlir::Value lane, int64_t lanes,
-                   int64_t vectorAlignment);
+                   int64_t vectorAlignment, bool loadsInFlight);
 
 /// Whether a point kernel's body has the shape whose live points' dot products can wait and run together
 /// (its dot product alone, or first in the then-block of an scf.if that says the point is live; only
@@ -288,7 +289,8 @@ bool pointsCanInterleave(DomainOp op, int64_t minRowBytes);
 /// terms share (the row they all read) loaded once; a batch of at most 2 points runs a loop with 2 slots
 /// (a top-2 token's batch would otherwise pay for 8). Each point's sum adds the same terms in the same
 /// order as a warp per point: results are bit-identical.
-void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment);
+void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment,
+                      bool loadsInFlight);
 
 /// The number of warps of a point kernel marked kPointRowsAttr: its rows, or for a one-dim domain its runs
 /// of kPointRunLength points.

@@ -824,11 +824,14 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     batch of 2 points sharing a row, 3 loads: 4; a batch of 8, 9 loads: none). Only where every lane runs
     the same constant number of steps (a constant row, a whole number of the warp's steps): the loop then
     runs from 0, the lane's offset added in its body, and needs no remainder loop. The adds run in the same
-    order, so every partial sum is the same (lit: `lower-to-gpu-loads-in-flight.mlir`).
+    order, so every partial sum is the same (lit: `lower-to-gpu-loads-in-flight.mlir`). `loads-in-flight=false`
+    (`moec --disable loads-in-flight`) leaves the loop as it is.
   }];
   let options = [
     Option<"stepTables", "step-tables", "bool", "true",
-           "fold steps read their row-invariant values from tables the row's prologue fills">
+           "fold steps read their row-invariant values from tables the row's prologue fills">,
+    Option<"loadsInFlight", "loads-in-flight", "bool", "true",
+           "a warp's loop along a dot product's row is unrolled so that several steps' loads are in flight">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect",
