@@ -287,8 +287,9 @@ bool pointsCanInterleave(DomainOp op, int64_t minRowBytes);
 /// order; a live point's dot product waits until kWarpInterleavedPoints have (or the row ends, or a live
 /// point's keys, the ops marked kGroupKeyAttr, differ), and they run together, each loaded value their
 /// terms share (the row they all read) loaded once; a batch of at most 2 points runs a loop with 2 slots
-/// (a top-2 token's batch would otherwise pay for 8). Each point's sum adds the same terms in the same
-/// order as a warp per point: results are bit-identical.
+/// (a top-2 token's batch would otherwise pay for 8). Where the row's points fit one warp (a run, or a
+/// constant row of at most 32), waiting points keep their values in their lanes, not in slots. Each
+/// point's sum adds the same terms in the same order as a warp per point: results are bit-identical.
 void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment,
                       bool loadsInFlight);
 
