@@ -1,8 +1,8 @@
 // The GPU's loop along a split sum's row, unrolled for loads in flight (moe-lower-to-gpu): a warp per
 // point covers the whole row (here a dot product of two bf16 rows of 4096, vector 8: 16 steps of 256
 // elements), and each step's loads are used in that step, so with few warps per SM the warp waits once
-// per step. The loop is unrolled by the largest power of two that keeps at most 16 vector loads per lane
-// in one step and divides the steps (2 loads a step: 8 steps). It runs from 0 with the lane's offset
+// per step. The loop is unrolled by the largest power of two that keeps at most 32 vector loads per lane
+// in one step, divides the steps and leaves at least two (2 loads a step: 8 steps). It runs from 0 with the lane's offset
 // added in its body, so that every lane runs the same constant number of steps and no remainder loop is
 // needed; the partial sums still add their terms in the same order.
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s

@@ -819,9 +819,10 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
 
     A dot product that a warp computes along a whole row (a warp per point, or per batch of points:
     moe-group-points) waits for its loads once per step of its loop along j, and with few warps per SM
-    that chain of waits bounds it. The loop is unrolled by the largest power of two that keeps at most 16
-    vector loads per lane in one step and divides its steps (a warp per point, 2 loads a step: 8 steps; a
-    batch of 2 points sharing a row, 3 loads: 4; a batch of 8, 9 loads: none). Only where every lane runs
+    that chain of waits bounds it. The loop is unrolled by the largest power of two that keeps at most 32
+    vector loads per lane in one step, divides its steps and leaves at least two (a warp per point, 2 loads
+    a step: up to 16 steps; a batch of 2 points sharing a row, 3 loads: 8; a batch of 8, 9 loads, whose
+    registers set the kernel's count: none). Only where every lane runs
     the same constant number of steps (a constant row, a whole number of the warp's steps): the loop then
     runs from 0, the lane's offset added in its body, and needs no remainder loop. The adds run in the same
     order, so every partial sum is the same (lit: `lower-to-gpu-loads-in-flight.mlir`). `loads-in-flight=false`
