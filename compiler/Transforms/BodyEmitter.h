@@ -935,7 +935,7 @@ private:
     int64_t factor = 1;
     // At least two unrolled steps stay: the loop is kept (its results are the sums), never promoted away.
     while (loads > 0 && loads <= kMaxUnrolledStepLoads && steps > 0 && 2 * factor * loads <= kLoadsInFlight &&
-           steps % (4 * factor) == 0)
+           steps % (2 * factor) == 0 && steps / (2 * factor) >= 2)
       factor *= 2;
     if (factor == 1 || bodyOps * factor > kMaxUnrolledOps)
       return SmallVector<Value>(loop.getResults());
