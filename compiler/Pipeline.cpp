@@ -293,10 +293,13 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   if (!isGpu && !isAscend && !(spec.schedule.disabled & kWidenRoundedFolds))
     moePasses.addPass(moe::createMoeWidenRoundedFolds({!(spec.schedule.disabled & kUncheckedStepRoundings)}));
   // A GPU list is built by a warp's converged lanes, so only in a row's prologue: it needs the hoisting.
+  // A short fold's list: the CPU's accumulated rows add its live steps directly; the GPU runs the row in a
+  // version per power of two of live steps (moe-lower-to-gpu).
   bool hoist = !(spec.schedule.disabled & kHoistRowInvariants);
+  bool shortFolds =
+      isGpu ? !(spec.schedule.disabled & kShortLists) : !isAscend && !(spec.schedule.disabled & kAccumulateRows);
   if (!(spec.schedule.disabled & kCompactPredicatedFolds) && (hoist || !isGpu))
-    moePasses.addPass(moe::createMoeCompactPredicatedFolds(
-        {isGpu ? "gpu" : "cpu", /*shortFolds=*/!isGpu && !isAscend && !(spec.schedule.disabled & kAccumulateRows)}));
+    moePasses.addPass(moe::createMoeCompactPredicatedFolds({isGpu ? "gpu" : "cpu", shortFolds}));
   if (hoist)
     moePasses.addPass(moe::createMoeHoistRowInvariants());
   // GPU: rows that write the same values (a token's row to each of its slots) run as one block's group.
@@ -392,6 +395,10 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     loopPasses.addPass(createCanonicalizerPass()); // folds the versions' known branches away first
     loopPasses.addPass(moe::createMoeGuardLoads());
   }
+  // GPU: a thread's few steps along a row (marked by moe-lower-to-gpu where loads-in-flight is on) unroll, once
+  // versioned and guarded: the steps' gathers are in flight together.
+  if (isGpu)
+    loopPasses.addPass(moe::createMoeUnrollRowLoops());
   // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head. After
   // the versions: each loop along a row then gathers only the rows its version reads.
   if (!isGpu && !isAscend && optimizationOn(spec.schedule, kPrefetchGatheredRows)) {

@@ -267,9 +267,10 @@ inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64
 }
 
 /// C2 (moe_unpermute): the layout of C1 (experts ascending, tokens ascending, rows padded to a
-/// multiple of 2 and never read), combined unweighted or weighted.
+/// multiple of 2 and never read), combined unweighted or weighted. With `everyCount`, token t is routed to
+/// t % (K + 1) experts only (its other slots -1), so that the tokens run every count of live experts.
 inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool weighted, std::mt19937 &rng,
-                            bool reference = true) {
+                            bool reference = true, bool everyCount = false) {
   Case c;
   HostTensor routemap(DType::I32, {T, K}), probsTopk(DType::F32, {T, K});
   std::vector<int64_t> count(E, 0), experts(E);
@@ -278,7 +279,7 @@ inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_
     std::iota(experts.begin(), experts.end(), 0);
     std::shuffle(experts.begin(), experts.end(), rng);
     for (int64_t k = 0; k < K; ++k) {
-      int32_t e = k < E ? int32_t(experts[k]) : -1;
+      int32_t e = k < E && (!everyCount || k < t % (K + 1)) ? int32_t(experts[k]) : -1;
       ints(routemap)[t * K + k] = e;
       static_cast<float *>(probsTopk.raw())[t * K + k] = e >= 0 ? prob(rng) : 0;
       count[std::max(e, 0)] += e >= 0;

@@ -228,6 +228,7 @@ public:
   void startFrom(const BodyEmitter &prologue) {
     scalars = prologue.scalars;
     sharedLists = prologue.sharedLists;
+    laneLists = prologue.laneLists;
     stepTables = prologue.stepTables;
   }
 
@@ -258,6 +259,11 @@ public:
 
   /// A warp per point: every lane runs the point's scalar code alike.
   void splitFoldsOver(Value lane) { warpLane = lane; }
+
+  /// GPU: the reductions along the row over the list whose count is `count` (a short one: at most the
+  /// unroll's entries) run `slots` steps, for the row's version whose count is at most that (see emitRow and
+  /// emitShortListSteps).
+  void runShortListIn(Value count, int64_t slots) { shortList = {count, slots}; }
 
   /// The emitted value of a value that does not vary along the row.
   Value value(Value orig) { return get(orig, false); }
@@ -548,6 +554,8 @@ private:
     if (!vec && split.width > 0)
       if (std::optional<VaryingAnalysis> along = contiguousReduction(sum))
         return emitSplitSum(sum, *along);
+    if (shortList.count && sum.getBound() == shortList.count)
+      return emitShortListSteps(sum, vec);
     Type accType = vec ? Type(vectorOf(b.getF32Type())) : Type(b.getF32Type());
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accType));
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
@@ -764,6 +772,8 @@ private:
     bool vec = vectorized(fold.getResult());
     if (!vec && warpLane && isIntegerSumFold(fold))
       return emitLaneSplitFold(fold);
+    if (shortList.count && fold.getBound() == shortList.count)
+      return emitShortListSteps(fold, vec);
     Value init = get(fold.getInit(), vec);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
@@ -784,6 +794,58 @@ private:
           skipped.erase(op);
     }
     map(fold.getResult(), loop.getResult(0));
+    pendingUnrolls.push_back(loop);
+  }
+
+  /// A reduction over the short list of runShortListIn in its `slots` steps: step j reads the list (and
+  /// its step table) at min(j, count - 1), so that it reads only what a live step reads, and adds its term
+  /// only where j < count. The loop unrolls fully, and moe-guard-loads makes each step's gather a predicated
+  /// load: the steps' gathers issue together, and a row with fewer live steps runs fewer of them.
+  void emitShortListSteps(Operation *reduction, bool vec) {
+    Location loc = reduction->getLoc();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    auto fold = dyn_cast<FoldOp>(reduction);
+    Type sumType = vec ? Type(vectorOf(b.getF32Type())) : Type(b.getF32Type());
+    Value init = fold ? get(fold.getInit(), vec) : Value(arith::ConstantOp::create(b, loc, b.getZeroAttr(sumType)));
+    if (shortList.slots == 0) { // the version for a row with no live step
+      map(reduction->getResult(0), init);
+      return;
+    }
+    Value count = get(reduction->getOperand(0), false);
+    Value last = arith::SubIOp::create(b, loc, count, cst(1));
+    auto loop = scf::ForOp::create(b, loc, cst(0), cst(shortList.slots), cst(1), ValueRange{init});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value j = loop.getInductionVar(), acc = loop.getRegionIterArgs()[0];
+      Value at = arith::MinUIOp::create(b, loc, j, last);
+      Block &body = reduction->getRegion(0).front();
+      scalars.map(body.getArgument(0), at);
+      auto table = fold ? stepTables.find(fold) : stepTables.end();
+      if (table != stepTables.end())
+        readStepTable(table->second, at, loc);
+      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, count);
+      auto ifLive = scf::IfOp::create(b, loc, TypeRange{acc.getType()}, live, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard inside(b);
+        b.setInsertionPointToStart(ifLive.thenBlock());
+        Value next;
+        if (fold) {
+          map(body.getArgument(1), acc);
+          next = emitBlock(body, vec);
+        } else {
+          next = arith::AddFOp::create(b, loc, acc, emitBlock(body, vec));
+        }
+        scf::YieldOp::create(b, loc, next);
+        b.setInsertionPointToStart(ifLive.elseBlock());
+        scf::YieldOp::create(b, loc, acc);
+      }
+      scf::YieldOp::create(b, loc, ifLive.getResult(0));
+      if (table != stepTables.end())
+        for (Operation *op : table->second.invariant)
+          skipped.erase(op);
+    }
+    map(reduction->getResult(0), loop.getResult(0));
     pendingUnrolls.push_back(loop);
   }
 
@@ -870,6 +932,12 @@ private:
   /// all lanes. Runs in the row's prologue, where a warp's lanes are converged.
   void emitWarpCompact(CompactOp compact);
 
+  /// The GPU list of at most 32 entries: one ballot, lane k testing entry k, no loop and no block barrier.
+  /// Each lane's entry, whether it is live and its place stay known (laneLists): the lanes then write a
+  /// fold's step table for their own entries (emitStepTable), with the values the test computed, instead of
+  /// reading the list back and loading them again (C2 at Mixtral: a token's row index of each of 8 experts).
+  void emitLaneCompact(CompactOp compact);
+
   /// The GPU list of a row that a whole block runs (several warps, one row per block): one list per block,
   /// built by all its warps. Each warp takes every W-th run of 32 indices and records the run's ballot; after
   /// a barrier each places its runs' live indices after those of the runs before, in order; a second barrier
@@ -939,18 +1007,26 @@ private:
       factor *= 2;
     if (factor == 1 || bodyOps * factor > kMaxUnrolledOps)
       return SmallVector<Value>(loop.getResults());
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value iv = loop.getInductionVar();
-      Value at = arith::AddIOp::create(b, loop.getLoc(), loop.getLowerBound(), iv);
-      iv.replaceAllUsesExcept(at, at.getDefiningOp());
-      b.setInsertionPoint(loop);
-      loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));
-    }
+    startLaneLoopAtZero(b, loop);
     (void)loopUnrollByFactor(loop, factor); // a whole number of unrolled steps: no remainder loop
     return SmallVector<Value>(loop.getResults());
   }
+
+public:
+  /// A loop from a lane's offset (below its step) to a whole number of steps, which every lane then runs
+  /// alike, runs from 0 instead, the offset added in its body: its count is a constant (for
+  /// unrollForLoadsInFlight, and moe-unroll-row-loops), and no lane runs a step the others skip.
+  static void startLaneLoopAtZero(OpBuilder &b, scf::ForOp loop) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value iv = loop.getInductionVar();
+    Value at = arith::AddIOp::create(b, loop.getLoc(), loop.getLowerBound(), iv);
+    iv.replaceAllUsesExcept(at, at.getDefiningOp());
+    b.setInsertionPoint(loop);
+    loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));
+  }
+
+private:
   /// 32 vector loads of 16 bytes per lane, 128 registers of data in flight: a batch of 2 points (2 rows and
   /// the row they share, 3 loads a step) takes 8 steps at once, 96 registers, fewer than the batch of 8
   /// that sets the kernel's count (A3 probs at Mixtral, 1024 tokens: 85.8 % of copy in the emulator's bound
@@ -1042,11 +1118,20 @@ private:
   Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   IRMapping scalars, vectors;
   DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)
+  struct LaneList {
+    Value entry, live, place; // the lane's entry (index), whether it is live, its place in the list
+  };
+  DenseMap<Value, LaneList> laneLists; // a list built by emitLaneCompact
+  DenseMap<Value, Value> laneEntries;  // while a lane writes a step table's row for its entry: list -> entry
   DenseMap<Operation *, StepTable> stepTables;
   DenseMap<Operation *, bool> decided; // see decide()
   DenseSet<Operation *> skipped;       // see skip()
   Value laneIndices; // h, h+1, ..., h+V-1
   SmallVector<scf::ForOp> pendingUnrolls;
+  struct {
+    Value count; // the list's count in the domain's body
+    int64_t slots = 0;
+  } shortList; // see runShortListIn
 };
 
 /// Splits a flattened row index into the index of each leading dim (row-major).

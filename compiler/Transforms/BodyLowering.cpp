@@ -632,6 +632,47 @@ void emitStagedRow(OpBuilder &b, DomainOp op, const VaryingAnalysis &analysis, S
   decidedIfs.clear();
 }
 
+/// The entries of the list whose count is `count`.
+static int64_t listLength(Value count) {
+  return cast<MemRefType>(count.getDefiningOp<CompactOp>().getList().getType()).getDimSize(0);
+}
+
+/// GPU: the count of a short list (2 to `unroll` entries, built in the row's prologue) that a reduction
+/// along the row runs over, or null. C2 at Mixtral: a token's live experts of 8, usually 2.
+static Value shortListAlongRow(DomainOp op, const VaryingAnalysis &analysis, int64_t unroll) {
+  Value count;
+  op.body().walk([&](Operation *o) {
+    if (count || !isa<FoldOp, SumOp>(o) || !analysis.isVarying(o->getResult(0)))
+      return;
+    auto compact = o->getOperand(0).getDefiningOp<CompactOp>();
+    if (compact && o->getOperand(0) == compact.getCount() && compact->getBlock() == &op.body() &&
+        listLength(compact.getCount()) > 1 && listLength(compact.getCount()) <= unroll)
+      count = compact.getCount();
+  });
+  return count;
+}
+
+/// The loops along a row whose reductions run over a short list of `length` entries, in one version per
+/// power of two of live entries: a row with `count` of them runs the version for the least power of two (or
+/// 0) at or above it, whose reductions take that many steps (emitShortListSteps), the list's length at most.
+/// A warp's row decides one branch (uniform), and a token routed to 2 of 8 experts gathers 2 rows per
+/// vector, not 8 behind their predicates. `emitLoops` emits the loops with `slots` set.
+static void emitShortListVersions(OpBuilder &b, Location loc, Value count, int64_t length, int64_t &slots,
+                                  llvm::function_ref<void()> emitLoops) {
+  OpBuilder::InsertionGuard guard(b);
+  for (int64_t version = 0; version < length; version = version ? 2 * version : 2) {
+    Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, count,
+                                       arith::ConstantIndexOp::create(b, loc, version));
+    auto branch = scf::IfOp::create(b, loc, fits, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(branch.thenBlock());
+    slots = version;
+    emitLoops();
+    b.setInsertionPointToStart(branch.elseBlock());
+  }
+  slots = length;
+  emitLoops();
+}
+
 void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t laneStride, int64_t vectorAlignment,
              int64_t reductionWidth, RowTarget rowTarget) {
   Location loc = op.op()->getLoc();
@@ -674,6 +715,10 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   });
   // An emitter of width w for this row, of its part of the body, with the branches known here.
   DenseMap<Operation *, bool> decidedIfs;
+  Value shortListCount = rowTarget.onGpu && prologue ? shortListAlongRow(op, analysis, schedule.getUnroll()) : Value();
+  if (shortListCount && !prologue->contains(shortListCount))
+    shortListCount = Value();
+  int64_t shortListSlots = 0; // the version being emitted (see emitShortListVersions)
   auto newEmitter = [&](int64_t w) {
     auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, w, schedule.getUnroll(), vectorAlignment, split,
                                                  Value(), part);
@@ -681,6 +726,8 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     emitter->decide(decidedIfs);
     if (prologueEmitter)
       emitter->startFrom(*prologueEmitter);
+    if (shortListCount)
+      emitter->runShortListIn(shortListCount, shortListSlots);
     return emitter;
   };
   // A reduction over gathered rows as the row's value: its steps first, over the whole row (see
@@ -717,13 +764,27 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> indices(rowIndices);
     indices.push_back(loop.getInductionVar());
-    std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
-    if (accumulated)
-      emitter->premap(accumulated->getResult(0),
-                      directNow == Direct::Steps    ? direct->sum(b, loc, indices, w)
-                      : directNow == Direct::NoStep ? direct->initValue(b, loc, w)
-                                                    : loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
-    emitter->emitElement(indices);
+    {
+      std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
+      if (accumulated)
+        emitter->premap(accumulated->getResult(0),
+                        directNow == Direct::Steps ? direct->sum(b, loc, indices, w)
+                        : directNow == Direct::NoStep
+                            ? direct->initValue(b, loc, w)
+                            : loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
+      emitter->emitElement(indices);
+    }
+    // GPU: a loop that every lane runs a constant number of times starts at 0 (the lane's offset, laneStart
+    // * w, is below its step), and moe-unroll-row-loops unrolls it once the passes that version and guard
+    // its body have run.
+    APInt innerValue;
+    if (rowTarget.laneLoops && w > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) &&
+        innerValue.getSExtValue() / w * w % step == 0) {
+      b.setInsertionPoint(loop);
+      loop.setUpperBound(cst(innerValue.getSExtValue() / w * w));
+      BodyEmitter::startLaneLoopAtZero(b, loop);
+      loop->setAttr(kLaneLoopAttr, b.getUnitAttr());
+    }
   };
   auto emitLoops = [&](RowTarget target) {
     RowTarget saved = rowTarget;
@@ -751,7 +812,11 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     }
     rowTarget = saved;
   };
-  emitLoops(rowTarget);
+  if (shortListCount)
+    emitShortListVersions(b, loc, prologue->lookup(shortListCount), listLength(shortListCount), shortListSlots,
+                          [&] { emitLoops(rowTarget); });
+  else
+    emitLoops(rowTarget);
   if (fewSteps) {
     b.setInsertionPointToStart(fewSteps.thenBlock());
     auto noStep = scf::IfOp::create(b, loc, direct->none(b, loc), /*withElseRegion=*/true);

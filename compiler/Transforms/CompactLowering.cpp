@@ -67,10 +67,12 @@ std::pair<Value, Value> BodyEmitter::ballotOfSteps(CompactOp compact, Value k, V
 
 void BodyEmitter::emitWarpCompact(CompactOp compact) {
   ScheduleAttr rows = domain.schedule();
+  int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+  if (length <= 32)
+    return emitLaneCompact(compact);
   if (part == Part::RowPrologue && rows.getRowsPerBlock() == 1 && rows.getThreads() > 32 && rows.getThreads() % 32 == 0)
     return emitBlockCompact(compact);
   Location loc = compact.getLoc();
-  int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
   ScheduleAttr schedule = domain.schedule();
   int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
   Value buffer = sharedBuffer(warps * length, b.getI32Type(), loc);
@@ -103,6 +105,42 @@ void BodyEmitter::emitWarpCompact(CompactOp compact) {
   NVVM::SyncWarpOp::create(b, loc, i32(-1));
   sharedLists[compact.getList()] = {buffer, base};
   scalars.map(compact.getCount(), loop.getResult(0));
+}
+
+void BodyEmitter::emitLaneCompact(CompactOp compact) {
+  Location loc = compact.getLoc();
+  int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
+  ScheduleAttr schedule = domain.schedule();
+  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+  Value buffer = sharedBuffer(warps * length, b.getI32Type(), loc);
+  auto count = [&](Value bits) {
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
+  };
+  Value base = warpBase(loc, length);
+  LaneBits bits(b, loc);
+  // Lanes past the bound (at least 1: moe-compact-predicated-folds') test the last entry again, inside the
+  // range, and are not live. Without a branch around it the test's work dominates the step table's below,
+  // which then reads its loads instead of issuing them again (LLVM merges the two).
+  Value bound = get(compact.getBound(), false);
+  Value entry = arith::MinUIOp::create(b, loc, bits.lane,
+                                       arith::SubIOp::create(b, loc, bound, arith::ConstantIndexOp::create(b, loc, 1)));
+  Block &predicate = compact.getPredicate().front();
+  scalars.map(predicate.getArgument(0), entry);
+  Value live = arith::AndIOp::create(b, loc, emitBlock(predicate, false),
+                                     arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, bits.lane, bound));
+  Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), arith::ConstantIntOp::create(b, loc, -1, 32), live,
+                                        NVVM::VoteSyncKind::ballot);
+  Value place = count(arith::AndIOp::create(b, loc, mask, bits.below));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, /*withElseRegion=*/false).thenBlock());
+    memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), bits.lane), buffer,
+                            ValueRange{arith::AddIOp::create(b, loc, base, place)});
+  }
+  NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
+  sharedLists[compact.getList()] = {buffer, base};
+  laneLists[compact.getList()] = {entry, live, place};
+  scalars.map(compact.getCount(), count(mask));
 }
 
 void BodyEmitter::emitBlockCompact(CompactOp compact) {
@@ -175,6 +213,8 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
 }
 
 void BodyEmitter::emitSharedListLoad(memref::LoadOp load) {
+  if (Value entry = laneEntries.lookup(load.getMemRef())) // a step table's work for the lane's own entry
+    return map(load.getResult(), arith::IndexCastOp::create(b, load.getLoc(), b.getI32Type(), entry).getResult());
   auto [buffer, base] = sharedLists.lookup(load.getMemRef());
   Value at = arith::AddIOp::create(b, load.getLoc(), base, get(load.getIndices()[0], false));
   map(load.getResult(), memref::LoadOp::create(b, load.getLoc(), buffer, ValueRange{at}).getResult());

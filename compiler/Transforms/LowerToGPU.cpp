@@ -119,9 +119,12 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       emitWarpPointRow(b, domain, row, lane, 16, loadsInFlight);
     else if (grouped)
       emitGroupRow(b, domain, row, lane, warp, schedule.getRowsPerBlock(), 16);
-    else
-      emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(),
-              RowTarget{/*onGpu=*/true, /*streamingStores=*/false, {}, 0, false, nullptr, stepTables});
+    else {
+      RowTarget target{/*onGpu=*/true};
+      target.stepTables = stepTables;
+      target.laneLoops = loadsInFlight;
+      emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(), target);
+    }
     domain.op()->erase();
   }
 };

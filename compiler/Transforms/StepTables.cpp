@@ -208,28 +208,48 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
     if (summed.back())
       allTrueInit.push_back(arith::ConstantIntOp::create(b, loc, 1, 1));
   }
-  auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32), allTrueInit);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    scalars.map(step.getArgument(0), loop.getInductionVar());
+  // Step j's work: its ops, its branches' work, its columns stored at the table's row j; returns each summed
+  // check's "true at every step so far" after it.
+  auto emitStepWork = [&](Value j, ValueRange allTrueBefore) {
+    scalars.map(step.getArgument(0), j);
     for (Operation *op : invariant)
       emitOp(*op);
     for (scf::IfOp ifOp : branching)
       emitBranchWork(ifOp, invariantSet, columns);
-    Value at = arith::AddIOp::create(b, loc, table.base, loop.getInductionVar());
+    Value at = arith::AddIOp::create(b, loc, table.base, j);
     SmallVector<Value> allTrue;
     for (auto [index, entry] : llvm::enumerate(table.columns)) {
       auto [column, buffer] = entry;
       Value narrow = narrowIndex(column);
       Value v = scalars.lookup(narrow ? narrow : column);
       if (summed[index])
-        allTrue.push_back(arith::AndIOp::create(b, loc, loop.getRegionIterArgs()[allTrue.size()], v));
+        allTrue.push_back(arith::AndIOp::create(b, loc, allTrueBefore[allTrue.size()], v));
       if (v.getType().isInteger(1))
         v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
       memref::StoreOp::create(b, loc, v, buffer, ValueRange{at});
     }
-    scf::YieldOp::create(b, loc, allTrue);
+    return allTrue;
+  };
+  SmallVector<Value> allTrueAtEnd;
+  auto compact = bound.getDefiningOp<CompactOp>();
+  if (auto lane = compact ? laneLists.find(compact.getList()) : laneLists.end(); lane != laneLists.end()) {
+    // A list of the warp's lanes (emitLaneCompact): a live lane writes the row of its own entry, at its place.
+    auto work =
+        scf::IfOp::create(b, loc, TypeRange(ValueRange(allTrueInit)), lane->second.live, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(work.thenBlock());
+    laneEntries[compact.getList()] = lane->second.entry;
+    scf::YieldOp::create(b, loc, emitStepWork(lane->second.place, allTrueInit));
+    laneEntries.erase(compact.getList());
+    b.setInsertionPointToStart(work.elseBlock());
+    scf::YieldOp::create(b, loc, allTrueInit);
+    allTrueAtEnd = work.getResults();
+  } else {
+    auto loop = scf::ForOp::create(b, loc, warpLane, get(bound, false), cst(32), allTrueInit);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(b, loc, emitStepWork(loop.getInductionVar(), loop.getRegionIterArgs()));
+    allTrueAtEnd = loop.getResults();
   }
   Value fullMask = arith::ConstantIntOp::create(b, loc, -1, 32);
   NVVM::SyncWarpOp::create(b, loc, fullMask);
@@ -240,7 +260,7 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
       continue;
     }
     auto vote =
-        NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), fullMask, loop.getResult(sums++), NVVM::VoteSyncKind::all);
+        NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), fullMask, allTrueAtEnd[sums++], NVVM::VoteSyncKind::all);
     if (isExact)
       vote->setAttr(kExactCheckVote, b.getUnitAttr());
     table.allTrue.push_back(vote.getResult());

@@ -509,8 +509,8 @@ MUTATIONS = [
      "a GPU step table sums up a check's column as true at every step without reading it: the loop along the row "
      "takes its copy without the check's branch for a row with an entry out of bounds (the read is not reported)",
      [("compiler/Transforms/StepTables.cpp",
-       "        allTrue.push_back(arith::AndIOp::create(b, loc, loop.getRegionIterArgs()[allTrue.size()], v));\n",
-       "        allTrue.push_back(loop.getRegionIterArgs()[allTrue.size()]);\n")],
+       "        allTrue.push_back(arith::AndIOp::create(b, loc, allTrueBefore[allTrue.size()], v));\n",
+       "        allTrue.push_back(allTrueBefore[allTrue.size()]);\n")],
      None, "Transforms/gpu-step-tables"),  # the API checks declared ranges first: only the IR shows it
     ("version-or-operand-from-the-loop",
      "moe-version-row-loops versions a loop on an operand of a branch's `or` that the loop itself computes",
@@ -639,10 +639,38 @@ MUTATIONS = [
      "the GPU's split-sum loop, unrolled for loads in flight, keeps the lane's offset as its start as well as "
      "adding it in its body: a lane's steps are shifted by its offset, and the last ones read past the row",
      [("compiler/Transforms/BodyEmitter.h",
-       "      loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));\n",
+       "    loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));\n",
        "")],
      r"ptx-emu\.UnpermuteGrad(Grid|Special|Adjoint)|EmulatedGpu\.(PointRows|ProductionShapesAtFewTokens|MixtralProbs)",
      "Transforms/lower-to-gpu-loads-in-flight"),
+    ("short-list-version-one-slot-short",
+     "the GPU's version of a row for at most 2 (4, 8) live steps of a short list runs half as many steps: a "
+     "row with more live steps than that loses its last terms",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "    slots = version;\n",
+       "    slots = version / 2;\n")],
+     r"EmulatedGpu\.(ShortListVersions|MoeUnpermute)", "Transforms/lower-to-gpu-short-lists"),
+    ("short-list-every-step-live",
+     "a short list's step past the row's count of live steps adds its term anyway (the last live step's, "
+     "read again at min(j, count - 1))",
+     [("compiler/Transforms/BodyEmitter.h",
+       "      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, count);\n",
+       "      Value live = arith::ConstantIntOp::create(b, loc, 1, 1);\n")],
+     r"EmulatedGpu\.(ShortListVersions|MoeUnpermute)", "Transforms/lower-to-gpu-short-lists"),
+    ("lane-list-table-row-at-entry",
+     "a list of at most 32 entries has each live lane write the step table's row at its entry, not at its "
+     "place in the list: the steps read other entries' rows",
+     [("compiler/Transforms/StepTables.cpp",
+       "    scf::YieldOp::create(b, loc, emitStepWork(lane->second.place, allTrueInit));\n",
+       "    scf::YieldOp::create(b, loc, emitStepWork(lane->second.entry, allTrueInit));\n")],
+     r"EmulatedGpu\.(ShortListVersions|MoeUnpermute)", "Transforms/lower-to-gpu-short-lists"),
+    ("lane-loop-drops-last-step",
+     "a GPU loop along a row that every lane runs a constant number of times ends one step early: the row's "
+     "last elements are never written",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "      loop.setUpperBound(cst(innerValue.getSExtValue() / w * w));\n",
+       "      loop.setUpperBound(cst(innerValue.getSExtValue() / w * w - step));\n")],
+     r"EmulatedGpu\.(ShortListVersions|MoeUnpermute|ProductionShapes)", "Transforms/unroll-row-loops"),
     ("waiting-lanes-all-first",
      "a batch of points that wait in their lanes (a row of at most 32 points) takes every slot's values from "
      "the first waiting point's lane",

@@ -33,8 +33,9 @@ enum Optimization : uint32_t {
   kUncheckedStepRoundings = 1u << 14, // moe-widen-rounded-folds{unchecked-roundings} (CPU)
   kNativeBf16Roundings = 1u << 15,    // moe-native-bf16-roundings (CPU with AVX512-BF16)
   kGuardLoads = 1u << 16,             // moe-guard-loads (GPU)
-  kLoadsInFlight = 1u << 17,          // moe-lower-to-gpu{loads-in-flight} (GPU)
-  kAllOptimizations = (1u << 18) - 1,
+  kLoadsInFlight = 1u << 17,          // moe-lower-to-gpu{loads-in-flight}, moe-unroll-row-loops (GPU)
+  kShortLists = 1u << 18,             // moe-compact-predicated-folds{short-folds} (GPU)
+  kAllOptimizations = (1u << 19) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
   // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec
   // tune` decides. None at present (prefetch-gathered-rows was one until it learnt to tell them apart).
@@ -61,7 +62,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"unchecked-step-roundings", kUncheckedStepRoundings},
     {"native-bf16-roundings", kNativeBf16Roundings},
     {"guard-loads", kGuardLoads},
-    {"loads-in-flight", kLoadsInFlight}};
+    {"loads-in-flight", kLoadsInFlight},
+    {"short-lists", kShortLists}};
 static_assert(
     [] {
       uint32_t all = 0;

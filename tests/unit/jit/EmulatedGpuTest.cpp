@@ -438,6 +438,24 @@ TEST(EmulatedGpu, MixtralProbsKernelsAtFewTokens) {
     }
 }
 
+// C2 at Mixtral's 8 experts: the fold over a token's experts is a short list (short-lists), and the loop
+// along H runs in a version per power of two of live experts (none, 2, 4, 8), each thread's 2 steps along
+// H = 4096 unrolled (moe-unroll-row-loops). Token t is routed to t % 9 experts, so every version runs, full
+// and partly filled. Bit for bit the same with both off, and as the CPU kernels.
+TEST(EmulatedGpu, ShortListVersionsAtEveryCount) {
+  const int64_t H = 4096, E = 8, K = 8, T = 27;
+  Schedule plain;
+  plain.disabled = kShortLists | kLoadsInFlight;
+  for (DType dt : {DType::BF16, DType::F32})
+    for (bool weighted : {false, true}) {
+      SCOPED_TRACE(std::string(dsl::dtypeName(dt)) + (weighted ? " weighted" : ""));
+      Case c = paddleUnpermute(dt, T, E, K, H, weighted, rng(), /*reference=*/true, /*everyCount=*/true);
+      expectSameOutputs(gpuOutputs("moe_unpermute", c2Request(dt, E, K, H, weighted), c),
+                        gpuOutputs("moe_unpermute", c2Request(dt, E, K, H, weighted, plain), c));
+      expectGpuMatchesCpu("moe_unpermute", c2Request(dt, E, K, H, weighted), std::move(c));
+    }
+}
+
 TEST(EmulatedGpu, NothingLeaksOnTheDevice) {
   size_t before = ptxemu::allocatedBytes();
   expectGpuMatchesCpu("moe_unpermute", c2Request(DType::BF16, 8, 2, 72, false),

@@ -53,6 +53,10 @@ bool isVectorizable(DomainOp op);
 constexpr llvm::StringLiteral kRowInvariantAttr = "moe.row_invariant";
 constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
 
+/// Set by moe-lower-to-gpu on a loop along a row that every lane runs the same constant number of times (from
+/// 0, the lane's offset added in its body); moe-unroll-row-loops unrolls it.
+constexpr llvm::StringLiteral kLaneLoopAttr = "moe.lane_loop";
+
 /// Set by moe-group-rows (GPU) on a scatter whose rows that differ only in their last row index (the
 /// members) write values that depend on that index at most through a few row-invariant values, the keys
 /// (kGroupKeyAttr on the ops that compute them): moe-lower-to-gpu runs a block per group of up to
@@ -225,6 +229,7 @@ struct RowTarget {
   bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
   bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
+  bool laneLoops = false;      // GPU: a loop along the row of a constant count per lane is marked kLaneLoopAttr
 };
 
 /// The alignment the vector stores of `op`'s output can promise when its base pointer is aligned to

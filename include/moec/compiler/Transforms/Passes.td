@@ -164,7 +164,11 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
     steps, with two block barriers (the row's index loads once per block, not once per warp). With `short-folds`
     (the CPU pipeline's, unless accumulate-rows is off) a short fold or sum whose live steps add f32
     terms is compacted too: moe-lower-to-loops adds a short list's live steps directly in registers
-    (C2 at Mixtral's top-2 of 8, B2 with inactive rows), without a test per step and vector.
+    (C2 at Mixtral's top-2 of 8, B2 with inactive rows), without a test per step and vector. The GPU
+    pipeline sets it too (unless short-lists is off), for folds only: moe-lower-to-gpu runs the row in a
+    version per power of two of live steps, each fold step reading its step table (a short sum's steps
+    would redo their row-invariant work for every vector: B2's top-8 stays as it is; lit:
+    `lower-to-gpu-short-lists.mlir`).
 
     Before:
     ```mlir
@@ -684,6 +688,30 @@ def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
+def MoeUnrollRowLoops : Pass<"moe-unroll-row-loops", "::mlir::ModuleOp"> {
+  let summary = "GPU: a loop along a row that each thread runs a few times is unrolled, its steps' loads in flight together";
+  let description = [{
+    Runs on the loops, after moe-version-row-loops and moe-guard-loads. A GPU thread that runs a loop along a
+    row a few times waits for each step's gathers before it stores that step's result and branches back:
+    only one step's loads are in flight at a time. C2 at Mixtral (H = 4096, a block of 256 threads per token)
+    runs 2 steps of 2048 elements per thread, and a token's 2 gathered rows, then the next 2, each wait a
+    full load latency. moe-lower-to-gpu starts a loop along a row at 0 where every lane runs the same
+    constant number of steps (the lane's offset is below the step, and the row a whole number of steps),
+    adding the lane's offset in the body, and marks it `moe.lane_loop`. This pass unrolls each marked loop by
+    the largest power of two that divides its steps, keeps at most 32 vector loads (plain or guarded) per
+    lane in one step, and at most 4096 ops: fully where that covers every step. The steps then issue their
+    loads back to back. They compute and store the same values in the same order, so results do not change.
+    `moec --disable loads-in-flight` leaves the loops unmarked.
+
+    Example (lit: `unroll-row-loops.mlir`):
+    ```mlir
+    scf.for %i = %c0 to %c4096 step %c2048 { ... vector.load ... vector.store ... } {moe.lane_loop}
+    // becomes the body twice, at %i = 0 and 2048, without a loop
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 def MoeGuardLoads : Pass<"moe-guard-loads", "::mlir::ModuleOp"> {
   let summary = "GPU: a skippable term's load in a loop along a row becomes a predicated load, without a branch";
   let description = [{
@@ -826,7 +854,17 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     the same constant number of steps (a constant row, a whole number of the warp's steps): the loop then
     runs from 0, the lane's offset added in its body, and needs no remainder loop. The adds run in the same
     order, so every partial sum is the same (lit: `lower-to-gpu-loads-in-flight.mlir`). `loads-in-flight=false`
-    (`moec --disable loads-in-flight`) leaves the loop as it is.
+    (`moec --disable loads-in-flight`) leaves the loop as it is, and marks no loop for moe-unroll-row-loops
+    (below: a loop along a row that every lane runs a constant number of times starts at 0 too).
+
+    A row whose folds run over a short list (`moe.compact` of at most the unroll's steps in the row's
+    prologue: moe-compact-predicated-folds with `short-folds`) runs its loop along the row in one version per
+    power of two of live steps: a row with none writes the folds' inits; one with at most 2 (4, ...) takes
+    the version whose folds run 2 (4, ...) steps, the last the list's length. Step j reads the list and
+    its step table at min(j, count - 1), only entries that live steps wrote, and adds its term only where
+    j < count; the steps unroll, and moe-guard-loads makes their gathers predicated loads that issue
+    together. A warp's row takes one version (a uniform branch): C2 at Mixtral's top-2 of 8 gathers 2 rows
+    per vector, not 8 behind their tests (lit: `lower-to-gpu-short-lists.mlir`).
   }];
   let options = [
     Option<"stepTables", "step-tables", "bool", "true",

@@ -1,0 +1,67 @@
+//===- UnrollRowLoops.cpp - GPU: a thread's few steps along a row, unrolled -===//
+//
+// A thread that runs a loop along a row a few times (C2 at Mixtral's H = 4096: 2 steps of 2048 elements for
+// each of a block's 256 threads) waits for each step's gathers before it stores the step's result and
+// branches back, so only one step's loads are ever in flight. moe-lower-to-gpu starts such a loop at 0 where
+// every lane runs the same constant number of steps, and marks it (kLaneLoopAttr); this pass, after the
+// passes that version the loop and guard its loads, unrolls it by the largest power of two that divides its
+// steps and keeps at most kLoadsInFlight vector loads per lane in one step. The steps' loads then issue back to
+// back (a GPU thread issues in order, and a load does not wait for an earlier store it does not depend on).
+// The steps compute and store what they did before, in the same order: results do not change.
+//===----------------------------------------------------------------------===//
+#include "moec/compiler/Dialect/MoeDialect.h"
+#include "moec/compiler/Transforms/BodyLowering.h"
+#include "moec/compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace moec::moe {
+#define GEN_PASS_DEF_MOEUNROLLROWLOOPS
+#include "moec/compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+constexpr int64_t kLoadsInFlight = 32;    // vector loads per lane, as moe-lower-to-gpu's loads-in-flight
+constexpr int64_t kMaxUnrolledOps = 4096; // the unrolled body's ops
+
+/// The unroll factor of a marked loop: 1 where it is not one of a constant count.
+int64_t unrollFactor(scf::ForOp loop) {
+  APInt begin, end, step;
+  if (!matchPattern(loop.getLowerBound(), m_ConstantInt(&begin)) ||
+      !matchPattern(loop.getUpperBound(), m_ConstantInt(&end)) || !matchPattern(loop.getStep(), m_ConstantInt(&step)) ||
+      step.getSExtValue() <= 0 || (end - begin).getSExtValue() % step.getSExtValue() != 0)
+    return 1;
+  int64_t steps = (end - begin).getSExtValue() / step.getSExtValue();
+  int64_t loads = 0, ops = 0;
+  loop.getBody()->walk([&](Operation *o) {
+    loads += isa<vector::LoadOp, GuardedLoadOp>(o);
+    ++ops;
+  });
+  int64_t factor = 1;
+  while (steps % (2 * factor) == 0 && 2 * factor * std::max<int64_t>(loads, 1) <= kLoadsInFlight &&
+         2 * factor * ops <= kMaxUnrolledOps)
+    factor *= 2;
+  return factor;
+}
+
+struct UnrollRowLoopsPass : impl::MoeUnrollRowLoopsBase<UnrollRowLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForOp> marked;
+    getOperation()->walk([&](scf::ForOp loop) {
+      if (loop->hasAttr(kLaneLoopAttr))
+        marked.push_back(loop);
+    });
+    for (scf::ForOp loop : marked) {
+      loop->removeAttr(kLaneLoopAttr);
+      int64_t factor = unrollFactor(loop);
+      if (factor > 1)
+        (void)loopUnrollByFactor(loop, factor); // a whole number of steps: no remainder loop; a single step inlines
+    }
+  }
+};
+} // namespace
+} // namespace moec::moe
