@@ -1026,7 +1026,6 @@ public:
     loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));
   }
 
-private:
   /// 32 vector loads of 16 bytes per lane, 128 registers of data in flight: a batch of 2 points (2 rows and
   /// the row they share, 3 loads a step) takes 8 steps at once, 96 registers, fewer than the batch of 8
   /// that sets the kernel's count (A3 probs at Mixtral, 1024 tokens: 85.8 % of copy in the emulator's bound
@@ -1034,6 +1033,8 @@ private:
   /// stays as it is: its registers already set the count (unrolled by 2, ptxas spilled 84 bytes at
   /// DeepSeek-V3).
   static constexpr int64_t kLoadsInFlight = 32, kMaxUnrolledStepLoads = 4;
+
+private:
 
   void emitIf(scf::IfOp ifOp) {
     if (auto it = decided.find(ifOp); it != decided.end()) {

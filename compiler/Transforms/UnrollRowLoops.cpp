@@ -9,6 +9,7 @@
 // back (a GPU thread issues in order, and a load does not wait for an earlier store it does not depend on).
 // The steps compute and store what they did before, in the same order: results do not change.
 //===----------------------------------------------------------------------===//
+#include "BodyEmitter.h"
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -25,8 +26,8 @@ namespace moec::moe {
 
 namespace {
 
-constexpr int64_t kLoadsInFlight = 32;    // vector loads per lane, as moe-lower-to-gpu's loads-in-flight
-constexpr int64_t kMaxUnrolledOps = 4096; // the unrolled body's ops
+constexpr int64_t kLoadsInFlight = BodyEmitter::kLoadsInFlight; // vector loads per lane, as a dot product's loop
+constexpr int64_t kMaxUnrolledOps = 4096;                        // the unrolled body's ops
 
 /// The unroll factor of a marked loop: 1 where it is not one of a constant count.
 int64_t unrollFactor(scf::ForOp loop) {
