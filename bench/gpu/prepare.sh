@@ -78,6 +78,9 @@ variant a3-probs-no-guard-loads --ops moe_token_unpermute_with_routing_map_grad 
   --with routing_map,permuted_tokens,probs --disable guard-loads
 variant a3-pad-probs-no-guard-loads --ops moe_token_unpermute_with_routing_map_grad \
   --shapes "${shapes//H=/drop_and_pad=1,H=}" --with permuted_tokens,probs --disable guard-loads
+# C2 at H = 4096 without its short lists and without the unrolled loop along the row (2 steps a thread), as
+# before moe-unroll-row-loops and short-lists (2026-12-05, night: the emulator reads C2 at Mixtral 75.8 -> 88.4 %).
+variant c2-h4096-no-short-lists --ops moe_unpermute --shapes "$h4096" --disable short-lists --disable loads-in-flight
 # B2 and C2 at H = 4096 with 128 threads a row, one row a block (4 passes along the row a thread; the block
 # builds C2's list): the emulator reads C2 75.8 -> 80.4 % at Mixtral, 91.7 -> 93.9 % at Qwen3, B2 at Mixtral
 # 93.5 -> 95.7 % (2026-12-05, later). 512 threads at Mixtral read 67.3 % there now, so that variant is gone.

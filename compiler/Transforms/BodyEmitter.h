@@ -1013,19 +1013,6 @@ private:
   }
 
 public:
-  /// A loop from a lane's offset (below its step) to a whole number of steps, which every lane then runs
-  /// alike, runs from 0 instead, the offset added in its body: its count is a constant (for
-  /// unrollForLoadsInFlight, and moe-unroll-row-loops), and no lane runs a step the others skip.
-  static void startLaneLoopAtZero(OpBuilder &b, scf::ForOp loop) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value iv = loop.getInductionVar();
-    Value at = arith::AddIOp::create(b, loop.getLoc(), loop.getLowerBound(), iv);
-    iv.replaceAllUsesExcept(at, at.getDefiningOp());
-    b.setInsertionPoint(loop);
-    loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));
-  }
-
   /// 32 vector loads of 16 bytes per lane, 128 registers of data in flight: a batch of 2 points (2 rows and
   /// the row they share, 3 loads a step) takes 8 steps at once, 96 registers, fewer than the batch of 8
   /// that sets the kernel's count (A3 probs at Mixtral, 1024 tokens: 85.8 % of copy in the emulator's bound

@@ -636,12 +636,13 @@ MUTATIONS = [
        "constexpr int32_t kNanOrSubnormal = 0x01 | 0x80;")],
      r"NativeBf16Roundings", "Transforms/native-bf16-roundings"),
     ("warp-sum-offset-twice",
-     "the GPU's split-sum loop, unrolled for loads in flight, keeps the lane's offset as its start as well as "
-     "adding it in its body: a lane's steps are shifted by its offset, and the last ones read past the row",
-     [("compiler/Transforms/BodyEmitter.h",
-       "    loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));\n",
+     "a GPU loop unrolled for loads in flight (a split sum's, a thread's along a row) keeps the lane's offset as "
+     "its start as well as adding it in its body: a lane's steps are shifted by its offset, and the last ones "
+     "read past the row",
+     [("compiler/Transforms/BodyLowering.cpp",
+       "  loop.setLowerBound(arith::ConstantIndexOp::create(b, loop.getLoc(), 0));\n",
        "")],
-     r"ptx-emu\.UnpermuteGrad(Grid|Special|Adjoint)|EmulatedGpu\.(PointRows|ProductionShapesAtFewTokens|MixtralProbs)",
+     r"ptx-emu\.UnpermuteGrad(Grid|Special|Adjoint)|EmulatedGpu\.(PointRows|ProductionShapesAtFewTokens|MixtralProbs|ShortListVersions)",
      "Transforms/lower-to-gpu-loads-in-flight"),
     ("short-list-version-one-slot-short",
      "the GPU's version of a row for at most 2 (4, 8) live steps of a short list runs half as many steps: a "

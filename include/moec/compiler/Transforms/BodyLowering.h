@@ -53,9 +53,13 @@ bool isVectorizable(DomainOp op);
 constexpr llvm::StringLiteral kRowInvariantAttr = "moe.row_invariant";
 constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
 
-/// Set by moe-lower-to-gpu on a loop along a row that every lane runs the same constant number of times (from
-/// 0, the lane's offset added in its body); moe-unroll-row-loops unrolls it.
+/// Set by moe-lower-to-gpu on a loop along a row from a lane's offset, below its step, to a constant end that is a
+/// whole number of steps: every lane runs it the same number of times. moe-unroll-row-loops unrolls it.
 constexpr llvm::StringLiteral kLaneLoopAttr = "moe.lane_loop";
+
+/// Such a loop runs from 0 instead, the lane's offset added in its body: its count is then a constant, and no
+/// lane runs a remainder loop that the others skip when it unrolls.
+void startLaneLoopAtZero(mlir::OpBuilder &b, mlir::scf::ForOp loop);
 
 /// Set by moe-group-rows (GPU) on a scatter whose rows that differ only in their last row index (the
 /// members) write values that depend on that index at most through a few row-invariant values, the keys

@@ -695,19 +695,21 @@ def MoeUnrollRowLoops : Pass<"moe-unroll-row-loops", "::mlir::ModuleOp"> {
     row a few times waits for each step's gathers before it stores that step's result and branches back:
     only one step's loads are in flight at a time. C2 at Mixtral (H = 4096, a block of 256 threads per token)
     runs 2 steps of 2048 elements per thread, and a token's 2 gathered rows, then the next 2, each wait a
-    full load latency. moe-lower-to-gpu starts a loop along a row at 0 where every lane runs the same
-    constant number of steps (the lane's offset is below the step, and the row a whole number of steps),
-    adding the lane's offset in the body, and marks it `moe.lane_loop`. This pass unrolls each marked loop by
+    full load latency. moe-lower-to-gpu marks a loop along a row `moe.lane_loop` where every lane runs the
+    same constant number of steps (the lane's offset is below the step, and the row a whole number of
+    steps). This pass runs each marked loop from 0, the lane's offset added in its body, and unrolls it by
     the largest power of two that divides its steps, keeps at most 8 vector loads (plain or guarded) per
     lane in one step (32 registers of data: more cost B2 with active_num at Qwen3 a quarter of its warps per
     SM), and at most 4096 ops: fully where that covers every step. The steps then issue their
     loads back to back. They compute and store the same values in the same order, so results do not change.
+    A loop it does not unroll stays from the lane's offset: no constant count for LLVM to unroll it by unasked
+    (B2 at Qwen3's 2 steps of 8 gathers, unrolled, lost a quarter of its warps per SM to the registers).
     `moec --disable loads-in-flight` leaves the loops unmarked.
 
     Example (lit: `unroll-row-loops.mlir`):
     ```mlir
-    scf.for %i = %c0 to %c4096 step %c2048 { ... vector.load ... vector.store ... } {moe.lane_loop}
-    // becomes the body twice, at %i = 0 and 2048, without a loop
+    scf.for %h = %offset to %c4096 step %c2048 { ... vector.load ... vector.store ... } {moe.lane_loop}
+    // becomes the body twice, at %h = %offset + 0 and %offset + 2048, without a loop
     ```
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
@@ -856,7 +858,7 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     runs from 0, the lane's offset added in its body, and needs no remainder loop. The adds run in the same
     order, so every partial sum is the same (lit: `lower-to-gpu-loads-in-flight.mlir`). `loads-in-flight=false`
     (`moec --disable loads-in-flight`) leaves the loop as it is, and marks no loop for moe-unroll-row-loops
-    (below: a loop along a row that every lane runs a constant number of times starts at 0 too).
+    (a loop along a row that every lane runs the same constant number of times, `moe.lane_loop`).
 
     A row whose folds run over a short list (`moe.compact` of at most the unroll's steps in the row's
     prologue: moe-compact-predicated-folds with `short-folds`) runs its loop along the row in one version per
