@@ -8,6 +8,17 @@
 // the last entry again, and are not live): each live lane then writes the step table's row at its place for
 // its own entry, with what its test loaded, without reading the list back.
 // RUN: moec-opt %s --moe-compact-predicated-folds="target=gpu short-folds=true" --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s
+// A short list's steps load their weights themselves (C2 weighted at Mixtral: each live expert's prob): the step
+// table has no f32 column, so the row's prologue does not wait for a load that depends on the row index.
+// RUN: moec emit moe_unpermute --target ptx --arch sm_90 --dtype bf16 --dim E=8 --dim K=2 --dim H=4096 --attr using_weighted_combine=1 --emit loops -o %t.loops
+// RUN: FileCheck %s --check-prefix=WEIGHTS < %t.loops
+// WEIGHTS: gpu.func @moe_unpermute__0_hidden_states
+// WEIGHTS-NOT: xf32, #gpu.address_space<workgroup>>
+// WEIGHTS: %[[PROBS:.*]] = moe.view %arg3[%arg7] : !llvm.ptr -> memref<?xf32>
+// WEIGHTS-NOT: xf32, #gpu.address_space<workgroup>>
+// WEIGHTS: scf.for
+// WEIGHTS: memref.load %[[PROBS]][%{{.*}}] : memref<?xf32>
+// WEIGHTS: gpu.func @moe_unpermute__1_expert_prob_topk
 // Without short-folds the fold keeps its 8 tested steps, and the loop along h has no versions.
 // RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=LONG
 

@@ -867,7 +867,10 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     its step table at min(j, count - 1), only entries that live steps wrote, and adds its term only where
     j < count; the steps unroll, and moe-guard-loads makes their gathers predicated loads that issue
     together. A warp's row takes one version (a uniform branch): C2 at Mixtral's top-2 of 8 gathers 2 rows
-    per vector, not 8 behind their tests (lit: `lower-to-gpu-short-lists.mlir`).
+    per vector, not 8 behind their tests (lit: `lower-to-gpu-short-lists.mlir`). A list of at most 32 entries
+    is one ballot, lane k testing entry k, and each live lane writes the step table's row of its own entry at
+    its place; a weight of such a list's steps (a float that a load gives and only the term's arithmetic reads:
+    C2's prob) stays out of the table, loaded by the step, so that its load overlaps the gathers.
   }];
   let options = [
     Option<"stepTables", "step-tables", "bool", "true",
