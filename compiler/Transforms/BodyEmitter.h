@@ -260,8 +260,8 @@ public:
   /// A warp per point: every lane runs the point's scalar code alike.
   void splitFoldsOver(Value lane) { warpLane = lane; }
 
-  /// GPU: the reductions along the row over the list whose count is `count` (a short one: at most the
-  /// unroll's entries) run `slots` steps, for the row's version whose count is at most that (see emitRow and
+  /// GPU: the folds along the row over the list whose count is `count` (a short one: at most the unroll's
+  /// entries) run `slots` steps, for the row's version whose count is at most that (see emitRow and
   /// emitShortListSteps).
   void runShortListIn(Value count, int64_t slots) { shortList = {count, slots}; }
 
@@ -554,8 +554,6 @@ private:
     if (!vec && split.width > 0)
       if (std::optional<VaryingAnalysis> along = contiguousReduction(sum))
         return emitSplitSum(sum, *along);
-    if (shortList.count && sum.getBound() == shortList.count)
-      return emitShortListSteps(sum, vec);
     Type accType = vec ? Type(vectorOf(b.getF32Type())) : Type(b.getF32Type());
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accType));
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
@@ -797,21 +795,19 @@ private:
     pendingUnrolls.push_back(loop);
   }
 
-  /// A reduction over the short list of runShortListIn in its `slots` steps: step j reads the list (and
-  /// its step table) at min(j, count - 1), so that it reads only what a live step reads, and adds its term
-  /// only where j < count. The loop unrolls fully, and moe-guard-loads makes each step's gather a predicated
-  /// load: the steps' gathers issue together, and a row with fewer live steps runs fewer of them.
-  void emitShortListSteps(Operation *reduction, bool vec) {
-    Location loc = reduction->getLoc();
+  /// A fold over the short list of runShortListIn in its `slots` steps: step j reads the list (and its step
+  /// table) at min(j, count - 1), so that it reads only what a live step reads, and adds its term only where
+  /// j < count. The loop unrolls fully, and moe-guard-loads makes each step's gather a predicated load: the
+  /// steps' gathers issue together, and a row with fewer live steps runs fewer of them.
+  void emitShortListSteps(FoldOp fold, bool vec) {
+    Location loc = fold.getLoc();
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    auto fold = dyn_cast<FoldOp>(reduction);
-    Type sumType = vec ? Type(vectorOf(b.getF32Type())) : Type(b.getF32Type());
-    Value init = fold ? get(fold.getInit(), vec) : Value(arith::ConstantOp::create(b, loc, b.getZeroAttr(sumType)));
+    Value init = get(fold.getInit(), vec);
     if (shortList.slots == 0) { // the version for a row with no live step
-      map(reduction->getResult(0), init);
+      map(fold.getResult(), init);
       return;
     }
-    Value count = get(reduction->getOperand(0), false);
+    Value count = get(fold.getBound(), false);
     Value last = arith::SubIOp::create(b, loc, count, cst(1));
     auto loop = scf::ForOp::create(b, loc, cst(0), cst(shortList.slots), cst(1), ValueRange{init});
     {
@@ -819,9 +815,9 @@ private:
       b.setInsertionPointToStart(loop.getBody());
       Value j = loop.getInductionVar(), acc = loop.getRegionIterArgs()[0];
       Value at = arith::MinUIOp::create(b, loc, j, last);
-      Block &body = reduction->getRegion(0).front();
+      Block &body = fold.getBody().front();
       scalars.map(body.getArgument(0), at);
-      auto table = fold ? stepTables.find(fold) : stepTables.end();
+      auto table = stepTables.find(fold);
       if (table != stepTables.end())
         readStepTable(table->second, at, loc);
       Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, count);
@@ -829,14 +825,8 @@ private:
       {
         OpBuilder::InsertionGuard inside(b);
         b.setInsertionPointToStart(ifLive.thenBlock());
-        Value next;
-        if (fold) {
-          map(body.getArgument(1), acc);
-          next = emitBlock(body, vec);
-        } else {
-          next = arith::AddFOp::create(b, loc, acc, emitBlock(body, vec));
-        }
-        scf::YieldOp::create(b, loc, next);
+        map(body.getArgument(1), acc);
+        scf::YieldOp::create(b, loc, emitBlock(body, vec));
         b.setInsertionPointToStart(ifLive.elseBlock());
         scf::YieldOp::create(b, loc, acc);
       }
@@ -845,7 +835,7 @@ private:
         for (Operation *op : table->second.invariant)
           skipped.erase(op);
     }
-    map(reduction->getResult(0), loop.getResult(0));
+    map(fold.getResult(), loop.getResult(0));
     pendingUnrolls.push_back(loop);
   }
 
@@ -1012,7 +1002,6 @@ private:
     return SmallVector<Value>(loop.getResults());
   }
 
-public:
   /// 32 vector loads of 16 bytes per lane, 128 registers of data in flight: a batch of 2 points (2 rows and
   /// the row they share, 3 loads a step) takes 8 steps at once, 96 registers, fewer than the batch of 8
   /// that sets the kernel's count (A3 probs at Mixtral, 1024 tokens: 85.8 % of copy in the emulator's bound
@@ -1020,8 +1009,6 @@ public:
   /// stays as it is: its registers already set the count (unrolled by 2, ptxas spilled 84 bytes at
   /// DeepSeek-V3).
   static constexpr int64_t kLoadsInFlight = 32, kMaxUnrolledStepLoads = 4;
-
-private:
 
   void emitIf(scf::IfOp ifOp) {
     if (auto it = decided.find(ifOp); it != decided.end()) {

@@ -647,15 +647,16 @@ static int64_t listLength(Value count) {
   return cast<MemRefType>(count.getDefiningOp<CompactOp>().getList().getType()).getDimSize(0);
 }
 
-/// GPU: the count of a short list (2 to `unroll` entries, built in the row's prologue) that a reduction
-/// along the row runs over, or null. C2 at Mixtral: a token's live experts of 8, usually 2.
+/// GPU: the count of a short list (2 to `unroll` entries, built in the row's prologue) that a fold along the
+/// row runs over, or null. C2 at Mixtral: a token's live experts of 8, usually 2. (A short sum is not
+/// compacted on the GPU: moe-compact-predicated-folds.)
 static Value shortListAlongRow(DomainOp op, const VaryingAnalysis &analysis, int64_t unroll) {
   Value count;
-  op.body().walk([&](Operation *o) {
-    if (count || !isa<FoldOp, SumOp>(o) || !analysis.isVarying(o->getResult(0)))
+  op.body().walk([&](FoldOp fold) {
+    if (count || !analysis.isVarying(fold.getResult()))
       return;
-    auto compact = o->getOperand(0).getDefiningOp<CompactOp>();
-    if (compact && o->getOperand(0) == compact.getCount() && compact->getBlock() == &op.body() &&
+    auto compact = fold.getBound().getDefiningOp<CompactOp>();
+    if (compact && fold.getBound() == compact.getCount() && compact->getBlock() == &op.body() &&
         listLength(compact.getCount()) > 1 && listLength(compact.getCount()) <= unroll)
       count = compact.getCount();
   });
@@ -664,7 +665,7 @@ static Value shortListAlongRow(DomainOp op, const VaryingAnalysis &analysis, int
 
 /// The loops along a row whose reductions run over a short list of `length` entries, in one version per
 /// power of two of live entries: a row with `count` of them runs the version for the least power of two (or
-/// 0) at or above it, whose reductions take that many steps (emitShortListSteps), the list's length at most.
+/// 0) at or above it, whose folds take that many steps (emitShortListSteps), the list's length at most.
 /// A warp's row decides one branch (uniform), and a token routed to 2 of 8 experts gathers 2 rows per
 /// vector, not 8 behind their predicates. `emitLoops` emits the loops with `slots` set.
 static void emitShortListVersions(OpBuilder &b, Location loc, Value count, int64_t length, int64_t &slots,

@@ -20,6 +20,11 @@ struct LaneBits {
     below = arith::SubIOp::create(b, loc, bit, i32(1));
   }
 };
+
+/// The number of set bits of `bits` (i32), as an index.
+Value countBits(OpBuilder &b, Location loc, Value bits) {
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
+}
 } // namespace
 
 void BodyEmitter::emitCompact(CompactOp compact) {
@@ -89,10 +94,8 @@ void BodyEmitter::emitWarpCompact(CompactOp compact) {
     Value k = arith::AddIOp::create(b, loc, loop.getInductionVar(), lane);
     auto [live, mask] = ballotOfSteps(compact, k, bound);
     Value end = loop.getRegionIterArgs()[0];
-    auto count = [&](Value bits) {
-      return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
-    };
-    Value place = arith::AddIOp::create(b, loc, end, count(arith::AndIOp::create(b, loc, mask, lanesBelow)));
+    Value place =
+        arith::AddIOp::create(b, loc, end, countBits(b, loc, arith::AndIOp::create(b, loc, mask, lanesBelow)));
     auto store = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
     {
       OpBuilder::InsertionGuard branch(b);
@@ -100,7 +103,7 @@ void BodyEmitter::emitWarpCompact(CompactOp compact) {
       memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), buffer,
                               ValueRange{arith::AddIOp::create(b, loc, base, place)});
     }
-    scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, end, count(mask))});
+    scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, end, countBits(b, loc, mask))});
   }
   NVVM::SyncWarpOp::create(b, loc, i32(-1));
   sharedLists[compact.getList()] = {buffer, base};
@@ -113,9 +116,6 @@ void BodyEmitter::emitLaneCompact(CompactOp compact) {
   ScheduleAttr schedule = domain.schedule();
   int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
   Value buffer = sharedBuffer(warps * length, b.getI32Type(), loc);
-  auto count = [&](Value bits) {
-    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
-  };
   Value base = warpBase(loc, length);
   LaneBits bits(b, loc);
   // Lanes past the bound (at least 1: moe-compact-predicated-folds') test the last entry again, inside the
@@ -130,7 +130,7 @@ void BodyEmitter::emitLaneCompact(CompactOp compact) {
                                      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, bits.lane, bound));
   Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), arith::ConstantIntOp::create(b, loc, -1, 32), live,
                                         NVVM::VoteSyncKind::ballot);
-  Value place = count(arith::AndIOp::create(b, loc, mask, bits.below));
+  Value place = countBits(b, loc, arith::AndIOp::create(b, loc, mask, bits.below));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(scf::IfOp::create(b, loc, live, /*withElseRegion=*/false).thenBlock());
@@ -140,7 +140,7 @@ void BodyEmitter::emitLaneCompact(CompactOp compact) {
   NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
   sharedLists[compact.getList()] = {buffer, base};
   laneLists[compact.getList()] = {entry, live, place};
-  scalars.map(compact.getCount(), count(mask));
+  scalars.map(compact.getCount(), countBits(b, loc, mask));
 }
 
 void BodyEmitter::emitBlockCompact(CompactOp compact) {
@@ -151,9 +151,6 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
   Value buffer = sharedBuffer(length, b.getI32Type(), loc), ballots = sharedBuffer(runs, b.getI32Type(), loc);
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
-  auto count = [&](Value bits) {
-    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
-  };
   Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value warp = arith::DivUIOp::create(b, loc, tx, cst(32));
   LaneBits bits(b, loc);
@@ -186,14 +183,14 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(before.getBody());
       Value bits = memref::LoadOp::create(b, loc, ballots, ValueRange{before.getInductionVar()});
-      scf::YieldOp::create(b, loc,
-                           ValueRange{arith::AddIOp::create(b, loc, before.getRegionIterArgs()[0], count(bits))});
+      scf::YieldOp::create(
+          b, loc, ValueRange{arith::AddIOp::create(b, loc, before.getRegionIterArgs()[0], countBits(b, loc, bits))});
     }
     Value mask = memref::LoadOp::create(b, loc, ballots, ValueRange{run});
     Value live =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, arith::AndIOp::create(b, loc, mask, laneBit), i32(0));
-    Value at =
-        arith::AddIOp::create(b, loc, before.getResult(0), count(arith::AndIOp::create(b, loc, mask, lanesBelow)));
+    Value at = arith::AddIOp::create(b, loc, before.getResult(0),
+                                     countBits(b, loc, arith::AndIOp::create(b, loc, mask, lanesBelow)));
     auto store = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
     b.setInsertionPointToStart(store.thenBlock());
     Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(32)), lane);
@@ -205,7 +202,8 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(total.getBody());
     Value bits = memref::LoadOp::create(b, loc, ballots, ValueRange{total.getInductionVar()});
-    scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, total.getRegionIterArgs()[0], count(bits))});
+    scf::YieldOp::create(
+        b, loc, ValueRange{arith::AddIOp::create(b, loc, total.getRegionIterArgs()[0], countBits(b, loc, bits))});
   }
   gpu::BarrierOp::create(b, loc);
   sharedLists[compact.getList()] = {buffer, cst(0)};

@@ -108,8 +108,9 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
   // row's prologue would wait for that load, which depends on the row index, before the first gather; in the
   // step it overlaps the gathers (C2 weighted at Mixtral: 85.9 -> 90.3 % of copy). A long list keeps them in
   // the table: its jammed steps would hold 8 weights a vector (at DeepSeek-V3: 93.4 -> 85.9 %, half the warps).
-  auto compactOfFold = fold.getBound().getDefiningOp<CompactOp>();
-  bool laneList = compactOfFold && laneLists.count(compactOfFold.getList());
+  auto compact = bound.getDefiningOp<CompactOp>();
+  auto lane = compact ? laneLists.find(compact.getList()) : laneLists.end();
+  bool laneList = lane != laneLists.end();
   auto deferred = [&](Operation &op) {
     bool loads = false;
     op.walk([&](memref::LoadOp load) { loads |= !sharedLists.count(load.getMemRef()); });
@@ -243,8 +244,7 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
     return allTrue;
   };
   SmallVector<Value> allTrueAtEnd;
-  auto compact = bound.getDefiningOp<CompactOp>();
-  if (auto lane = compact ? laneLists.find(compact.getList()) : laneLists.end(); lane != laneLists.end()) {
+  if (laneList) {
     // A list of the warp's lanes (emitLaneCompact): a live lane writes the row of its own entry, at its place.
     auto work =
         scf::IfOp::create(b, loc, TypeRange(ValueRange(allTrueInit)), lane->second.live, /*withElseRegion=*/true);
