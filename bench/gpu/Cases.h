@@ -75,6 +75,18 @@ inline void store(HostTensor &t, int64_t i, float v) {
   }
 }
 
+/// `v` rounded to `dtype` (to nearest, ties to even) and back.
+inline float roundTo(DType dtype, float v) {
+  switch (dtype) {
+  case DType::BF16:
+    return bf16ToFloat(floatToBf16(v));
+  case DType::F16:
+    return f16ToFloat(floatToF16(v));
+  default:
+    return v;
+  }
+}
+
 inline int32_t *ints(HostTensor &t) { return static_cast<int32_t *>(t.raw()); }
 
 /// Uniform values in [-1, 1). A splitmix64 stream seeded from `rng`: production-size inputs (hundreds of
@@ -269,8 +281,9 @@ inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64
 /// C2 (moe_unpermute): the layout of C1 (experts ascending, tokens ascending, rows padded to a
 /// multiple of 2 and never read), combined unweighted or weighted. With `everyCount`, token t is routed to
 /// t % (K + 1) experts only (its other slots -1), so that the tokens run every count of live experts.
+/// Without `mixPrecision` the sum accumulates in the dtype, rounded after every add (or fma).
 inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_t H, bool weighted, std::mt19937 &rng,
-                            bool reference = true, bool everyCount = false) {
+                            bool reference = true, bool everyCount = false, bool mixPrecision = true) {
   Case c;
   HostTensor routemap(DType::I32, {T, K}), probsTopk(DType::F32, {T, K});
   std::vector<int64_t> count(E, 0), experts(E);
@@ -303,12 +316,14 @@ inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_
     for (int64_t h = 0; h < H; ++h) {
       float acc = 0;
       for (int64_t e = 0; e < E; ++e)
-        if (int32_t r = ints(rowmap)[t * E + e]; r >= 0)
+        if (int32_t r = ints(rowmap)[t * E + e]; r >= 0) {
           acc = weighted ? std::fma(load(yu, r * H + h), static_cast<float *>(pu.raw())[r], acc)
                          : acc + load(yu, r * H + h);
+          acc = mixPrecision ? acc : roundTo(dtype, acc);
+        }
       store(out, t * H + h, acc);
     }
-  c.attrs = {{"using_weighted_combine", weighted}};
+  c.attrs = {{"using_weighted_combine", weighted}, {"using_mix_precision", mixPrecision}};
   c.bytesMoved = double(T * K * H * dsl::dtypeBytes(dtype) + out.bytes());
   c.inputs.emplace("hidden_states_unzipped", std::move(yu));
   c.inputs.emplace("zipped_expertwise_rowmap", std::move(rowmap));

@@ -345,6 +345,13 @@ Operation *termAdditionReader(Value next, Value acc) {
     if (auto round = widen.getIn().getDefiningOp<arith::TruncFOp>(); round && widen.getIn().hasOneUse())
       return next.getType().isF32() && round.getIn().getType().isF32() ? termAdditionReader(round.getIn(), acc)
                                                                         : nullptr;
+  // T(f32(acc) + x): accumulating in T, kept in T (the GPU); the widening of acc reads it
+  if (auto round = next.getDefiningOp<arith::TruncFOp>();
+      round && !next.getType().isF32() && acc.getType() == next.getType())
+    for (Operation *user : acc.getUsers())
+      if (auto widen = dyn_cast<arith::ExtFOp>(user); widen && widen.getOut().getType().isF32() && widen->hasOneUse() &&
+                                                      termAdditionReader(round.getIn(), widen.getOut()))
+        return widen;
   if (!next.getType().isF32())
     return nullptr;
   if (auto add = next.getDefiningOp<arith::AddFOp>())

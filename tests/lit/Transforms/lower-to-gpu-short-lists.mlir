@@ -19,6 +19,16 @@
 // WEIGHTS: scf.for
 // WEIGHTS: memref.load %[[PROBS]][%{{.*}}] : memref<?xf32>
 // WEIGHTS: gpu.func @moe_unpermute__1_expert_prob_topk
+// Without mixed precision the GPU's fold accumulates in bf16 itself, each step T(f32(acc) + x): a short list
+// too (before, only the CPU's f32-carried form counted as adding a term, and C2 kept its 8 tested steps).
+// RUN: moec emit moe_unpermute --target ptx --arch sm_90 --dtype bf16 --dim E=8 --dim K=2 --dim H=4096 --attr using_mix_precision=0 --emit moe -o %t.mix0.moe
+// RUN: FileCheck %s --check-prefix=IN-T < %t.mix0.moe
+// IN-T: func.func @moe_unpermute__0_hidden_states
+// IN-T: %{{.*}}, %[[COUNT:.*]] = moe.compact %c8 {moe.row_invariant} : memref<8xi32>
+// IN-T: moe.fold %[[COUNT]], %{{.*}} : bf16
+// IN-T: arith.extf %{{.*}} : bf16 to f32
+// IN-T: arith.addf
+// IN-T: arith.truncf %{{.*}} : f32 to bf16
 // Without short-folds the fold keeps its 8 tested steps, and the loop along h has no versions.
 // RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=LONG
 

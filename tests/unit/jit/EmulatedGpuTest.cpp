@@ -91,11 +91,12 @@ KernelRequest a3Request(DType dtype, int64_t E, int64_t H, bool pad, const Case 
   return r;
 }
 
-KernelRequest c2Request(DType dtype, int64_t E, int64_t K, int64_t H, bool weighted, Schedule s = {}) {
+KernelRequest c2Request(DType dtype, int64_t E, int64_t K, int64_t H, bool weighted, Schedule s = {},
+                        bool mixPrecision = true) {
   KernelRequest r;
   r.dtype = dtype;
   r.dims = {{"E", E}, {"K", K}, {"H", H}};
-  r.attrs = {{"using_weighted_combine", weighted}};
+  r.attrs = {{"using_weighted_combine", weighted}, {"using_mix_precision", mixPrecision}};
   r.schedule = s;
   return r;
 }
@@ -441,19 +442,23 @@ TEST(EmulatedGpu, MixtralProbsKernelsAtFewTokens) {
 // C2 at Mixtral's 8 experts: the fold over a token's experts is a short list (short-lists), and the loop
 // along H runs in a version per power of two of live experts (none, 2, 4, 8), each thread's 2 steps along
 // H = 4096 unrolled (moe-unroll-row-loops). Token t is routed to t % 9 experts, so every version runs, full
-// and partly filled. Bit for bit the same with both off, and as the CPU kernels.
+// and partly filled. Bit for bit the same with both off, and as the CPU kernels. Without mixed precision the
+// GPU's fold keeps its accumulator in the dtype, rounded after every add (or fma): a short list all the same.
 TEST(EmulatedGpu, ShortListVersionsAtEveryCount) {
   const int64_t H = 4096, E = 8, K = 8, T = 27;
   Schedule plain;
   plain.disabled = kShortLists | kLoadsInFlight;
-  for (DType dt : {DType::BF16, DType::F32})
-    for (bool weighted : {false, true}) {
-      SCOPED_TRACE(std::string(dsl::dtypeName(dt)) + (weighted ? " weighted" : ""));
-      Case c = paddleUnpermute(dt, T, E, K, H, weighted, rng(), /*reference=*/true, /*everyCount=*/true);
-      expectSameOutputs(gpuOutputs("moe_unpermute", c2Request(dt, E, K, H, weighted), c),
-                        gpuOutputs("moe_unpermute", c2Request(dt, E, K, H, weighted, plain), c));
-      expectGpuMatchesCpu("moe_unpermute", c2Request(dt, E, K, H, weighted), std::move(c));
-    }
+  for (DType dt : {DType::BF16, DType::F16, DType::F32})
+    for (bool weighted : {false, true})
+      for (bool mix : {true, false}) {
+        if (dt == DType::F16 && mix)
+          continue; // as bf16's
+        SCOPED_TRACE(std::string(dsl::dtypeName(dt)) + (weighted ? " weighted" : "") + (mix ? "" : " in the dtype"));
+        Case c = paddleUnpermute(dt, T, E, K, H, weighted, rng(), /*reference=*/true, /*everyCount=*/true, mix);
+        expectSameOutputs(gpuOutputs("moe_unpermute", c2Request(dt, E, K, H, weighted, {}, mix), c),
+                          gpuOutputs("moe_unpermute", c2Request(dt, E, K, H, weighted, plain, mix), c));
+        expectGpuMatchesCpu("moe_unpermute", c2Request(dt, E, K, H, weighted, {}, mix), std::move(c));
+      }
 }
 
 TEST(EmulatedGpu, NothingLeaksOnTheDevice) {

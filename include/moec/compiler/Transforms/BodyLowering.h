@@ -107,7 +107,8 @@ constexpr int64_t kCpuReductionWidth = 32;
 
 /// When `next` adds a term to the f32 `acc`, the op of it that reads `acc`, else null: `acc + x` (either
 /// way round) or fma(x, w, acc), or either rounded to f16 or bf16 and widened back, as an accumulation in
-/// T carried as f32 does (moe-widen-rounded-folds).
+/// T carried as f32 does (moe-widen-rounded-folds). Where `acc` is itself the f16 or bf16 accumulator
+/// (the GPU keeps it in T), `T(f32(acc) + x)` or `T(fma(x, w, f32(acc)))`, and the widening reads it.
 mlir::Operation *termAdditionReader(mlir::Value next, mlir::Value acc);
 
 /// A fold step `p ? acc : f(acc)` or a sum term `p ? 0.0 : f`: the scf.if, and whether f is its then
