@@ -3,14 +3,16 @@
 # H 7168, top-8 of 256 experts, 4096 tokens): warp instructions per 16 bytes of minimum traffic, coalescing,
 # and the fraction of H200 copy bandwidth the bound allows. Usage: bench/emu/profile.sh [DTYPE] [H E K]
 # A3's kernels share a workspace (its fill skips the rows the scatter marked), so every block of theirs
-# runs instead of a sample: they run at A3_TOKENS (default 1024) tokens to keep that short. The latency
-# bound spreads the warps over those that run at once: below about a wave (1024 tokens fill the SMs with
-# A3's probs kernels, a warp per token at 8 warps per SM) the A3 rows would read too high.
+# runs instead of a sample: they run at A3_TOKENS tokens to keep that short, by default 8192 / K (1024 at
+# top-8, 4096 at Mixtral's top-2: 8192 slots either way). The latency bound spreads the warps over those
+# that run at once: below about a wave (1024 tokens fill the SMs with A3's probs kernels, a warp per token
+# at 8 warps per SM) the A3 rows would read too high; at top-2, 1024 tokens are 2048 slots, too few for
+# the kernels' fixed latencies (the fill's, a batch's) to hide behind the rows.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
 dtype=${1:-bf16} H=${2:-7168} E=${3:-256} K=${4:-8}
-sample=${SAMPLE_BLOCKS:-256} a3tokens=${A3_TOKENS:-1024}
+sample=${SAMPLE_BLOCKS:-256} a3tokens=${A3_TOKENS:-$((8192 / K > 1024 ? 8192 / K : 1024))}
 run() { # label, then moec bench arguments
   local label=$1
   shift

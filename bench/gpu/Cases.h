@@ -246,14 +246,21 @@ inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, in
 
 /// A3 pad mode (Megatron's drop-and-pad): C = capacity rows per expert; each expert keeps its routed
 /// tokens with the lowest ids, and an under-full expert is filled with the lowest ids not routed to it.
-/// out_index orders the permuted rows by token id (stable), permute_token_id holds those token ids.
+/// out_index orders the permuted rows by token id (stable), permute_token_id holds those token ids. Each
+/// token is routed to `topK` experts at random (a router's top-K), or with `topK` 0 to each expert with
+/// probability 0.3 (tests: a token's count of slots varies more).
 inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64_t H, bool probs, std::mt19937 &rng,
-                             bool reference = true) {
+                             bool reference = true, int64_t topK = 0) {
   int64_t R = E * C;
   std::vector<uint8_t> routed(T * E);
   std::bernoulli_distribution pick(0.3);
-  for (auto &m : routed)
-    m = pick(rng);
+  std::vector<int64_t> experts(E);
+  for (int64_t t = 0; t < T; ++t) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);
+    for (int64_t e = 0; e < E; ++e)
+      routed[t * E + experts[e]] = topK ? e < topK : pick(rng);
+  }
   std::vector<int32_t> tokenOfRow(R);
   for (int64_t e = 0; e < E; ++e) {
     int64_t filled = 0;
@@ -402,7 +409,7 @@ inline Case caseFor(const std::string &op, DType dtype, const std::map<std::stri
                                 std::to_string(K));
   if (op == "moe_token_unpermute_with_routing_map_grad" && get("drop_and_pad", 0))
     return unpermuteGradPad(dtype, tokens, E, std::max<int64_t>(1, tokens * K / E), H, present.count("probs") > 0, rng,
-                            reference);
+                            reference, K);
   if (op == "moe_token_unpermute_with_routing_map_grad")
     return unpermuteGradNonPad(dtype, tokens, E, K, H, present.count("probs") > 0, rng, reference);
   if (op == "moe_unpermute")

@@ -35,12 +35,15 @@ namespace {
 /// Whether the fold's live steps add a term to the accumulator (so that the fold over the list is one the
 /// CPU lowering runs as an accumulated row): any f32 sum, or a fold whose live branch ends in
 /// `acc + x` or fma(x, w, acc) (rounded back to T or not: termAdditionReader), with the accumulator used
-/// nowhere else but the other branch's yield.
-bool liveStepAccumulates(Operation *reduction, PredicatedStep step) {
+/// nowhere else but the other branch's yield. `inT`: also an accumulator kept in f16 or bf16, T(f32(acc) + x)
+/// (the GPU's short lists run any fold's steps; the CPU's accumulated rows need the f32-carried form).
+bool liveStepAccumulates(Operation *reduction, PredicatedStep step, bool inT) {
   if (isa<SumOp>(reduction))
     return reduction->getResult(0).getType().isF32();
   Block &live = step.liveIsThen ? step.branch.getThenRegion().front() : step.branch.getElseRegion().front();
   Value acc = reduction->getRegion(0).front().getArgument(1);
+  if (!inT && !acc.getType().isF32())
+    return false;
   Value next = live.getTerminator()->getOperand(0);
   Operation *keep = step.liveIsThen ? step.branch.elseYield() : step.branch.thenYield();
   Operation *reader = termAdditionReader(next, acc);
@@ -173,7 +176,7 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
     if (shortFold && target == "gpu" && !isa<FoldOp>(reduction))
       return false;
     std::optional<PredicatedStep> step = predicatedStep(reduction);
-    if (!step || (shortFold && !liveStepAccumulates(reduction, *step)))
+    if (!step || (shortFold && !liveStepAccumulates(reduction, *step, /*inT=*/target == "gpu")))
       return false;
     FailureOr<SmallVector<Operation *>> slice = predicateSlice(reduction, step->branch.getCondition(), alongRow);
     if (failed(slice))

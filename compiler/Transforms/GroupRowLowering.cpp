@@ -80,13 +80,17 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     if (top.hasAttr(kGroupKeyAttr))
       keys.push_back(top.getResult(0));
 
-  // This group's members: lane i computes member base + i's row-invariant values. Lanes past the group's
-  // last member compute that one again (its checks and marks store the same values again), so that no
-  // lane runs a member that does not exist or loads the next group's indices.
-  Value base = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kMembers));
-  Value last = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, cst(1)),
-                                      arith::AddIOp::create(b, loc, base, cst(kMembers - 1)));
-  Value member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, base, lane), last);
+  // This group's members [first, end): its run of kMembers, where the keys allow moved to start where a run of
+  // equal keys starts (at most 31 members then). Lane i computes member first + i's row-invariant values.
+  // Lanes past the group's last member compute that one again (its checks and marks store the same values
+  // again), so that no lane runs a member that does not exist or loads the next group's indices.
+  Value first = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kMembers));
+  Value end = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, cst(kMembers)), members);
+  if (std::optional<KeyAlignedRun> run =
+          emitKeyAlignedRun(b, op, outer, first, members, kMembers, lane, keys, vectorAlignment))
+    std::tie(first, end) = std::pair(run->first, run->end);
+  Value last = arith::SubIOp::create(b, loc, end, cst(1)); // end >= 1: the run's first member exists
+  Value member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, lane), last);
   SmallVector<Value> rowIndices(outer);
   rowIndices.push_back(member);
   BodyEmitter prologueEmitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, {}, Value(),
@@ -105,7 +109,7 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     SmallVector<Value> packed = WarpWords::pack(b, loc, key, prologue);
     keyWords.append(packed.begin(), packed.end());
   }
-  Value count = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, base), cst(kMembers));
+  Value count = arith::SubIOp::create(b, loc, end, first);
 
   // Along the row, the warps take 32 vectors of w elements at a time round robin, a vector per lane. Every
   // lane of a warp runs every trip of its warp (one past the row's end computes and stores nothing) so

@@ -409,12 +409,8 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   // The warp's points: its row's (outer..., every e), or a one-dim domain's run of kPointRunLength.
   SmallVector<Value> outer;
   Value first = cst(0), members = op.bounds().back();
-  if (rank > 1) {
+  if (rank > 1)
     outer = unflattenRow(b, loc, row, op.bounds().drop_back());
-  } else {
-    first = arith::MulIOp::create(b, loc, row, cst(kPointRunLength));
-    members = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, members, first), cst(kPointRunLength));
-  }
   // What a waiting point keeps (its last index, and the values its sum and late ops take from before
   // them), in kSlots slots; the row's indices are the same for all. The keys (moe.group_key) are the same
   // for all the points of a batch: a live point whose keys differ from the waiting ones' runs them first.
@@ -426,6 +422,17 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
         keys.push_back(kept.size());
       kept.push_back(v);
     }
+  if (rank == 1) { // a run of points, where the keys allow from where a run of equal keys starts
+    SmallVector<Value> keyValues;
+    for (size_t k : keys)
+      keyValues.push_back(kept[k]);
+    first = arith::MulIOp::create(b, loc, row, cst(kPointRunLength));
+    Value end = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, cst(kPointRunLength)), members);
+    if (std::optional<KeyAlignedRun> run =
+            emitKeyAlignedRun(b, op, {}, first, members, kPointRunLength, lane, keyValues, vectorAlignment))
+      std::tie(first, end) = std::pair(run->first, run->end);
+    members = arith::SubIOp::create(b, loc, end, first);
+  }
   SmallVector<FoldOp> scanned; // moe-lane-point-access's prefix sums over the points
   for (Operation *o = &body.front(); o != plan->carrier; o = o->getNextNode())
     if (auto fold = dyn_cast<FoldOp>(o); fold && fold->hasAttr(kLaneScanAttr))
@@ -439,7 +446,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   // registers across the batch's loop).
   APInt rowLength;
   bool oneChunk =
-      rank == 1 ? kPointRunLength <= kWarpLanes
+      rank == 1 ? 2 * kPointRunLength <= kWarpLanes // emitKeyAlignedRun's runs: at most 2 L points
                 : matchPattern(op.bounds().back(), m_ConstantInt(&rowLength)) && rowLength.getSExtValue() <= kWarpLanes;
   SmallVector<Value> waiting{cst(0)};
   if (!oneChunk)

@@ -9,9 +9,9 @@
 // marked.
 // The drop-and-pad probs_grad (@pad_slots_by_token, same shape) is one-dim, over slots i: slot i's dot
 // product reads token permute_token_id[i]'s gradient row, so the token is its key (the slot's row, from
-// out_index, is `moe.unique`: never a key). A warp takes a run of 8 slots, a lane each; a live slot whose
-// token differs from the waiting slots' runs them first, and a batch loads its token's row once, under
-// the token's bounds check.
+// out_index, is `moe.unique`: never a key). A warp takes a run of 8 slots (moved to start where a token's
+// slots start), a lane each; a live slot whose token differs from the waiting slots' runs them first, and a
+// batch loads its token's row once, under the token's bounds check.
 // RUN: moec-opt %s --moe-group-points | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %s --moe-group-points --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 
@@ -52,15 +52,31 @@
 // GPU-LABEL: gpu.func @reads_only_the_point_rows
 // GPU-NOT: nvvm.vote.sync
 // GPU: gpu.return
-// A warp per run of 8 slots (the last one shorter), a lane per slot; the batch runs before a live slot of
-// another token.
+// A warp per run of 8 slots, a lane per slot; the batch runs before a live slot of another token. The run
+// starts where a token's slots start: at the first slot of [8 w, 8 w + 8) whose token differs from the slot
+// before's (else 8 w + 8), and it ends where the next warp's starts, found the same way in [8 w + 8, 8 w + 16).
+// Lane l probes slot 8 w - 1 + l's token (lanes 0 to 16), the lane before's by a shuffle up; a ballot of the
+// lanes at a start (bits 1-8: 510, bits 9-16: 130560).
 // GPU-LABEL: gpu.func @pad_slots_by_token
 // GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c8 : index
 // GPU: arith.cmpi ult, %{{.*}}, %[[RUNS]] : index
-// GPU: %[[FIRST:.*]] = arith.muli %{{.*}}, %c8 : index
-// GPU: arith.minui %{{.*}}, %c8 : index
+// GPU: %[[START:.*]] = arith.muli %{{.*}}, %c8 : index
+// GPU: %[[LANE:.*]] = arith.addi %[[START]], %thread_id_x : index
+// GPU: %[[PROBED:.*]] = arith.subi %[[LANE]], %c1 : index
+// GPU: arith.cmpi ule, %thread_id_x, %c16 : index
+// GPU: %[[TOKEN:.*]] = scf.if
+// GPU-NEXT: memref.load %{{.*}}[%[[PROBED]]] : memref<?xi32>
+// GPU: gpu.shuffle  up
+// GPU: arith.cmpi ne, %[[TOKEN]], %{{.*}} : index
+// GPU: %[[STARTS:.*]] = nvvm.vote.sync  ballot %c-1_i32
+// GPU: arith.andi %[[STARTS]], %c510_i32 : i32
+// GPU: %[[FIRST:.*]] = arith.minui %{{.*}}, %arg11 : index
+// GPU: arith.andi %[[STARTS]], %c130560_i32 : i32
+// GPU: %[[END:.*]] = arith.minui %{{.*}}, %arg11 : index
+// GPU: %[[COUNT:.*]] = arith.subi %[[END]], %[[FIRST]] : index
 // GPU: scf.for
 // GPU: %[[AT:.*]] = arith.addi %{{.*}}, %thread_id_x : index
+// GPU: arith.cmpi ult, %[[AT]], %[[COUNT]] : index
 // GPU: arith.addi %[[FIRST]], %[[AT]] : index
 // GPU: nvvm.vote.sync  ballot
 // GPU: arith.cmpi ne, %{{.*}}, %{{.*}} : index

@@ -8,8 +8,8 @@
 // A variant that reads the gradient at [k, h] depends on the slot: not grouped, and its guarded load stays.
 // The drop-and-pad data gradient (@pad_slots_by_token, same shape) copies the gradient row of token
 // permute_token_id[i] to slot i's row: the value depends on the slot through that token and the row's
-// `row >= 0`, its keys. A block per run of 16 slots; along the row the warp loads the row again only for a
-// slot whose keys differ from the slot before's.
+// `row >= 0`, its keys. A block per run of 16 slots (moved to start where the keys change); along the row the
+// warp loads the row again only for a slot whose keys differ from the slot before's.
 // RUN: moec-opt %s --moe-group-rows | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %s --moe-group-rows --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
 // RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=ROWS
@@ -40,14 +40,15 @@
 // GPU: %[[RUNS:.*]] = arith.divui %{{.*}}, %c16 : index
 // GPU: %[[TOKEN:.*]] = arith.divui %block_id_x, %[[RUNS]] : index
 // GPU: %[[GROUP:.*]] = arith.remui %block_id_x, %[[RUNS]] : index
-// Lane i's slot: base + i, clamped to the group's last slot (base + 15) and the op's (R - 1).
+// Lane i's slot: base + i, clamped to the group's last slot, min(base + 16, R) - 1 (no keys: the run as it is).
 // GPU: %[[BASE:.*]] = arith.muli %[[GROUP]], %c16 : index
-// GPU: %[[END:.*]] = arith.addi %[[BASE]], %c15 : index
-// GPU: %[[LAST:.*]] = arith.minui %{{.*}}, %[[END]] : index
+// GPU: %[[NEXT:.*]] = arith.addi %[[BASE]], %c16 : index
+// GPU: %[[END:.*]] = arith.minui %[[NEXT]], %{{.*}} : index
+// GPU: %[[LAST:.*]] = arith.subi %[[END]], %c1 : index
 // GPU: %[[AT:.*]] = arith.addi %[[BASE]], %thread_id_x : index
 // GPU: arith.minui %[[AT]], %[[LAST]] : index
 // GPU: memref.load {{.*}} : memref<?xi32>
-// GPU: arith.minui {{.*}}, %c16 : index
+// GPU: arith.subi %[[END]], %[[BASE]] : index
 // GPU-NOT: scf.for
 // GPU: scf.for %{{.*}} = %{{.*}} to %c64 step %c128 {
 // GPU: vector.load %{{.*}}[%[[TOKEN]], {{.*}} : memref<?x64xf32>, vector<4xf32>
@@ -60,6 +61,22 @@
 // GPU: return
 
 // GPU-LABEL: gpu.func @pad_slots_by_token
+// A block's run of 16 slots starts where a token's slots start (or where `row >= 0` changes: a key too): lane
+// l probes slot 16 g - 1 + l's keys, the lane before's by a shuffle up; a ballot of the lanes at a start gives
+// the first in [16 g, 16 g + 15) (bits 1-15: 65534), else 16 g + 15, and the next group's, found the same way
+// in [16 g + 16, 16 g + 31) (bits 17-31: -131072 as an i32). Lane i computes slot first + i.
+// GPU: %[[START:.*]] = arith.muli %{{.*}}, %c16 : index
+// GPU: %[[LANE:.*]] = arith.addi %[[START]], %thread_id_x : index
+// GPU: arith.subi %[[LANE]], %c1 : index
+// GPU: gpu.shuffle  up
+// GPU: %[[STARTS:.*]] = nvvm.vote.sync  ballot
+// GPU: arith.andi %[[STARTS]], %c65534_i32 : i32
+// GPU: %[[GROUPFIRST:.*]] = arith.minui %{{.*}}, %arg11 : index
+// GPU: arith.andi %[[STARTS]], %c-131072_i32 : i32
+// GPU: %[[GROUPEND:.*]] = arith.minui %{{.*}}, %arg11 : index
+// GPU: %[[GROUPLAST:.*]] = arith.subi %[[GROUPEND]], %c1 : index
+// GPU: %[[SLOT:.*]] = arith.addi %[[GROUPFIRST]], %thread_id_x : index
+// GPU: arith.minui %[[SLOT]], %[[GROUPLAST]] : index
 // The keys travel as one word each: the token id as the i32 it was loaded as, `row >= 0` as 0 or 1.
 // GPU: scf.for {{.*}} iter_args(%[[TOK:.*]] = %c0_i32, %[[LIVE:.*]] = %c0_i32, %[[PREV:.*]] = %cst) -> (i32, i32, vector<4xf32>)
 // GPU: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index

@@ -321,6 +321,44 @@ TEST(EmulatedGpu, KeyedPointRunsShareOneTokensRow) {
       }
 }
 
+// A warp's run of slots starts where a token's slots start (emitPointRun): it takes the tokens whose first
+// slot is among its 8, up to 8 slots past them. Tokens 0 and 1 hold a slot in each of 24 experts (runs of 24,
+// longer than a warp's run and the 8 past it: split), the other 28 tokens a random 8 of 24 experts' other
+// slots (runs of about 1 to 13, starting anywhere in a run of 8); slots sorted by token, a fifth dropped.
+// Every slot runs once: bit for bit the same as a warp per slot, and as the CPU kernel.
+TEST(EmulatedGpu, PointRunsStartWhereATokensSlotsStart) {
+  const int64_t T = 30, E = 24, C = 10, R = E * C;
+  for (DType dt : {DType::BF16, DType::F32})
+    for (int64_t H : {9, 520}) {
+      SCOPED_TRACE("H=" + std::to_string(H));
+      std::vector<int32_t> tokenOfRow(R), others(T - 2);
+      std::iota(others.begin(), others.end(), 2);
+      for (int64_t e = 0; e < E; ++e) {
+        std::shuffle(others.begin(), others.end(), rng());
+        tokenOfRow[e * C] = 0;
+        tokenOfRow[e * C + 1] = 1;
+        std::copy_n(others.begin(), C - 2, tokenOfRow.begin() + e * C + 2);
+      }
+      HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
+      std::iota(ints(outIndex), ints(outIndex) + R, 0);
+      std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
+        return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
+      });
+      std::vector<Slot> slots;
+      for (int64_t i = 0; i < R; ++i) {
+        int32_t row = ints(outIndex)[i];
+        ints(tokenIds)[i] = tokenOfRow[row];
+        if (rng()() % 5 == 0)
+          ints(outIndex)[i] = -1;
+        else
+          slots.push_back({tokenOfRow[row], row, row / C});
+      }
+      expectA3RunsAsPointRows(dt, E, H, true, true,
+                              unpermuteGradCase(dt, T, E, H, true, true, slots, std::move(outIndex),
+                                                std::move(tokenIds), HostTensor(DType::Bool, {T, E}), rng(), true));
+    }
+}
+
 TEST(EmulatedGpu, MoeUnpermute) {
   for (DType dt : kDtypes)
     for (int64_t H : {1, 9, 72, 130})

@@ -252,6 +252,22 @@ void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneS
 void emitGroupRow(mlir::OpBuilder &b, DomainOp op, mlir::Value group, mlir::Value lane, mlir::Value warp,
                   int64_t warps, int64_t vectorAlignment);
 
+/// GPU: the members [first, end) that a warp takes of a domain dim of `members`, where the launch gave it the
+/// run [start, start + length), moved to begin where a run of equal keys begins (A3's drop-and-pad slots, a
+/// token's slots consecutive: fixed runs split most tokens over two warps, each reading the token's row).
+/// The warp takes the key runs that start in the first `window` members of its run (min(length, 15)), else
+/// starts after them, and ends where the next run starts, found the same way: the warps' members still
+/// partition the dim, each run once, and a key run splits only where it is longer than the run. Lane l
+/// probes member start - 1 + l's keys (`outer`: the domain's indices before the dim), then a ballot of the
+/// lanes whose keys differ from the lane's before. Nothing where a key is not an integer computed by loads
+/// of read-only tensors and arithmetic at the top of the body (a probe must have no effect).
+struct KeyAlignedRun {
+  mlir::Value first, end;
+};
+std::optional<KeyAlignedRun> emitKeyAlignedRun(mlir::OpBuilder &b, DomainOp op, mlir::ValueRange outer,
+                                               mlir::Value start, mlir::Value members, int64_t length, mlir::Value lane,
+                                               llvm::ArrayRef<mlir::Value> keys, int64_t vectorAlignment);
+
 /// The number of groups of a scatter marked kRowGroupAttr, at the builder's insertion point.
 mlir::Value emitGroupCount(mlir::OpBuilder &b, DomainOp op);
 

@@ -244,9 +244,13 @@ def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
     marked `moe.group_key`): A3's drop-and-pad slots i copy the row of token permute_token_id[i], and
     the forward op orders a token's slots one after another. Along the row the warp then computes the
     value again only for a member whose keys, broadcast like its row, differ from the member before's;
-    any order gives the same results, and sorted keys read each source row about once per run. A body
-    whose values along the row read no memory (a fill of constants) is left alone: there is nothing to
-    share.
+    any order gives the same results, and sorted keys read each source row about once per run. Where the
+    keys come from loads of read-only tensors and arithmetic at the top of the body, a group's run starts
+    where a run of equal keys starts (emitKeyAlignedRun: lane l probes member 16 g - 1 + l's keys, and a
+    ballot finds the first change in [16 g, 16 g + 15) and the next group's in [16 g + 16, 16 g + 31)): a
+    token's slots stay in one group (fixed runs split most top-8 tokens over two blocks, each reading the
+    token's row), and the groups still partition the members, each run once. A body whose values along
+    the row read no memory (a fill of constants) is left alone: there is nothing to share.
 
     It needs the row-invariant marks (moe-hoist-row-invariants), a warp per row (32 threads), a write
     guard that depends on the row only, and a body without reductions or lists (their lanes would run
@@ -303,7 +307,8 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
     its keys (their ops marked `moe.group_key`): A3's drop-and-pad probs_grad runs over slots i and reads
     token permute_token_id[i]'s row, and the forward op orders a token's slots one after another. A batch
     then holds points of one key (a live point of another runs the waiting ones first), and a one-dim
-    domain runs as runs of 8 consecutive points, a warp each (`pointRuns` in the kernel metadata). A key
+    domain runs as runs of 8 consecutive points, a warp each (`pointRuns` in the kernel metadata), each
+    run moved to start where a run of equal keys starts (as moe-group-rows' groups, at most 16 points). A key
     loaded from a tensor declared `unique` (out_index) never repeats, so a term that needs one is not
     shared; of the terms that qualify, the one with the fewest keys is chosen.
 
