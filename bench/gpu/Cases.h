@@ -330,7 +330,9 @@ inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_
         }
       store(out, t * H + h, acc);
     }
-  c.attrs = {{"using_weighted_combine", weighted}, {"using_mix_precision", mixPrecision}};
+  c.attrs = {{"using_weighted_combine", weighted}};
+  if (!mixPrecision)
+    c.attrs["using_mix_precision"] = 0;
   c.bytesMoved = double(T * K * H * dsl::dtypeBytes(dtype) + out.bytes());
   c.inputs.emplace("hidden_states_unzipped", std::move(yu));
   c.inputs.emplace("zipped_expertwise_rowmap", std::move(rowmap));
@@ -413,7 +415,8 @@ inline Case caseFor(const std::string &op, DType dtype, const std::map<std::stri
   if (op == "moe_token_unpermute_with_routing_map_grad")
     return unpermuteGradNonPad(dtype, tokens, E, K, H, present.count("probs") > 0, rng, reference);
   if (op == "moe_unpermute")
-    return paddleUnpermute(dtype, tokens, E, get("K", 1), H, get("using_weighted_combine", 0) != 0, rng, reference);
+    return paddleUnpermute(dtype, tokens, E, get("K", 1), H, get("using_weighted_combine", 0) != 0, rng, reference,
+                           /*everyCount=*/false, get("using_mix_precision", 1) != 0);
   throw std::invalid_argument("no benchmark inputs for op '" + op + "' (built-in ops only)");
 }
 

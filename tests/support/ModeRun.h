@@ -28,7 +28,8 @@ struct ModeRun {
   ModeRun(const OpMode &mode, const dsl::OpDef &op, DType dtype, int64_t tokens, int64_t H, std::mt19937 &rng,
           bool emulated)
       : op(op), dtype(dtype), emulated(emulated), c(mode.build(dtype, tokens, H, rng)) {
-    c.attrs.insert(mode.extraAttrs.begin(), mode.extraAttrs.end());
+    for (const auto &[name, value] : mode.extraAttrs) // the mode's attributes win over the case's
+      c.attrs[name] = value;
     for (auto &[name, t] : c.inputs)
       inputs[name] = t.view();
   }
