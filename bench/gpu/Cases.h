@@ -244,6 +244,32 @@ inline Case unpermuteGradNonPad(DType dtype, int64_t T, int64_t E, int64_t K, in
                            std::move(map), rng, reference);
 }
 
+/// A3 pad mode's case from the token each permuted row holds (E experts' rows of R / E each): out_index orders
+/// the rows by token id (stable), permute_token_id holds those token ids. With `dropOneIn` n > 0 a slot is
+/// dropped (out_index -1: its row stays the fill's zeros) with probability 1 / n.
+inline Case padCaseFromRows(DType dtype, int64_t T, int64_t E, int64_t H, bool probs,
+                            const std::vector<int32_t> &tokenOfRow, std::mt19937 &rng, bool reference = true,
+                            int dropOneIn = 0) {
+  int64_t R = int64_t(tokenOfRow.size()), C = R / E;
+  HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
+  std::iota(ints(outIndex), ints(outIndex) + R, 0);
+  // Stable by token (rows of one token in row order); std::stable_sort would warn here (libstdc++ 12's
+  // deprecated get_temporary_buffer under clang).
+  std::sort(ints(outIndex), ints(outIndex) + R,
+            [&](int32_t a, int32_t b) { return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b); });
+  std::vector<Slot> slots;
+  for (int64_t i = 0; i < R; ++i) {
+    int32_t row = ints(outIndex)[i];
+    ints(tokenIds)[i] = tokenOfRow[row];
+    if (dropOneIn > 0 && rng() % dropOneIn == 0)
+      ints(outIndex)[i] = -1;
+    else
+      slots.push_back({tokenOfRow[row], row, row / C});
+  }
+  return unpermuteGradCase(dtype, T, E, H, probs, true, slots, std::move(outIndex), std::move(tokenIds),
+                           HostTensor(DType::Bool, {T, E}), rng, reference);
+}
+
 /// A3 pad mode (Megatron's drop-and-pad): C = capacity rows per expert; each expert keeps its routed
 /// tokens with the lowest ids, and an under-full expert is filled with the lowest ids not routed to it.
 /// out_index orders the permuted rows by token id (stable), permute_token_id holds those token ids. Each
@@ -269,20 +295,7 @@ inline Case unpermuteGradPad(DType dtype, int64_t T, int64_t E, int64_t C, int64
         if (routed[t * E + e] == want)
           tokenOfRow[e * C + filled++] = int32_t(t);
   }
-  HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
-  std::iota(ints(outIndex), ints(outIndex) + R, 0);
-  // Stable by token (rows of one token in row order); std::stable_sort would warn here (libstdc++ 12's
-  // deprecated get_temporary_buffer under clang).
-  std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
-    return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
-  });
-  std::vector<Slot> slots;
-  for (int64_t i = 0; i < R; ++i) {
-    ints(tokenIds)[i] = tokenOfRow[ints(outIndex)[i]];
-    slots.push_back({ints(tokenIds)[i], ints(outIndex)[i], ints(outIndex)[i] / C});
-  }
-  return unpermuteGradCase(dtype, T, E, H, probs, true, slots, std::move(outIndex), std::move(tokenIds),
-                           HostTensor(DType::Bool, {T, E}), rng, reference);
+  return padCaseFromRows(dtype, T, E, H, probs, tokenOfRow, rng, reference);
 }
 
 /// C2 (moe_unpermute): the layout of C1 (experts ascending, tokens ascending, rows padded to a

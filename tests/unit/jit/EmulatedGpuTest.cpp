@@ -321,7 +321,7 @@ TEST(EmulatedGpu, KeyedPointRunsShareOneTokensRow) {
       }
 }
 
-// A warp's run of slots starts where a token's slots start (emitPointRun): it takes the tokens whose first
+// A warp's run of slots starts where a token's slots start (emitKeyAlignedRun): it takes the tokens whose first
 // slot is among its 8, up to 8 slots past them. Tokens 0 and 1 hold a slot in each of 24 experts (runs of 24,
 // longer than a warp's run and the 8 past it: split), the other 28 tokens a random 8 of 24 experts' other
 // slots (runs of about 1 to 13, starting anywhere in a run of 8); slots sorted by token, a fifth dropped.
@@ -339,23 +339,8 @@ TEST(EmulatedGpu, PointRunsStartWhereATokensSlotsStart) {
         tokenOfRow[e * C + 1] = 1;
         std::copy_n(others.begin(), C - 2, tokenOfRow.begin() + e * C + 2);
       }
-      HostTensor outIndex(DType::I32, {R}), tokenIds(DType::I32, {R});
-      std::iota(ints(outIndex), ints(outIndex) + R, 0);
-      std::sort(ints(outIndex), ints(outIndex) + R, [&](int32_t a, int32_t b) {
-        return std::make_pair(tokenOfRow[a], a) < std::make_pair(tokenOfRow[b], b);
-      });
-      std::vector<Slot> slots;
-      for (int64_t i = 0; i < R; ++i) {
-        int32_t row = ints(outIndex)[i];
-        ints(tokenIds)[i] = tokenOfRow[row];
-        if (rng()() % 5 == 0)
-          ints(outIndex)[i] = -1;
-        else
-          slots.push_back({tokenOfRow[row], row, row / C});
-      }
       expectA3RunsAsPointRows(dt, E, H, true, true,
-                              unpermuteGradCase(dt, T, E, H, true, true, slots, std::move(outIndex),
-                                                std::move(tokenIds), HostTensor(DType::Bool, {T, E}), rng(), true));
+                              padCaseFromRows(dt, T, E, H, /*probs=*/true, tokenOfRow, rng(), true, /*dropOneIn=*/5));
     }
 }
 
