@@ -347,6 +347,8 @@ public:
 
   /// A point kernel's body emitted in parts (emitPointRange): these ops are left out wherever they are.
   void skip(Operation *op) { skipped.insert(op); }
+  /// Emits one op of the body (one skipped before, emitted later at the builder's point).
+  void emitOpAt(Operation &op) { emitOp(op); }
   void unskip(Operation *op) { skipped.erase(op); }
   /// `orig` is known to be the scalar `emitted` here (a value restored from a pending point's slot).
   void mapScalar(Value orig, Value emitted) { scalars.map(orig, emitted); }

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "BodyEmitter.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 namespace moec::moe {
 
 Value emitGroupCount(OpBuilder &b, DomainOp op) {
@@ -80,22 +82,53 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     if (top.hasAttr(kGroupKeyAttr))
       keys.push_back(top.getResult(0));
 
-  // This group's members [first, end): its run of kMembers, where the keys allow moved to start where a run of
-  // equal keys starts (at most 31 members then). Lane i computes member first + i's row-invariant values.
-  // Lanes past the group's last member compute that one again (its checks and marks store the same values
-  // again), so that no lane runs a member that does not exist or loads the next group's indices.
-  Value first = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kMembers));
-  Value end = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, cst(kMembers)), members);
-  if (std::optional<KeyAlignedRun> run =
-          emitKeyAlignedRun(b, op, outer, first, members, kMembers, lane, keys, vectorAlignment))
-    std::tie(first, end) = std::pair(run->first, run->end);
-  Value last = arith::SubIOp::create(b, loc, end, cst(1)); // end >= 1: the run's first member exists
-  Value member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, lane), last);
+  // This group's members [first, end): its run of kMembers, or with keys the run moved to start where a run of
+  // equal keys starts (emitKeyRunBounds; at most 31 members). Lane i computes the row-invariant values of
+  // member first + i, or with keys of member start - 1 + i, whose keys then say where the run starts and
+  // ends (member first is at lane first - start + 1); its row-invariant ops that only store (marks, check
+  // reports) run after that, for the group's own members only. Lanes past the last member compute that one
+  // again (its checks and marks store the same values again), so that no lane runs a member that does not
+  // exist.
+  Value start = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, group, runs), cst(kMembers));
+  Value first = start;
+  Value end = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, cst(kMembers)), members);
+  bool keyed = !keys.empty() && llvm::all_of(keys, [](Value k) { return k.getType().isIntOrIndex(); });
+  Value probedMember, member;
+  if (keyed) {
+    probedMember = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, start, lane), cst(1));
+    member = arith::MinUIOp::create(b, loc, probedMember, arith::SubIOp::create(b, loc, members, cst(1)));
+  } else {
+    Value last = arith::SubIOp::create(b, loc, end, cst(1)); // end >= 1: start's member exists
+    member = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, start, lane), last);
+  }
   SmallVector<Value> rowIndices(outer);
   rowIndices.push_back(member);
   BodyEmitter prologueEmitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, {}, Value(),
                               Part::RowPrologue);
+  SmallVector<Operation *> storesOnly; // row-invariant ops without results that write: after the bounds
+  if (keyed)
+    for (Operation &top : op.body().without_terminator())
+      if (top.hasAttr(kRowInvariantAttr) && top.getNumResults() == 0 && !isMemoryEffectFree(&top)) {
+        storesOnly.push_back(&top);
+        prologueEmitter.skip(&top);
+      }
   const IRMapping &prologue = prologueEmitter.emitRowPrologue(rowIndices);
+  Value firstLane = cst(0);
+  if (keyed) {
+    SmallVector<Value> laneKeys;
+    for (Value key : keys)
+      laneKeys.push_back(prologue.lookupOrDefault(key));
+    Value probed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, probedMember, members);
+    KeyAlignedRun run = emitKeyRunBounds(b, loc, start, members, kMembers, lane, probed, laneKeys);
+    std::tie(first, end) = std::pair(run.first, run.end);
+    firstLane = arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, first, start), cst(1));
+    Value own = arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, member, first),
+                                      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, member, end));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(scf::IfOp::create(b, loc, own, /*withElseRegion=*/false).thenBlock());
+    for (Operation *top : storesOnly)
+      prologueEmitter.emitOpAt(*top);
+  }
   // What each member's store needs, as words a shuffle can broadcast: its guard, then its row.
   Value guard = write.getGuard() ? prologue.lookupOrDefault(write.getGuard())
                                  : Value(arith::ConstantIntOp::create(b, loc, 1, 1));
@@ -150,7 +183,8 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     }
     auto each = scf::ForOp::create(b, loc, cst(0), count, cst(1), carried);
     b.setInsertionPointToStart(each.getBody());
-    Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(), each.getInductionVar());
+    Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                            arith::AddIOp::create(b, loc, firstLane, each.getInductionVar()));
     auto broadcast = [&](Value word) {
       return gpu::ShuffleOp::create(b, loc, word, from, i32(kWarp), gpu::ShuffleMode::IDX).getShuffleResult();
     };

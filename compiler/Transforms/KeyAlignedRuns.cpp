@@ -109,10 +109,18 @@ std::optional<KeyAlignedRun> emitKeyAlignedRun(OpBuilder &b, DomainOp op, ValueR
       zeros.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(t)));
     scf::YieldOp::create(b, loc, zeros);
   }
+  return emitKeyRunBounds(b, loc, start, members, length, lane, probed, probe.getResults());
+}
+
+KeyAlignedRun emitKeyRunBounds(OpBuilder &b, Location loc, Value start, Value members, int64_t length, Value lane,
+                               Value probed, ValueRange laneKeys) {
+  const int64_t window = std::min<int64_t>(length, 15);
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Type i32 = b.getI32Type();
   auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); };
+  Value member = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, start, lane), cst(1));
   Value differs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, member, cst(0));
-  for (Value k : probe.getResults())
+  for (Value k : laneKeys)
     differs = arith::OrIOp::create(b, loc, differs,
                                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, k, fromLaneBefore(b, loc, k)));
   Value starts = NVVM::VoteSyncOp::create(b, loc, i32, c32(-1), arith::AndIOp::create(b, loc, probed, differs),

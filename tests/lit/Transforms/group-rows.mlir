@@ -62,23 +62,36 @@
 
 // GPU-LABEL: gpu.func @pad_slots_by_token
 // A block's run of 16 slots starts where a token's slots start (or where `row >= 0` changes: a key too): lane
-// l probes slot 16 g - 1 + l's keys, the lane before's by a shuffle up; a ballot of the lanes at a start gives
-// the first in [16 g, 16 g + 15) (bits 1-15: 65534), else 16 g + 15, and the next group's, found the same way
-// in [16 g + 16, 16 g + 31) (bits 17-31: -131072 as an i32). Lane i computes slot first + i.
+// l computes slot 16 g - 1 + l's row-invariant values (clamped to the last slot), so its keys too, and compares
+// them with the lane before's (a shuffle up); a ballot of the lanes at a start gives the first in
+// [16 g, 16 g + 15) (bits 1-15: 65534), else 16 g + 15, and the next group's, found the same way in
+// [16 g + 16, 16 g + 31) (bits 17-31: -131072 as an i32). Only then the ops that only store (the bounds
+// check's report, the row's mark for the fill), for the group's own slots. The group's j-th slot is at lane
+// first - 16 g + 1 + j.
 // GPU: %[[START:.*]] = arith.muli %{{.*}}, %c16 : index
 // GPU: %[[LANE:.*]] = arith.addi %[[START]], %thread_id_x : index
-// GPU: arith.subi %[[LANE]], %c1 : index
+// GPU: %[[PROBED:.*]] = arith.subi %[[LANE]], %c1 : index
+// GPU: %[[SLOT:.*]] = arith.minui %[[PROBED]], %{{.*}} : index
+// GPU: memref.load %{{.*}}[%[[SLOT]]] : memref<?xi32>
+// GPU-NOT: memref.store
 // GPU: gpu.shuffle  up
+// GPU-NOT: memref.store
 // GPU: %[[STARTS:.*]] = nvvm.vote.sync  ballot
 // GPU: arith.andi %[[STARTS]], %c65534_i32 : i32
 // GPU: %[[GROUPFIRST:.*]] = arith.minui %{{.*}}, %arg11 : index
 // GPU: arith.andi %[[STARTS]], %c-131072_i32 : i32
 // GPU: %[[GROUPEND:.*]] = arith.minui %{{.*}}, %arg11 : index
-// GPU: %[[GROUPLAST:.*]] = arith.subi %[[GROUPEND]], %c1 : index
-// GPU: %[[SLOT:.*]] = arith.addi %[[GROUPFIRST]], %thread_id_x : index
-// GPU: arith.minui %[[SLOT]], %[[GROUPLAST]] : index
+// GPU: %[[OFFSET:.*]] = arith.subi %[[GROUPFIRST]], %[[START]] : index
+// GPU: %[[FIRSTLANE:.*]] = arith.addi %[[OFFSET]], %c1 : index
+// GPU: %[[FROM:.*]] = arith.cmpi uge, %[[SLOT]], %[[GROUPFIRST]] : index
+// GPU: %[[TO:.*]] = arith.cmpi ult, %[[SLOT]], %[[GROUPEND]] : index
+// GPU: %[[OWN:.*]] = arith.andi %[[FROM]], %[[TO]] : i1
+// GPU: scf.if %[[OWN]] {
+// GPU: memref.store %c1_i8, %{{.*}} : memref<?xi8>
+// GPU: %[[COUNT:.*]] = arith.subi %[[GROUPEND]], %[[GROUPFIRST]] : index
 // The keys travel as one word each: the token id as the i32 it was loaded as, `row >= 0` as 0 or 1.
-// GPU: scf.for {{.*}} iter_args(%[[TOK:.*]] = %c0_i32, %[[LIVE:.*]] = %c0_i32, %[[PREV:.*]] = %cst) -> (i32, i32, vector<4xf32>)
+// GPU: scf.for %[[J:.*]] = %c0 to %[[COUNT]] step %c1 iter_args(%[[TOK:.*]] = %c0_i32, %[[LIVE:.*]] = %c0_i32, %[[PREV:.*]] = %cst) -> (i32, i32, vector<4xf32>)
+// GPU-NEXT: arith.addi %[[FIRSTLANE]], %[[J]] : index
 // GPU: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
 // GPU: %[[T:[a-zA-Z0-9_]+]], %{{.*}} = gpu.shuffle idx
 // GPU: arith.cmpi ne, %[[T]], %[[TOK]] : i32

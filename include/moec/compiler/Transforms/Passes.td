@@ -245,12 +245,14 @@ def MoeGroupRows : Pass<"moe-group-rows", "::mlir::ModuleOp"> {
     the forward op orders a token's slots one after another. Along the row the warp then computes the
     value again only for a member whose keys, broadcast like its row, differ from the member before's;
     any order gives the same results, and sorted keys read each source row about once per run. Where the
-    keys come from loads of read-only tensors and arithmetic at the top of the body, a group's run starts
-    where a run of equal keys starts (emitKeyAlignedRun: lane l probes member 16 g - 1 + l's keys, and a
-    ballot finds the first change in [16 g, 16 g + 15) and the next group's in [16 g + 16, 16 g + 31)): a
-    token's slots stay in one group (fixed runs split most top-8 tokens over two blocks, each reading the
-    token's row), and the groups still partition the members, each run once. A body whose values along
-    the row read no memory (a fill of constants) is left alone: there is nothing to share.
+    keys are integers, a group's run starts where a run of equal keys starts (emitKeyRunBounds): lane l
+    computes member 16 g - 1 + l's row-invariant values, keys included, and a ballot of the lanes whose keys
+    differ from the lane's before finds the first change in [16 g, 16 g + 15) and the next group's in
+    [16 g + 16, 16 g + 31); the row-invariant ops that only store (a row's mark for the fill, a check's
+    report) then run for the group's own members. A token's slots stay in one group (fixed runs split most
+    top-8 tokens over two blocks, each reading the token's row), and the groups still partition the
+    members, each run once. A body whose values along the row read no memory (a fill of constants) is left
+    alone: there is nothing to share.
 
     It needs the row-invariant marks (moe-hoist-row-invariants), a warp per row (32 threads), a write
     guard that depends on the row only, and a body without reductions or lists (their lanes would run
