@@ -205,6 +205,11 @@ inline void storeAccumulators(OpBuilder &b, Location loc, Value v, Value accumul
     vector::StoreOp::create(b, loc, v, accumulators, ValueRange{h});
 }
 
+/// GPU: `v` (an index, or an integer or float of at most 64 bits) as a warp shuffle of `mode` with `arg` (an
+/// i32) moves it: IDX from lane `arg`, UP from lane l - arg (lane l itself below arg). Wider than 32 bits, in
+/// two words.
+Value shuffleWarp(OpBuilder &b, Location loc, Value v, Value arg, gpu::ShuffleMode mode);
+
 /// Clones a compute body for one (row, h) position, vectorized when width > 1.
 class BodyEmitter {
 public:

@@ -119,7 +119,7 @@ void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp
     for (Value key : keys)
       laneKeys.push_back(prologue.lookupOrDefault(key));
     Value probed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, probedMember, members);
-    KeyAlignedRun run = emitKeyRunBounds(b, loc, start, members, kMembers, lane, probed, laneKeys);
+    KeyAlignedRun run = emitKeyRunBounds(b, loc, start, members, kMembers, probedMember, probed, laneKeys);
     std::tie(first, end) = std::pair(run.first, run.end);
     firstLane = arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, first, start), cst(1));
     Value own = arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, member, first),

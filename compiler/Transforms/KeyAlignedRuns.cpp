@@ -14,6 +14,10 @@
 namespace moec::moe {
 
 namespace {
+/// A start is looked for in this many members from the run's start, and from the next run's: lane l probes
+/// member start - 1 + l, and 1 + 2 * window lanes cover both windows and the member before.
+int64_t probeWindow(int64_t length) { return std::min<int64_t>(length, 15); }
+
 /// The ops at the top of `body` that `values` come from, or nothing where one of them has a side effect or
 /// reads a tensor the kernel writes (a probe of another member's keys must change nothing and race with
 /// nothing), or a value is not an op's of the body.
@@ -35,38 +39,11 @@ std::optional<SetVector<Operation *>> sideEffectFreeSlice(Block &body, ArrayRef<
   return slice;
 }
 
-/// Lane l's `v` (an integer or index of at most 64 bits) from lane l - 1 (lane 0: its own).
-Value fromLaneBefore(OpBuilder &b, Location loc, Value v) {
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  auto up = [&](Value word) {
-    return gpu::ShuffleOp::create(b, loc, word, arith::ConstantIntOp::create(b, loc, i32, 1),
-                                  arith::ConstantIntOp::create(b, loc, i32, 32), gpu::ShuffleMode::UP)
-        .getShuffleResult();
-  };
-  Value word = v.getType().isIndex() ? Value(arith::IndexCastOp::create(b, loc, i64, v)) : v;
-  unsigned bits = word.getType().getIntOrFloatBitWidth();
-  Value moved;
-  if (bits < 32) {
-    moved = arith::TruncIOp::create(b, loc, word.getType(), up(arith::ExtUIOp::create(b, loc, i32, word)));
-  } else if (bits == 32) {
-    moved = up(word);
-  } else {
-    Value shift = arith::ConstantIntOp::create(b, loc, i64, 32);
-    Value low = up(arith::TruncIOp::create(b, loc, i32, word));
-    Value high = up(arith::TruncIOp::create(b, loc, i32, arith::ShRUIOp::create(b, loc, word, shift)));
-    moved = arith::OrIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, low),
-                                 arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, high), shift));
-  }
-  return v.getType().isIndex() ? Value(arith::IndexCastOp::create(b, loc, v.getType(), moved)) : moved;
-}
 } // namespace
 
-std::optional<KeyAlignedRun> emitKeyAlignedRun(OpBuilder &b, DomainOp op, ValueRange outer, Value start,
-                                               Value members, int64_t length, Value lane, ArrayRef<Value> keys,
+std::optional<KeyAlignedRun> emitKeyAlignedRun(OpBuilder &b, DomainOp op, ValueRange outer, Value start, Value members,
+                                               int64_t length, Value lane, ArrayRef<Value> keys,
                                                int64_t vectorAlignment) {
-  // A start is looked for in `window` members from the run's start, and from the next run's: lane l probes
-  // member start - 1 + l, and 1 + 2 * window lanes cover both windows and the member before.
-  const int64_t window = std::min<int64_t>(length, 15);
   Location loc = op.op()->getLoc();
   Block &body = op.body();
   std::optional<SetVector<Operation *>> slice =
@@ -78,9 +55,9 @@ std::optional<KeyAlignedRun> emitKeyAlignedRun(OpBuilder &b, DomainOp op, ValueR
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   // Lane l's member start - 1 + l (for run 0's lane 0 it wraps to a huge unsigned index: no member).
   Value member = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, start, lane), cst(1));
-  Value probed =
-      arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, member, members),
-                            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, lane, cst(length + window)));
+  Value probed = arith::AndIOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, member, members),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, lane, cst(length + probeWindow(length))));
   SmallVector<Type> keyTypes;
   for (Value k : keys)
     keyTypes.push_back(k.getType());
@@ -109,20 +86,20 @@ std::optional<KeyAlignedRun> emitKeyAlignedRun(OpBuilder &b, DomainOp op, ValueR
       zeros.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(t)));
     scf::YieldOp::create(b, loc, zeros);
   }
-  return emitKeyRunBounds(b, loc, start, members, length, lane, probed, probe.getResults());
+  return emitKeyRunBounds(b, loc, start, members, length, member, probed, probe.getResults());
 }
 
-KeyAlignedRun emitKeyRunBounds(OpBuilder &b, Location loc, Value start, Value members, int64_t length, Value lane,
+KeyAlignedRun emitKeyRunBounds(OpBuilder &b, Location loc, Value start, Value members, int64_t length, Value member,
                                Value probed, ValueRange laneKeys) {
-  const int64_t window = std::min<int64_t>(length, 15);
+  const int64_t window = probeWindow(length);
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Type i32 = b.getI32Type();
   auto c32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); };
-  Value member = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, start, lane), cst(1));
   Value differs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, member, cst(0));
-  for (Value k : laneKeys)
+  for (Value k : laneKeys) // against the lane before's (lane 0: its own)
     differs = arith::OrIOp::create(b, loc, differs,
-                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, k, fromLaneBefore(b, loc, k)));
+                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, k,
+                                                         shuffleWarp(b, loc, k, c32(1), gpu::ShuffleMode::UP)));
   Value starts = NVVM::VoteSyncOp::create(b, loc, i32, c32(-1), arith::AndIOp::create(b, loc, probed, differs),
                                           NVVM::VoteSyncKind::ballot);
   // The first start among the members [from, from + window) of the run, else from + window.

@@ -241,14 +241,17 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
   finish({rest.getInductionVar()});
 }
 
-/// `v` (an integer or float of at most 64 bits) as lane `from` (an i32) of the warp holds it.
-Value shuffleFromLane(OpBuilder &b, Location loc, Value v, Value from) {
+} // namespace
+
+Value shuffleWarp(OpBuilder &b, Location loc, Value v, Value arg, gpu::ShuffleMode mode) {
   Type type = v.getType();
+  if (type.isIndex()) // as an i64, and back
+    return arith::IndexCastOp::create(
+        b, loc, type, shuffleWarp(b, loc, arith::IndexCastOp::create(b, loc, b.getI64Type(), v), arg, mode));
   unsigned bits = type.getIntOrFloatBitWidth();
   Type i32 = b.getI32Type();
   auto shuffle = [&](Value word) {
-    return gpu::ShuffleOp::create(b, loc, word, from, arith::ConstantIntOp::create(b, loc, 32, 32),
-                                  gpu::ShuffleMode::IDX)
+    return gpu::ShuffleOp::create(b, loc, word, arg, arith::ConstantIntOp::create(b, loc, 32, 32), mode)
         .getShuffleResult();
   };
   if (type.isF32() || type.isInteger(32))
@@ -267,8 +270,6 @@ Value shuffleFromLane(OpBuilder &b, Location loc, Value v, Value from) {
   }
   return isa<FloatType>(type) ? Value(arith::BitcastOp::create(b, loc, type, moved)) : moved;
 }
-
-} // namespace
 
 void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
                     bool streamingStores) {
@@ -334,9 +335,7 @@ Value fromI64(OpBuilder &b, Location loc, Value v, Type type) {
 
 /// `v` (any value a lane holds: an index, or an integer or float of at most 64 bits) as lane `from` holds it.
 Value laneValue(OpBuilder &b, Location loc, Value v, Value from) {
-  if (!v.getType().isIndex())
-    return shuffleFromLane(b, loc, v, from);
-  return fromI64(b, loc, shuffleFromLane(b, loc, toI64(b, loc, v), from), v.getType());
+  return shuffleWarp(b, loc, v, from, gpu::ShuffleMode::IDX);
 }
 
 /// The folds marked kLaneScanAttr for one chunk of 32 points of a row, lane l's point at `at` of the row's

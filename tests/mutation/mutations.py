@@ -565,8 +565,8 @@ MUTATIONS = [
      "ever starts, so the runs stay the fixed ones shifted by a window (each member still runs once: only the lit "
      "tests see it)",
      [("compiler/Transforms/KeyAlignedRuns.cpp",
-       "arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, k, fromLaneBefore(b, loc, k)));\n",
-       "arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, k, k));\n")],
+       "                                                         shuffleWarp(b, loc, k, c32(1), gpu::ShuffleMode::UP)));\n",
+       "                                                         k));\n")],
      r"EmulatedGpu\.(PointRunsStart|KeyedPointRuns)", "Transforms/group-points"),
     ("short-fold-any-step",
      "moe-compact-predicated-folds' short-folds compacts a short fold whatever its live step does (one the CPU "

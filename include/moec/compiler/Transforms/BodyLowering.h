@@ -267,11 +267,11 @@ struct KeyAlignedRun {
 std::optional<KeyAlignedRun> emitKeyAlignedRun(mlir::OpBuilder &b, DomainOp op, mlir::ValueRange outer,
                                                mlir::Value start, mlir::Value members, int64_t length, mlir::Value lane,
                                                llvm::ArrayRef<mlir::Value> keys, int64_t vectorAlignment);
-/// emitKeyAlignedRun's run from keys the lanes have computed already: `laneKeys` (integers) are member
-/// start - 1 + lane's where `probed` (the member exists, and the lane is one of the 1 + 2 min(length, 15) that
-/// probe).
+/// emitKeyAlignedRun's run from keys the lanes have computed already: `laneKeys` (integers) are those of the
+/// lane's `member`, start - 1 + lane, where `probed` (the member exists, and the lane is one of the
+/// 1 + 2 min(length, 15) that probe).
 KeyAlignedRun emitKeyRunBounds(mlir::OpBuilder &b, mlir::Location loc, mlir::Value start, mlir::Value members,
-                               int64_t length, mlir::Value lane, mlir::Value probed, mlir::ValueRange laneKeys);
+                               int64_t length, mlir::Value member, mlir::Value probed, mlir::ValueRange laneKeys);
 
 /// The number of groups of a scatter marked kRowGroupAttr, at the builder's insertion point.
 mlir::Value emitGroupCount(mlir::OpBuilder &b, DomainOp op);
