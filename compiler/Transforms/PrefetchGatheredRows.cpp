@@ -13,7 +13,7 @@
 // Where the hardware already streams the rows (each expert's rows read in order, as B2 and C2 read them at
 // Mixtral's 8 experts), software prefetches only cost (B2 there: 1.2 of a memcpy without, 0.9 with). So
 // each gathered row whose index is known before its loop is classed by a table of recently gathered rows
-// (checkAndRecordRow: streamed when the row before it is recent), and the classes vote in a saturating
+// (classAndRecordRow: streamed when the row before it is recent), and the classes vote in a saturating
 // count (countStreamed): while most recent rows were streamed, the loop runs a copy without prefetches.
 // The decision is per launch and routing, not per row: prefetching each scattered row but not each
 // streamed one lost more than it won (bench/cpu/RESULTS.md, "2026-12-04, evening"). The pass runs after
@@ -54,6 +54,19 @@ constexpr uint32_t kLocality = 3;
 constexpr int64_t kRecentRows = 64;
 /// The count of streamed rows saturates at +-kStreamVotes: it follows a change of routing within as many rows.
 constexpr int64_t kStreamVotes = 16;
+
+/// How a gathered row was read before it: whether the row before it (by its linear number in the gathered
+/// tensor) is among the recent rows read from that tensor, and whether the row itself is.
+///   - Streamed: the hardware prefetchers then already stream this row, and a software prefetch only costs
+///     (B2 at Mixtral's E = 8, whose rows come from 8 sequential streams: 1.2 of a memcpy without, 0.7 with).
+///   - Recent: the row is read again (A3's token row, once for each of the token's slots) and is in cache; it
+///     says nothing of how the next rows will come, and votes neither way.
+/// The recent rows are a direct-mapped table of kRecentRows linear row numbers (the slot is the number's low
+/// bits), so a row stays recent until another row takes its slot: with K rows gathered per token, for about
+/// kRecentRows / K tokens.
+struct RowClass {
+  Value streamed, recent;
+};
 
 /// Whether `v` is computed from a load (a row chosen by data: a gather), looking through pure ops and
 /// into the regions of the ops that yield it.
@@ -165,22 +178,21 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
       slices.push_back(rowSlice(load, along, readOnly));
     // A loop whose every gathered row is classed counts the classes, and runs without prefetches while most
     // rows have been streamed.
-    llvm::MapVector<Operation *, SmallVector<Value>> classes;
+    llvm::MapVector<Operation *, SmallVector<RowClass>> classes;
     DenseSet<Operation *> unclassed;
     for (auto [g, gather] : llvm::enumerate(gathers)) {
       auto [load, along] = gather;
-      Value streamed;
+      std::optional<RowClass> rowClass;
       OpBuilder b(along);
       ValueRange indices = load.getIndices().drop_back();
       // Indices defined around the loop (they dominate it) are the row itself; else the slice computes them.
       if (llvm::all_of(indices,
                        [&](Value index) { return index.getParentRegion()->isAncestor(along->getParentRegion()); }))
-        streamed = checkAndRecordRow(b, load, SmallVector<Value>(indices), /*record=*/true);
+        rowClass = classAndRecordRow(b, load, SmallVector<Value>(indices));
       else if (slices[g])
-        streamed = checkAndRecordRow(b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()),
-                                     /*record=*/true);
-      if (streamed)
-        classes[along].push_back(streamed);
+        rowClass = classAndRecordRow(b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()));
+      if (rowClass)
+        classes[along].push_back(*rowClass);
       else
         unclassed.insert(along);
     }
@@ -189,14 +201,14 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
       if (slices[g])
         prefetchNextRow(gather.first, gather.second, *slices[g]);
     }
-    for (auto &[along, flags] : classes)
+    for (auto &[along, rows] : classes)
       if (!unclassed.contains(along))
-        versionOnStreamed(cast<scf::ForOp>(along), countStreamed(cast<scf::ForOp>(along), flags));
+        versionOnStreamed(cast<scf::ForOp>(along), countStreamed(cast<scf::ForOp>(along), rows));
   }
 
-  /// Adds each flag's vote (+1 streamed, -1 not) to the function's saturating count of streamed rows; returns
-  /// whether the count is then at least 0 (most recent rows streamed).
-  Value countStreamed(scf::ForOp along, ArrayRef<Value> flags) {
+  /// Adds each row's vote (+1 streamed, -1 scattered, none when recently read) to the function's saturating
+  /// count of streamed rows; returns whether the count is then at least 0 (most recent rows streamed).
+  Value countStreamed(scf::ForOp along, ArrayRef<RowClass> rows) {
     OpBuilder b(along);
     Location loc = along.getLoc();
     Value slot = streamCounter(along->getParentOfType<func::FuncOp>());
@@ -205,8 +217,10 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     Value up = arith::ConstantIndexOp::create(b, loc, 1), down = arith::ConstantIndexOp::create(b, loc, -1);
     Value high = arith::ConstantIndexOp::create(b, loc, kStreamVotes);
     Value low = arith::ConstantIndexOp::create(b, loc, -kStreamVotes);
-    for (Value flag : flags) {
-      count = arith::AddIOp::create(b, loc, count, arith::SelectOp::create(b, loc, flag, up, down));
+    Value none = arith::ConstantIndexOp::create(b, loc, 0);
+    for (const RowClass &row : rows) {
+      Value vote = arith::SelectOp::create(b, loc, row.streamed, up, down);
+      count = arith::AddIOp::create(b, loc, count, arith::SelectOp::create(b, loc, row.recent, none, vote));
       count = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, count, low), high);
     }
     memref::StoreOp::create(b, loc, count, slot, ValueRange{zero});
@@ -316,27 +330,39 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     return rowIndices;
   }
 
-  /// Whether the row before `row` (by its linear number in the gathered tensor) is among the recent rows
-  /// read from that tensor: the hardware prefetchers then already stream this row, and a software prefetch
-  /// only costs (B2 at Mixtral's E = 8, whose rows come from 8 sequential streams: 1.2 of a memcpy without,
-  /// 0.7 with). The recent rows are a direct-mapped table of kRecentRows linear row numbers (the slot is the
-  /// number's low bits), so a row stays recent until another row takes its slot: with K rows gathered per
-  /// token, for about kRecentRows / K tokens. With `record`, `row` is then added to the table.
-  Value checkAndRecordRow(OpBuilder &b, vector::LoadOp load, ArrayRef<Value> row, bool record) {
+  /// The class of `row`, which is then added to the table of recent rows.
+  RowClass classAndRecordRow(OpBuilder &b, vector::LoadOp load, ArrayRef<Value> row) {
+    Location loc = load.getLoc();
+    Value number = rowNumber(b, load, row);
+    RowClass rowClass = classOf(b, load, number);
+    memref::StoreOp::create(b, loc, number, recentRows(load.getBase()), ValueRange{slotOf(b, loc, number)});
+    return rowClass;
+  }
+
+  RowClass classOf(OpBuilder &b, vector::LoadOp load, Value number) {
     Location loc = load.getLoc();
     Value table = recentRows(load.getBase());
+    auto isRecent = [&](Value n) {
+      Value seen = memref::LoadOp::create(b, loc, table, ValueRange{slotOf(b, loc, n)});
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seen, n).getResult();
+    };
+    Value previous = arith::SubIOp::create(b, loc, number, arith::ConstantIndexOp::create(b, loc, 1));
+    return {isRecent(previous), isRecent(number)};
+  }
+
+  /// The row's linear number in the gathered tensor (row-major; it wraps harmlessly for rows outside it).
+  Value rowNumber(OpBuilder &b, vector::LoadOp load, ArrayRef<Value> row) {
+    Location loc = load.getLoc();
     Value number;
-    for (auto [d, index] : llvm::enumerate(row)) // row-major; wraps harmlessly for rows outside the tensor
+    for (auto [d, index] : llvm::enumerate(row))
       number = number ? Value(arith::AddIOp::create(
                             b, loc, arith::MulIOp::create(b, loc, number, dimOf(b, loc, load.getBase(), d)), index))
                       : index;
-    Value mask = arith::ConstantIndexOp::create(b, loc, kRecentRows - 1);
-    Value previous = arith::SubIOp::create(b, loc, number, arith::ConstantIndexOp::create(b, loc, 1));
-    Value seen = memref::LoadOp::create(b, loc, table, ValueRange{arith::AndIOp::create(b, loc, previous, mask)});
-    Value streamed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seen, previous);
-    if (record)
-      memref::StoreOp::create(b, loc, number, table, ValueRange{arith::AndIOp::create(b, loc, number, mask)});
-    return streamed;
+    return number;
+  }
+
+  Value slotOf(OpBuilder &b, Location loc, Value number) {
+    return arith::AndIOp::create(b, loc, number, arith::ConstantIndexOp::create(b, loc, kRecentRows - 1));
   }
 
   /// The table of recent rows of `tensor`: a stack array at the function's entry, filled with -2 (no row's
@@ -376,7 +402,8 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
   }
 
   /// 2. The next row's x[i', 0 .. kPrefetchBytes), before the loop along this row, when there is a next row
-  /// in this range, its index lies inside x (-1, "no row", prefetches nothing) and the row is not streamed.
+  /// in this range, its index lies inside x (-1, "no row", prefetches nothing) and the row is neither streamed
+  /// nor recent.
   void prefetchNextRow(vector::LoadOp load, scf::ForOp along, const RowSlice &slice) {
     OpBuilder b(along);
     Location loc = load.getLoc();
@@ -384,7 +411,8 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next, slice.rows.getUpperBound());
     b.setInsertionPointToStart(scf::IfOp::create(b, loc, more, /*withElseRegion=*/false).thenBlock());
     SmallVector<Value> rowIndices = cloneRowIndices(b, load, slice, next);
-    Value wanted = arith::XOrIOp::create(b, loc, checkAndRecordRow(b, load, rowIndices, /*record=*/false),
+    RowClass rowClass = classOf(b, load, rowNumber(b, load, rowIndices));
+    Value wanted = arith::XOrIOp::create(b, loc, arith::OrIOp::create(b, loc, rowClass.streamed, rowClass.recent),
                                          arith::ConstantIntOp::create(b, loc, 1, 1));
     for (auto [d, index] : llvm::enumerate(rowIndices))
       wanted = arith::AndIOp::create(b, loc, wanted, isInside(b, loc, index, dimOf(b, loc, load.getBase(), d)));

@@ -487,8 +487,8 @@ MUTATIONS = [
      "moe-prefetch-gathered-rows records a row in its table of recent rows at the row's number itself, not "
      "its low bits (a store past the 64-slot stack array for any row beyond 63)",
      [("compiler/Transforms/PrefetchGatheredRows.cpp",
-       "      memref::StoreOp::create(b, loc, number, table, ValueRange{arith::AndIOp::create(b, loc, number, mask)});\n",
-       "      memref::StoreOp::create(b, loc, number, table, ValueRange{number});\n")],
+       "    memref::StoreOp::create(b, loc, number, recentRows(load.getBase()), ValueRange{slotOf(b, loc, number)});\n",
+       "    memref::StoreOp::create(b, loc, number, recentRows(load.getBase()), ValueRange{number});\n")],
      None, "Transforms/prefetch-gathered-rows"),
     ("stream-vote-unsaturated",
      "moe-prefetch-gathered-rows adds each row's vote to its count of streamed rows without saturating it at "
@@ -496,6 +496,14 @@ MUTATIONS = [
      [("compiler/Transforms/PrefetchGatheredRows.cpp",
        "      count = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, count, low), high);\n",
        "")],
+     None, "Transforms/prefetch-gathered-rows"),
+    ("recent-rows-vote",
+     "moe-prefetch-gathered-rows counts a row read again (in the table itself, in cache) as streamed or "
+     "scattered by the row before it, instead of abstaining (A3's token row, read once per slot, outvotes the "
+     "token's scattered slot rows)",
+     [("compiler/Transforms/PrefetchGatheredRows.cpp",
+       "      count = arith::AddIOp::create(b, loc, count, arith::SelectOp::create(b, loc, row.recent, none, vote));\n",
+       "      count = arith::AddIOp::create(b, loc, count, vote);\n")],
      None, "Transforms/prefetch-gathered-rows"),
     ("stream-vote-inverted",
      "moe-prefetch-gathered-rows runs the copy without prefetches while most recent rows were scattered, "

@@ -3,10 +3,11 @@
 // the hardware already streams (the row before it is recent) from one it does not. Before each row's loop
 // the row's index (its load clamped into idx, 0 when idx is empty) is checked against the table and added
 // to it; when the next row is in the range its index (computed the same way) is checked, and the first 768
-// bytes of its row are prefetched, a line (32 elements) at a time, when that row is inside x and not
-// streamed. Each row's class then votes in a count of streamed rows (a stack slot from 0, +1 streamed, -1
-// not, saturating at +-16): while the count is at least 0 the loop along the row runs as it was; else a
-// copy whose load prefetches 768 bytes (384 bf16) on, clamped to the row's last element.
+// bytes of its row are prefetched, a line (32 elements) at a time, when that row is inside x, not streamed
+// and not recent (itself in the table: read again, in cache). Each row's class then votes in a count of
+// streamed rows (a stack slot from 0, +1 streamed, -1 scattered, 0 recent, saturating at +-16): while the
+// count is at least 0 the loop along the row runs as it was; else a copy whose load prefetches 768 bytes
+// (384 bf16) on, clamped to the row's last element.
 // @sequential reads row n itself: no prefetch. @written_index: the index tensor is written in the function:
 // the row is prefetched along the row (no class, no copy), but no index is computed ahead.
 // @conditional_index: the index is loaded under a condition (not by every row): along the row only.
@@ -32,6 +33,9 @@
 // CHECK:   %[[PREV_SLOT:.*]] = arith.andi %[[PREV]], %[[MASK]] : index
 // CHECK:   %[[SEEN:.*]] = memref.load %[[TABLE]][%[[PREV_SLOT]]] : memref<64xindex>
 // CHECK:   %[[STREAMED:.*]] = arith.cmpi eq, %[[SEEN]], %[[PREV]] : index
+// CHECK:   %[[OWN_SLOT:.*]] = arith.andi %[[CUR]], %[[MASK]] : index
+// CHECK:   %[[OWN:.*]] = memref.load %[[TABLE]][%[[OWN_SLOT]]] : memref<64xindex>
+// CHECK:   %[[RECENT:.*]] = arith.cmpi eq, %[[OWN]], %[[CUR]] : index
 // CHECK:   %[[CUR_SLOT:.*]] = arith.andi %[[CUR]], %[[MASK]] : index
 // CHECK:   memref.store %[[CUR]], %[[TABLE]][%[[CUR_SLOT]]] : memref<64xindex>
 // CHECK:   %[[NEXT:.*]] = arith.addi %[[N]], %[[C1]] : index
@@ -44,7 +48,12 @@
 // CHECK:     %[[NPREV:.*]] = arith.subi %[[R1]], %[[C1]] : index
 // CHECK:     %[[NSLOT:.*]] = arith.andi %[[NPREV]], %[[MASK]] : index
 // CHECK:     %[[NSEEN:.*]] = memref.load %[[TABLE]][%[[NSLOT]]] : memref<64xindex>
-// CHECK:     %[[NEW:.*]] = arith.cmpi ne, %[[NSEEN]], %[[NPREV]] : index
+// CHECK:     %[[NSTREAMED:.*]] = arith.cmpi eq, %[[NSEEN]], %[[NPREV]] : index
+// CHECK:     %[[NOWN_SLOT:.*]] = arith.andi %[[R1]], %[[MASK]] : index
+// CHECK:     %[[NOWN:.*]] = memref.load %[[TABLE]][%[[NOWN_SLOT]]] : memref<64xindex>
+// CHECK:     %[[NRECENT:.*]] = arith.cmpi eq, %[[NOWN]], %[[R1]] : index
+// CHECK:     %[[KNOWN:.*]] = arith.ori %[[NSTREAMED]], %[[NRECENT]] : i1
+// CHECK:     %[[NEW:.*]] = arith.xori %[[KNOWN]], %true : i1
 // CHECK:     %[[IN:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
 // CHECK:     %[[WANTED:.*]] = arith.andi %[[NEW]], %[[IN]] : i1
 // CHECK:     scf.if %[[WANTED]] {
@@ -54,7 +63,8 @@
 // CHECK-NEXT:    memref.prefetch %arg0[%[[R1]], %c352], read, locality<3>, data
 // CHECK-NEXT:  }
 // CHECK:   %[[COUNT:.*]] = memref.load %[[COUNTER:.*]][%c0] : memref<1xindex>
-// CHECK:   %[[VOTE:.*]] = arith.select %[[STREAMED]], %[[C1]], %c-1 : index
+// CHECK:   %[[CLASS:.*]] = arith.select %[[STREAMED]], %[[C1]], %c-1 : index
+// CHECK:   %[[VOTE:.*]] = arith.select %[[RECENT]], %c0, %[[CLASS]] : index
 // CHECK:   %[[SUM:.*]] = arith.addi %[[COUNT]], %[[VOTE]] : index
 // CHECK:   %[[LOW:.*]] = arith.maxsi %[[SUM]], %c-16 : index
 // CHECK:   %[[NEW_COUNT:.*]] = arith.minsi %[[LOW]], %c16 : index
