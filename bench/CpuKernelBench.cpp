@@ -84,17 +84,20 @@ void runCase(benchmark::State &state, const Mode &mode, const Shape &shape, moec
       moec::gpucheck::caseFor(mode.op, dtype, statics, mode.with, kTokens, mode.active, rng, /*reference=*/false);
   moec::gpucheck::CaseTensors tensors(c);
   moec::gpucheck::MemcpyBaseline copy(c);
+  moec::gpucheck::ReadBaseline read(c);
   auto launch = [&] { kernel.launch(tensors.views, nullptr, c.attrs); };
   launch(); // warm-up
-  double kernelSeconds = 0, copySeconds = 0;
+  double kernelSeconds = 0, copySeconds = 0, readSeconds = 0;
   for (auto _ : state) {
     double k = moec::gpucheck::secondsOf(launch);
     state.SetIterationTime(k);
     kernelSeconds += k;
     copySeconds += moec::gpucheck::secondsOf(copy);
+    readSeconds += moec::gpucheck::secondsOf(read);
   }
   state.SetBytesProcessed(int64_t(state.iterations() * c.bytesMoved));
   state.counters["vs_memcpy"] = copySeconds / kernelSeconds;
+  state.counters["read_bound"] = copySeconds / readSeconds; // the most vs_memcpy can be
 }
 
 const bool registered = [] {

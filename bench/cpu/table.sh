@@ -10,7 +10,9 @@
 # 0.1 of a memcpy, so A B A B favours A). AB=NAME compares one build with and without an optimization: each
 # cell is "off / on , off / on" (`--disable NAME`, in the order A B B A); ENABLE=1 with AB=NAME turns an
 # opt-in optimization on instead (`--enable NAME`; the cell is still "off / on"). ROWS=REGEX measures only the rows
-# whose label matches (ROWS='mix_precision' for C2 without mixed precision). PROCS=3 makes each figure the
+# whose label matches (ROWS='mix_precision' for C2 without mixed precision). BOUND=1 adds to each figure, in
+# parentheses, the most a kernel can reach: the op's read bytes read alone, against the same memcpy (moec
+# bench's second line). PROCS=3 makes each figure the
 # median of 3 processes. On this VM consecutive processes often alternate fast and slow (A3 at DeepSeek-V3:
 # 0.94, 0.81, 0.94, 0.82, ...), and the whole machine has slow spells of minutes (B2 at Mixtral, 2 threads:
 # 0.6 for minutes, then 1.2): compare builds with AGAINST or AB, and repeat a table at another time.
@@ -28,7 +30,8 @@ ratio() { # moec binary, moec bench arguments -> "0.93": the median over PROCS p
   shift
   for ((p = 0; p < procs; p++)); do
     runs+=("$("$bin" bench "$@" --target cpu --dtype "$dtype" --tokens "$tokens" --reps "$reps" --budget "$budget" \
-      "${threads[@]}" "${extra[@]}" | sed -n 's/.*; \([0-9.]*\)x memcpy$/\1/p')")
+      "${threads[@]}" "${extra[@]}" | sed -n "s/.*; \([0-9.]*\)x memcpy$/\1/p${BOUND:+; s/.* can reach is \([0-9.]*\)x memcpy$/(\1)/p}" |
+      paste -sd' ')")
   done
   printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(((procs + 1) / 2))p"
 }

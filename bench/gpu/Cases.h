@@ -36,7 +36,8 @@ struct Case {
   std::map<std::string, HostTensor> inputs, expected;
   std::map<std::string, int64_t> attrs;
   std::map<std::string, Bound> bounds;
-  double bytesMoved = 0; // minimum traffic, for the bandwidth figure
+  double bytesMoved = 0;   // minimum traffic, for the bandwidth figure
+  double bytesWritten = 0; // the part of it that is written (the rest is read)
 };
 
 /// The spacing of `dtype`'s values at magnitude |x| (subnormal spacing below the normal range).
@@ -145,6 +146,7 @@ inline Case initRoutingGrad(DType dtype, int64_t N, int64_t K, int64_t H, int dr
     }
   c.attrs = {{"top_k", K}, {"drop_pad_mode", dropPad}, {"active_num", active ? R : 0}};
   c.bytesMoved = double(grad.bytes() + idx.bytes() + out.bytes());
+  c.bytesWritten = double(out.bytes());
   c.inputs.emplace("grad_expanded_x", std::move(grad));
   c.inputs.emplace("expanded_row_idx", std::move(idx));
   c.expected.emplace("grad_x", std::move(out));
@@ -189,6 +191,7 @@ inline Case unpermuteGradCase(DType dtype, int64_t T, int64_t E, int64_t H, bool
     routed.insert(s.tok);
   int64_t rowBytes = H * dsl::dtypeBytes(dtype);
   c.bytesMoved = double(dy.bytes() + int64_t(routed.size()) * rowBytes + (probs ? int64_t(slots.size()) * rowBytes : 0));
+  c.bytesWritten = double(dy.bytes());
   c.inputs.emplace("unpermuted_tokens_grad", std::move(g));
   c.inputs.emplace("out_index", std::move(outIndex));
   c.inputs.emplace("permute_token_id", std::move(tokenIds));
@@ -347,6 +350,7 @@ inline Case paddleUnpermute(DType dtype, int64_t T, int64_t E, int64_t K, int64_
   if (!mixPrecision)
     c.attrs["using_mix_precision"] = 0;
   c.bytesMoved = double(T * K * H * dsl::dtypeBytes(dtype) + out.bytes());
+  c.bytesWritten = double(out.bytes());
   c.inputs.emplace("hidden_states_unzipped", std::move(yu));
   c.inputs.emplace("zipped_expertwise_rowmap", std::move(rowmap));
   c.inputs.emplace("expert_routemap_topk", std::move(routemap));

@@ -3,7 +3,8 @@
 // Runs a built-in op on the inputs of bench/gpu/Cases.h (random, routed the way the forward op routes) at
 // a production token count, and reports against the op's minimum traffic:
 //   --target cpu      the median and minimum time of the kernels, repeated until a time budget is spent,
-//                     alternating with a memcpy of the same bytes on the same threads (--threads);
+//                     alternating with a memcpy of the same bytes on the same threads (--threads) and with
+//                     a pass that only reads the bytes the op reads (the bound on the ratio to the memcpy);
 //   --target ptx-emu  the PTX emulator's profile of each kernel (instructions by class, requests, sectors,
 //                     coalescing) and the H200 bound it implies, as a fraction of copy bandwidth. Large grids
 //                     run a sample of blocks (--sample-blocks) and scale the counts; the report says so.
@@ -27,6 +28,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace moec::cli {
 
@@ -56,20 +58,24 @@ Timing summarize(std::vector<double> times) {
   return {times[times.size() / 2], times.front(), int(times.size())};
 }
 
-/// Like Triton's do_bench, for a kernel and its baseline side by side: one warm-up call of each, then
+/// Like Triton's do_bench, for a kernel and its baselines side by side: one warm-up call of each, then
 /// alternating calls until `budget` seconds are spent on the kernel (at least `reps` each). Alternating
-/// keeps both under the same conditions on a shared, noisy machine.
-template <typename F, typename G> std::pair<Timing, Timing> timeSideBySide(int reps, double budget, F kernel, G base) {
-  kernel();
-  base();
-  std::vector<double> kernelTimes, baseTimes;
+/// keeps all under the same conditions on a shared, noisy machine. Returns the kernel's timing, then each
+/// baseline's.
+std::vector<Timing> timeSideBySide(int reps, double budget, const std::vector<std::function<void()>> &calls) {
+  for (const auto &call : calls)
+    call();
+  std::vector<std::vector<double>> times(calls.size());
   double spent = 0;
-  while (int(kernelTimes.size()) < std::max(reps, 1) || spent < budget) {
-    kernelTimes.push_back(gpucheck::secondsOf(kernel));
-    baseTimes.push_back(gpucheck::secondsOf(base));
-    spent += kernelTimes.back();
+  while (int(times[0].size()) < std::max(reps, 1) || spent < budget) {
+    for (size_t i = 0; i < calls.size(); ++i)
+      times[i].push_back(gpucheck::secondsOf(calls[i]));
+    spent += times[0].back();
   }
-  return {summarize(kernelTimes), summarize(baseTimes)};
+  std::vector<Timing> timings;
+  for (std::vector<double> &t : times)
+    timings.push_back(summarize(std::move(t)));
+  return timings;
 }
 
 nlohmann::json header(const BenchOptions &o, const std::string &mode, int64_t tokens, double bytes) {
@@ -128,14 +134,22 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
 void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c, nlohmann::json line) {
   gpucheck::CaseTensors tensors(c);
   gpucheck::MemcpyBaseline memcpyBaseline(c);
+  gpucheck::ReadBaseline readBaseline(c);
   ThreadPool &pool = ThreadPool::shared();
-  auto [kernelTime, copyTime] = timeSideBySide(
-      o.reps, o.budget, [&] { kernel.launch(tensors.views, nullptr, c.attrs); }, [&] { memcpyBaseline(); });
-  double ratio = copyTime.median / kernelTime.median;
+  std::vector<Timing> timings = timeSideBySide(
+      o.reps, o.budget,
+      {[&] { kernel.launch(tensors.views, nullptr, c.attrs); }, [&] { memcpyBaseline(); }, [&] { readBaseline(); }});
+  const Timing &kernelTime = timings[0], &copyTime = timings[1], &readTime = timings[2];
+  double ratio = copyTime.median / kernelTime.median, readBound = copyTime.median / std::max(readTime.median, 1e-9);
   if (o.json) {
-    line.update({{"threads", pool.size()}, {"reps", kernelTime.reps}, {"median_us", 1e6 * kernelTime.median},
-                 {"min_us", 1e6 * kernelTime.min}, {"memcpy_median_us", 1e6 * copyTime.median},
-                 {"vs_memcpy", ratio}});
+    line.update({{"threads", pool.size()},
+                 {"reps", kernelTime.reps},
+                 {"median_us", 1e6 * kernelTime.median},
+                 {"min_us", 1e6 * kernelTime.min},
+                 {"memcpy_median_us", 1e6 * copyTime.median},
+                 {"vs_memcpy", ratio},
+                 {"reads_median_us", 1e6 * readTime.median},
+                 {"read_bound_vs_memcpy", readBound}});
     fmt::print("{}\n", line.dump());
     return;
   }
@@ -144,6 +158,10 @@ void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c, nl
              pool.size(), kernelTime.reps, 1e6 * kernelTime.median, 1e6 * kernelTime.min,
              c.bytesMoved / kernelTime.median / 1e9, 1e6 * copyTime.median, c.bytesMoved / copyTime.median / 1e9,
              ratio);
+  fmt::print("reading the {:.1f} MB it reads, alone: {:.1f} us, {:.2f} GB/s; the most a kernel can reach is "
+             "{:.2f}x memcpy\n",
+             (c.bytesMoved - c.bytesWritten) / 1e6, 1e6 * readTime.median,
+             (c.bytesMoved - c.bytesWritten) / readTime.median / 1e9, readBound);
 }
 
 void runBench(BenchOptions o) {
