@@ -60,7 +60,8 @@ constexpr int64_t kStreamVotes = 16;
 ///   - Streamed: the hardware prefetchers then already stream this row, and a software prefetch only costs
 ///     (B2 at Mixtral's E = 8, whose rows come from 8 sequential streams: 1.2 of a memcpy without, 0.7 with).
 ///   - Recent: the row is read again (A3's token row, once for each of the token's slots) and is in cache; it
-///     says nothing of how the next rows will come, and votes neither way.
+///     says nothing of how the next rows will come, and votes neither way. (As streamed, A3's token row
+///     outvoted its slots' scattered rows, and they went unprefetched: 0.77 of a memcpy against 0.89.)
 /// The recent rows are a direct-mapped table of kRecentRows linear row numbers (the slot is the number's low
 /// bits), so a row stays recent until another row takes its slot: with K rows gathered per token, for about
 /// kRecentRows / K tokens.
