@@ -10,27 +10,27 @@
 //      index by pure ops and loads of tensors the function never writes, the next row's index is computed
 //      ahead (its loads clamped into their tensors) and the first kPrefetchBytes of its gathered row are
 //      prefetched before the current row's loop starts.
-// Where the hardware already streams the rows (each expert's rows read in order, as B2 and C2 read them at
-// Mixtral's 8 experts), software prefetches only cost (B2 there: 1.2 of a memcpy without, 0.9 with). So
-// each gathered row whose index is known before its loop is classed by a table of recently gathered rows
-// (classAndRecordRow: streamed when the row before it is recent), and the classes vote in a saturating
-// count (countStreamed): while most recent rows were streamed, the loop runs a copy without prefetches.
-// The decision is per launch and routing, not per row: prefetching each scattered row but not each
-// streamed one lost more than it won (bench/cpu/RESULTS.md, "2026-12-04, evening"). The pass runs after
-// moe-version-row-loops, so each version's loop classes only the rows it reads.
+// Whether the prefetches pay depends on the machine as much as on the rows. Where the hardware already
+// streams them (each expert's rows read in order, as B2 and C2 read them at Mixtral's 8 experts), a 2-core
+// EPYC lost half of C2's speed to them and a 2-core Xeon gained a third (bench/cpu/RESULTS.md, stop 46). So
+// each loop along a row runs in two copies, with and without its prefetches, and measures which is faster
+// as it runs (versionOnCycles): a few rows of each, alternating, timed by the cycle counter, then the
+// faster for the next rows, measured again every kProbePeriod rows. The next row's prefetch (2.) skips a
+// row the hardware streams or that is in cache: a table of recently gathered rows (recordRow) classes it.
+// The pass runs after moe-version-row-loops, so each version's loop measures only its own rows.
 // Prefetches change no result; every address they compute lies inside its tensor.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <optional>
@@ -52,18 +52,19 @@ constexpr int64_t kLineBytes = 64;
 constexpr uint32_t kLocality = 3;
 /// Slots of the table of recently gathered rows (a power of two; 64 measured, below).
 constexpr int64_t kRecentRows = 64;
-/// The count of streamed rows saturates at +-kStreamVotes: it follows a change of routing within as many rows.
-constexpr int64_t kStreamVotes = 16;
+/// Each copy of a loop along a row runs kProbeRows rows (alternating with the other's) at the start of every
+/// kProbePeriod rows it runs; the other rows run the copy that took fewer cycles. A row of B2 at DeepSeek-V3
+/// takes some 20000 cycles, far above the cycle counter's cost and resolution. With 8 rows in 512, and the
+/// counter read at every row, C2 at DeepSeek-V3 and Qwen3 lost 0.01-0.03 of a memcpy against prefetching
+/// always; with 8 in 1024, the counter read by the probing rows only, nothing beyond the noise.
+constexpr int64_t kProbeRows = 4;
+constexpr int64_t kProbePeriod = 1024; // a power of two
 
-/// How a gathered row was read before it: whether the row before it (by its linear number in the gathered
-/// tensor) is among the recent rows read from that tensor, and whether the row itself is.
-///   - Streamed: the hardware prefetchers then already stream this row, and a software prefetch only costs
-///     (B2 at Mixtral's E = 8, whose rows come from 8 sequential streams: 1.2 of a memcpy without, 0.7 with).
-///   - Recent: the row is read again (A3's token row, once for each of the token's slots) and is in cache; it
-///     says nothing of how the next rows will come, and votes neither way. (As streamed, A3's token row
-///     outvoted its slots' scattered rows, and they went unprefetched: 0.77 of a memcpy against 0.89.)
-/// The recent rows are a direct-mapped table of kRecentRows linear row numbers (the slot is the number's low
-/// bits), so a row stays recent until another row takes its slot: with K rows gathered per token, for about
+/// How the next row was read before it, in the table of recent rows: whether the row before it (by its
+/// linear number in the gathered tensor) is among the recent rows read from that tensor (the hardware
+/// prefetchers then already stream it), and whether the row itself is (read again: in cache). The recent
+/// rows are a direct-mapped table of kRecentRows linear row numbers (the slot is the number's low bits), so
+/// a row stays recent until another row takes its slot: with K rows gathered per token, for about
 /// kRecentRows / K tokens.
 struct RowClass {
   Value streamed, recent;
@@ -136,7 +137,6 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
   }
 
   void runOn(func::FuncOp func) {
-    counter = {};
     // Tensors the function never writes: their loads can run ahead.
     DenseSet<Value> written, readOnly;
     func.walk([&](Operation *op) {
@@ -177,82 +177,111 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     SmallVector<std::optional<RowSlice>> slices;
     for (auto [load, along] : gathers)
       slices.push_back(rowSlice(load, along, readOnly));
-    // A loop whose every gathered row is classed counts the classes, and runs without prefetches while most
-    // rows have been streamed.
-    llvm::MapVector<Operation *, SmallVector<RowClass>> classes;
-    DenseSet<Operation *> unclassed;
+    // Each gathered row whose indices are known before its loop is added to the table of recent rows, which
+    // tells the next row's prefetch (2.) which rows not to prefetch.
+    SetVector<Operation *> alongLoops;
     for (auto [g, gather] : llvm::enumerate(gathers)) {
       auto [load, along] = gather;
-      std::optional<RowClass> rowClass;
+      alongLoops.insert(along);
       OpBuilder b(along);
       ValueRange indices = load.getIndices().drop_back();
       // Indices defined around the loop (they dominate it) are the row itself; else the slice computes them.
       if (llvm::all_of(indices,
                        [&](Value index) { return index.getParentRegion()->isAncestor(along->getParentRegion()); }))
-        rowClass = classAndRecordRow(b, load, SmallVector<Value>(indices));
+        recordRow(b, load, SmallVector<Value>(indices));
       else if (slices[g])
-        rowClass = classAndRecordRow(b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()));
-      if (rowClass)
-        classes[along].push_back(*rowClass);
-      else
-        unclassed.insert(along);
+        recordRow(b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()));
     }
     for (auto [g, gather] : llvm::enumerate(gathers)) {
       prefetchAlongRow(gather.first, gather.second);
       if (slices[g])
         prefetchNextRow(gather.first, gather.second, *slices[g]);
     }
-    for (auto &[along, rows] : classes)
-      if (!unclassed.contains(along))
-        versionOnStreamed(cast<scf::ForOp>(along), countStreamed(cast<scf::ForOp>(along), rows));
+    for (Operation *along : alongLoops)
+      versionOnCycles(cast<scf::ForOp>(along));
   }
 
-  /// Adds each row's vote (+1 streamed, -1 scattered, none when recently read) to the function's saturating
-  /// count of streamed rows; returns whether the count is then at least 0 (most recent rows streamed).
-  Value countStreamed(scf::ForOp along, ArrayRef<RowClass> rows) {
+  /// `if (plainIsFaster) { along without its prefetches } else { along }`, decided by measuring: the first
+  /// 2 kProbeRows rows of every kProbePeriod that this loop runs alternate the two copies and add up their
+  /// cycles (llvm.readcyclecounter, in a stack array of the function: rows run, cycles without, cycles
+  /// with); the other rows run the copy that took fewer. Whether software prefetches pay depends on the
+  /// machine as much as on the rows: where the hardware streams the rows (B2 and C2 at Mixtral's 8
+  /// experts), the EPYC lost half of C2's speed to them and the Xeon gained a third.
+  void versionOnCycles(scf::ForOp along) {
     OpBuilder b(along);
     Location loc = along.getLoc();
-    Value slot = streamCounter(along->getParentOfType<func::FuncOp>());
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value count = memref::LoadOp::create(b, loc, slot, ValueRange{zero});
-    Value up = arith::ConstantIndexOp::create(b, loc, 1), down = arith::ConstantIndexOp::create(b, loc, -1);
-    Value high = arith::ConstantIndexOp::create(b, loc, kStreamVotes);
-    Value low = arith::ConstantIndexOp::create(b, loc, -kStreamVotes);
-    Value none = arith::ConstantIndexOp::create(b, loc, 0);
-    for (const RowClass &row : rows) {
-      Value vote = arith::SelectOp::create(b, loc, row.streamed, up, down);
-      count = arith::AddIOp::create(b, loc, count, arith::SelectOp::create(b, loc, row.recent, none, vote));
-      count = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, count, low), high);
+    Value state = cycleCounts(along->getParentOfType<func::FuncOp>());
+    auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+    auto load = [&](int64_t i) { return memref::LoadOp::create(b, loc, state, ValueRange{constant(i)}).getResult(); };
+    Value rowsRun = load(0);
+    Value phase = arith::AndIOp::create(b, loc, rowsRun, constant(kProbePeriod - 1));
+    Value probing = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, phase, constant(2 * kProbeRows));
+    Value evenRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          arith::AndIOp::create(b, loc, phase, constant(1)), constant(0));
+    // A new probe starts from no cycles.
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, phase, constant(0));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, first, /*withElseRegion=*/false).thenBlock());
+      for (int64_t i : {1, 2})
+        memref::StoreOp::create(b, loc, constant(0), state, ValueRange{constant(i)});
     }
-    memref::StoreOp::create(b, loc, count, slot, ValueRange{zero});
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, count, zero);
+    Value plainFaster = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, load(1), load(2));
+    Value plain = arith::SelectOp::create(b, loc, probing, evenRow, plainFaster);
+    // The cycle counter is read only by the rows that probe (22 ns a read in a VM).
+    auto startIf = scf::IfOp::create(b, loc, TypeRange{b.getI64Type()}, probing, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(startIf.thenBlock());
+      scf::YieldOp::create(b, loc, readCycles(b, loc));
+      b.setInsertionPointToStart(startIf.elseBlock());
+      scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, 0, 64).getResult());
+    }
+    versionOn(along, plain);
+    b.setInsertionPointAfter(along->getParentOp());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, loc, probing, /*withElseRegion=*/false).thenBlock());
+      Value cycles = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                                arith::SubIOp::create(b, loc, readCycles(b, loc), startIf.getResult(0)));
+      Value slot = arith::SelectOp::create(b, loc, plain, constant(1), constant(2));
+      Value sum = arith::AddIOp::create(b, loc, memref::LoadOp::create(b, loc, state, ValueRange{slot}), cycles);
+      memref::StoreOp::create(b, loc, sum, state, ValueRange{slot});
+    }
+    memref::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, rowsRun, constant(1)), state,
+                            ValueRange{constant(0)});
   }
 
-  /// The count of streamed rows: a stack slot at the function's entry, 0 at first.
-  Value streamCounter(func::FuncOp func) {
-    if (counter)
-      return counter;
+  static Value readCycles(OpBuilder &b, Location loc) {
+    return LLVM::CallIntrinsicOp::create(b, loc, b.getI64Type(), b.getStringAttr("llvm.readcyclecounter"),
+                                         ValueRange{})
+        .getResult(0);
+  }
+
+  /// A loop's measurements: a stack array at the function's entry, zeroed.
+  Value cycleCounts(func::FuncOp func) {
     OpBuilder b(&func.getBody().front(), func.getBody().front().begin());
     Location loc = func.getLoc();
-    counter = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
+    Value state = memref::AllocaOp::create(b, loc, MemRefType::get({3}, b.getIndexType()));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    memref::StoreOp::create(b, loc, zero, counter, ValueRange{zero});
-    return counter;
+    for (int64_t i = 0; i < 3; ++i)
+      memref::StoreOp::create(b, loc, zero, state, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+    return state;
   }
 
-  /// `if (mostlyStreamed) { along without its prefetches } else { along }`.
-  void versionOnStreamed(scf::ForOp along, Value mostlyStreamed) {
+  /// `if (plain) { along without its prefetches } else { along }`.
+  void versionOn(scf::ForOp along, Value plain) {
     OpBuilder b(along);
     Location loc = along.getLoc();
-    auto branches = scf::IfOp::create(b, loc, along.getResultTypes(), mostlyStreamed, /*withElseRegion=*/true);
+    auto branches = scf::IfOp::create(b, loc, along.getResultTypes(), plain, /*withElseRegion=*/true);
     along->replaceAllUsesWith(branches.getResults());
     b.setInsertionPointToStart(branches.thenBlock());
-    auto plain = cast<scf::ForOp>(b.clone(*along));
-    plain.walk([](memref::PrefetchOp prefetch) { prefetch.erase(); });
+    auto withoutPrefetches = cast<scf::ForOp>(b.clone(*along));
+    withoutPrefetches.walk([](memref::PrefetchOp prefetch) { prefetch.erase(); });
     if (!branches.thenBlock()->empty() && branches.thenBlock()->back().hasTrait<OpTrait::IsTerminator>())
       branches.thenBlock()->back().erase();
     b.setInsertionPointToEnd(branches.thenBlock());
-    scf::YieldOp::create(b, loc, plain.getResults());
+    scf::YieldOp::create(b, loc, withoutPrefetches.getResults());
     if (!branches.elseBlock()->empty() && branches.elseBlock()->back().hasTrait<OpTrait::IsTerminator>())
       branches.elseBlock()->back().erase();
     along->moveBefore(branches.elseBlock(), branches.elseBlock()->end());
@@ -331,13 +360,11 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     return rowIndices;
   }
 
-  /// The class of `row`, which is then added to the table of recent rows.
-  RowClass classAndRecordRow(OpBuilder &b, vector::LoadOp load, ArrayRef<Value> row) {
-    Location loc = load.getLoc();
+  /// Adds `row` to the table of recent rows.
+  void recordRow(OpBuilder &b, vector::LoadOp load, ArrayRef<Value> row) {
     Value number = rowNumber(b, load, row);
-    RowClass rowClass = classOf(b, load, number);
-    memref::StoreOp::create(b, loc, number, recentRows(load.getBase()), ValueRange{slotOf(b, loc, number)});
-    return rowClass;
+    memref::StoreOp::create(b, load.getLoc(), number, recentRows(load.getBase()),
+                            ValueRange{slotOf(b, load.getLoc(), number)});
   }
 
   RowClass classOf(OpBuilder &b, vector::LoadOp load, Value number) {
@@ -431,8 +458,6 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
 
   /// The recent-rows table of each gathered tensor.
   DenseMap<Value, Value> tables;
-  /// The function's count of streamed rows.
-  Value counter;
 };
 } // namespace
 } // namespace moec::moe

@@ -487,30 +487,35 @@ MUTATIONS = [
      "moe-prefetch-gathered-rows records a row in its table of recent rows at the row's number itself, not "
      "its low bits (a store past the 64-slot stack array for any row beyond 63)",
      [("compiler/Transforms/PrefetchGatheredRows.cpp",
-       "    memref::StoreOp::create(b, loc, number, recentRows(load.getBase()), ValueRange{slotOf(b, loc, number)});\n",
-       "    memref::StoreOp::create(b, loc, number, recentRows(load.getBase()), ValueRange{number});\n")],
+       "                            ValueRange{slotOf(b, load.getLoc(), number)});\n",
+       "                            ValueRange{number});\n")],
      None, "Transforms/prefetch-gathered-rows"),
-    ("stream-vote-unsaturated",
-     "moe-prefetch-gathered-rows adds each row's vote to its count of streamed rows without saturating it at "
-     "+-16 (after a long run of streamed rows, a change of routing would take as many rows to be followed)",
+    ("next-row-recent-prefetched",
+     "moe-prefetch-gathered-rows prefetches a next row that is itself in the table of recent rows (read again, "
+     "in cache: A3's token row for each of its slots)",
      [("compiler/Transforms/PrefetchGatheredRows.cpp",
-       "      count = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, count, low), high);\n",
+       "arith::OrIOp::create(b, loc, rowClass.streamed, rowClass.recent)",
+       "rowClass.streamed")],
+     None, "Transforms/prefetch-gathered-rows"),
+    ("probe-sums-never-restart",
+     "moe-prefetch-gathered-rows adds every probe's cycles to the sums of all earlier probes instead of "
+     "restarting them every 1024 rows (a change of routing, or of the machine's load, is followed ever more slowly)",
+     [("compiler/Transforms/PrefetchGatheredRows.cpp",
+       "      for (int64_t i : {1, 2})\n        memref::StoreOp::create(b, loc, constant(0), state, ValueRange{constant(i)});\n",
        "")],
      None, "Transforms/prefetch-gathered-rows"),
-    ("recent-rows-vote",
-     "moe-prefetch-gathered-rows counts a row read again (in the table itself, in cache) as streamed or "
-     "scattered by the row before it, instead of abstaining (A3's token row, read once per slot, outvotes the "
-     "token's scattered slot rows)",
+    ("probe-one-copy",
+     "moe-prefetch-gathered-rows' probe runs every probing row in the copy without prefetches (the copy with "
+     "them is never measured, and never chosen)",
      [("compiler/Transforms/PrefetchGatheredRows.cpp",
-       "      count = arith::AddIOp::create(b, loc, count, arith::SelectOp::create(b, loc, row.recent, none, vote));\n",
-       "      count = arith::AddIOp::create(b, loc, count, vote);\n")],
+       "    Value plain = arith::SelectOp::create(b, loc, probing, evenRow, plainFaster);\n",
+       "    Value plain = arith::SelectOp::create(b, loc, probing, arith::ConstantIntOp::create(b, loc, 1, 1), plainFaster);\n")],
      None, "Transforms/prefetch-gathered-rows"),
-    ("stream-vote-inverted",
-     "moe-prefetch-gathered-rows runs the copy without prefetches while most recent rows were scattered, "
-     "not streamed",
+    ("timed-choice-inverted",
+     "moe-prefetch-gathered-rows runs the copy that took more cycles in the probe, not fewer",
      [("compiler/Transforms/PrefetchGatheredRows.cpp",
-       "    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, count, zero);\n",
-       "    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, count, zero);\n")],
+       "    Value plainFaster = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, load(1), load(2));\n",
+       "    Value plainFaster = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, load(1), load(2));\n")],
      None, "Transforms/prefetch-gathered-rows"),
     ("version-loads-unguarded",
      "moe-version-row-loops moves the index loads out of a loop along a row without the branch that skips them "

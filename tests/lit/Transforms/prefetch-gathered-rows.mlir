@@ -1,26 +1,33 @@
 // moe-prefetch-gathered-rows on CPU loops. @gather (B2's shape): x's row is chosen by idx[n], loaded at the
-// top of the loop along the row. A table of the 64 recent rows (a stack array filled with -2) tells a row
-// the hardware already streams (the row before it is recent) from one it does not. Before each row's loop
-// the row's index (its load clamped into idx, 0 when idx is empty) is checked against the table and added
-// to it; when the next row is in the range its index (computed the same way) is checked, and the first 768
-// bytes of its row are prefetched, a line (32 elements) at a time, when that row is inside x, not streamed
-// and not recent (itself in the table: read again, in cache). Each row's class then votes in a count of
-// streamed rows (a stack slot from 0, +1 streamed, -1 scattered, 0 recent, saturating at +-16): while the
-// count is at least 0 the loop along the row runs as it was; else a copy whose load prefetches 768 bytes
-// (384 bf16) on, clamped to the row's last element.
+// top of the loop along the row. Before each row's loop the row's index (its load clamped into idx, 0 when idx
+// is empty) is added to a table of the 64 recent rows (a stack array filled with -2); when the next row is in
+// the range its index (computed the same way) is checked, and the first 768 bytes of its row are prefetched,
+// a line (32 elements) at a time, when that row is inside x, not streamed (the row before it is not in the
+// table) and not recent (it is not in the table itself: read again, in cache). The loop along the row runs in
+// two copies, as it was and with its load prefetching 768 bytes (384 bf16) on, clamped to the row's last
+// element. A stack array per loop (rows run, cycles without, cycles with; zeroed) chooses: at the start of
+// every 1024 rows (rows run & 1023 == 0) the two cycle sums restart from 0; the next 8 rows alternate the
+// copies (even: without) and add the cycles each took (llvm.readcyclecounter before and after, read by
+// these rows only) to its sum; the other rows run without prefetches when that copy's sum is the smaller.
+// Each row counts one row run.
 // @sequential reads row n itself: no prefetch. @written_index: the index tensor is written in the function:
-// the row is prefetched along the row (no class, no copy), but no index is computed ahead.
+// the row is prefetched along the row (in the timed copy), but no index is computed ahead.
 // @conditional_index: the index is loaded under a condition (not by every row): along the row only.
 // @index_before_loop: the row index is loaded before the loop along the row, from a buffer the row loop
-// writes (a compacted list): that index is the row's class, but no next row is computed.
+// writes (a compacted list): no next row is computed, so no table is kept (the canonicalization drops it).
 // RUN: moec-opt %s --moe-prefetch-gathered-rows --canonicalize | FileCheck %s
 
 // CHECK-LABEL: func.func @gather
 // CHECK-DAG: %[[NONE:.*]] = arith.constant -2 : index
 // CHECK-DAG: %[[MASK:.*]] = arith.constant 63 : index
 // CHECK-DAG: %[[FAR:.*]] = arith.constant 384 : index
-// CHECK: %[[COUNTER_SLOT:.*]] = memref.alloca() : memref<1xindex>
-// CHECK: memref.store %c0, %[[COUNTER_SLOT]][%c0] : memref<1xindex>
+// CHECK-DAG: %[[PERIOD:.*]] = arith.constant 1023 : index
+// CHECK-DAG: %[[PROBE:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[NO_CYCLES:.*]] = arith.constant 0 : i64
+// CHECK: %[[STATE:.*]] = memref.alloca() : memref<3xindex>
+// CHECK-NEXT: memref.store %c0, %[[STATE]][%c0] : memref<3xindex>
+// CHECK-NEXT: memref.store %c0, %[[STATE]][%c1] : memref<3xindex>
+// CHECK-NEXT: memref.store %c0, %[[STATE]][%c2] : memref<3xindex>
 // CHECK: %[[TABLE:.*]] = memref.alloca() : memref<64xindex>
 // CHECK: scf.for %[[SLOT:.*]] = %{{.*}} to %c64 step %{{.*}} {
 // CHECK-NEXT: memref.store %[[NONE]], %[[TABLE]][%[[SLOT]]] : memref<64xindex>
@@ -29,13 +36,6 @@
 // CHECK:   %[[CUR_I:.*]] = scf.if %{{.*}} -> (i32) {
 // CHECK:     memref.load %arg1[%[[CUR_CL]]] : memref<?xi32>
 // CHECK:   %[[CUR:.*]] = arith.index_cast %[[CUR_I]] : i32 to index
-// CHECK:   %[[PREV:.*]] = arith.subi %[[CUR]], %[[C1]] : index
-// CHECK:   %[[PREV_SLOT:.*]] = arith.andi %[[PREV]], %[[MASK]] : index
-// CHECK:   %[[SEEN:.*]] = memref.load %[[TABLE]][%[[PREV_SLOT]]] : memref<64xindex>
-// CHECK:   %[[STREAMED:.*]] = arith.cmpi eq, %[[SEEN]], %[[PREV]] : index
-// CHECK:   %[[OWN_SLOT:.*]] = arith.andi %[[CUR]], %[[MASK]] : index
-// CHECK:   %[[OWN:.*]] = memref.load %[[TABLE]][%[[OWN_SLOT]]] : memref<64xindex>
-// CHECK:   %[[RECENT:.*]] = arith.cmpi eq, %[[OWN]], %[[CUR]] : index
 // CHECK:   %[[CUR_SLOT:.*]] = arith.andi %[[CUR]], %[[MASK]] : index
 // CHECK:   memref.store %[[CUR]], %[[TABLE]][%[[CUR_SLOT]]] : memref<64xindex>
 // CHECK:   %[[NEXT:.*]] = arith.addi %[[N]], %[[C1]] : index
@@ -62,15 +62,27 @@
 // CHECK-COUNT-9: memref.prefetch %arg0[%[[R1]], %c{{[0-9]+}}], read, locality<3>, data
 // CHECK-NEXT:    memref.prefetch %arg0[%[[R1]], %c352], read, locality<3>, data
 // CHECK-NEXT:  }
-// CHECK:   %[[COUNT:.*]] = memref.load %[[COUNTER:.*]][%c0] : memref<1xindex>
-// CHECK:   %[[CLASS:.*]] = arith.select %[[STREAMED]], %[[C1]], %c-1 : index
-// CHECK:   %[[VOTE:.*]] = arith.select %[[RECENT]], %c0, %[[CLASS]] : index
-// CHECK:   %[[SUM:.*]] = arith.addi %[[COUNT]], %[[VOTE]] : index
-// CHECK:   %[[LOW:.*]] = arith.maxsi %[[SUM]], %c-16 : index
-// CHECK:   %[[NEW_COUNT:.*]] = arith.minsi %[[LOW]], %c16 : index
-// CHECK:   memref.store %[[NEW_COUNT]], %[[COUNTER]][%c0] : memref<1xindex>
-// CHECK:   %[[MOSTLY:.*]] = arith.cmpi sge, %[[NEW_COUNT]], %c0 : index
-// CHECK:   scf.if %[[MOSTLY]] {
+// CHECK:   %[[DONE:.*]] = memref.load %[[STATE]][%c0] : memref<3xindex>
+// CHECK:   %[[PHASE:.*]] = arith.andi %[[DONE]], %[[PERIOD]] : index
+// CHECK:   %[[PROBING:.*]] = arith.cmpi ult, %[[PHASE]], %[[PROBE]] : index
+// CHECK:   %[[ODD:.*]] = arith.andi %[[PHASE]], %[[C1]] : index
+// CHECK:   %[[EVEN:.*]] = arith.cmpi eq, %[[ODD]], %c0 : index
+// CHECK:   %[[FIRST:.*]] = arith.cmpi eq, %[[PHASE]], %c0 : index
+// CHECK:   scf.if %[[FIRST]] {
+// CHECK-NEXT: memref.store %c0, %[[STATE]][%[[C1]]] : memref<3xindex>
+// CHECK-NEXT: memref.store %c0, %[[STATE]][%c2] : memref<3xindex>
+// CHECK-NEXT: }
+// CHECK:   %[[WITHOUT:.*]] = memref.load %[[STATE]][%[[C1]]] : memref<3xindex>
+// CHECK:   %[[WITH:.*]] = memref.load %[[STATE]][%c2] : memref<3xindex>
+// CHECK:   %[[FASTER:.*]] = arith.cmpi ult, %[[WITHOUT]], %[[WITH]] : index
+// CHECK:   %[[PLAIN:.*]] = arith.select %[[PROBING]], %[[EVEN]], %[[FASTER]] : i1
+// CHECK:   %[[T0:.*]] = scf.if %[[PROBING]] -> (i64) {
+// CHECK-NEXT: %[[READ0:.*]] = llvm.call_intrinsic "llvm.readcyclecounter"() : () -> i64
+// CHECK-NEXT: scf.yield %[[READ0]] : i64
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %[[NO_CYCLES]] : i64
+// CHECK-NEXT: }
+// CHECK:   scf.if %[[PLAIN]] {
 // CHECK:     scf.for %[[H0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NOT:   memref.prefetch
 // CHECK:       vector.load %arg0[%{{.*}}, %[[H0]]]
@@ -82,6 +94,17 @@
 // CHECK:       %[[AT:.*]] = arith.minui %[[AHEAD]], %c4095 : index
 // CHECK:       memref.prefetch %arg0[%[[R]], %[[AT]]], read, locality<3>, data
 // CHECK:       vector.load %arg0[%[[R]], %[[H]]]
+// CHECK:   scf.if %[[PROBING]] {
+// CHECK-NEXT: %[[T1:.*]] = llvm.call_intrinsic "llvm.readcyclecounter"() : () -> i64
+// CHECK-NEXT: %[[TOOK:.*]] = arith.subi %[[T1]], %[[T0]] : i64
+// CHECK-NEXT: %[[CYCLES:.*]] = arith.index_cast %[[TOOK]] : i64 to index
+// CHECK-NEXT: %[[SUM_SLOT:.*]] = arith.select %[[PLAIN]], %[[C1]], %c2 : index
+// CHECK-NEXT: %[[OLD:.*]] = memref.load %[[STATE]][%[[SUM_SLOT]]] : memref<3xindex>
+// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[OLD]], %[[CYCLES]] : index
+// CHECK-NEXT: memref.store %[[SUM]], %[[STATE]][%[[SUM_SLOT]]] : memref<3xindex>
+// CHECK-NEXT: }
+// CHECK:   %[[DONE1:.*]] = arith.addi %[[DONE]], %[[C1]] : index
+// CHECK:   memref.store %[[DONE1]], %[[STATE]][%c0] : memref<3xindex>
 func.func @gather(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: memref<?x4096xbf16>, %begin: index, %end: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -118,6 +141,10 @@ func.func @sequential(%x: memref<?x4096xbf16>, %out: memref<?x4096xbf16>, %begin
 // CHECK-LABEL: func.func @written_index
 // CHECK: scf.for
 // CHECK-NOT: memref.prefetch
+// CHECK: llvm.call_intrinsic "llvm.readcyclecounter"
+// CHECK: scf.for
+// CHECK-NOT: memref.prefetch
+// CHECK: } else {
 // CHECK: scf.for
 // CHECK: memref.prefetch %arg0[%{{.*}}, %{{.*}}], read, locality<3>, data
 // CHECK-NOT: memref.prefetch
@@ -143,6 +170,7 @@ func.func @written_index(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: mem
 // CHECK-LABEL: func.func @conditional_index
 // CHECK: scf.for
 // CHECK-NOT: memref.prefetch
+// CHECK: } else {
 // CHECK: scf.for
 // CHECK: scf.if
 // CHECK: memref.prefetch %arg0[%{{.*}}, %{{.*}}], read, locality<3>, data
@@ -175,12 +203,9 @@ func.func @conditional_index(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out:
 // CHECK:   memref.store %{{.*}}, %[[LIST:.*]][%c0] : memref<1xi32>
 // CHECK:   %[[I:.*]] = memref.load %[[LIST]][%c0] : memref<1xi32>
 // CHECK:   %[[R:.*]] = arith.index_cast %[[I]] : i32 to index
-// CHECK:   %[[PREV:.*]] = arith.subi %[[R]], %c1 : index
-// CHECK:   %[[SEEN:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<64xindex>
-// CHECK:   %[[STREAMED:.*]] = arith.cmpi eq, %[[SEEN]], %[[PREV]] : index
-// CHECK:   memref.store %[[R]], %{{.*}}[%{{.*}}] : memref<64xindex>
-// CHECK-NOT: scf.if %{{.*}} {
-// CHECK:   arith.select %[[STREAMED]], %c1, %c-1 : index
+// CHECK-NOT: memref.prefetch
+// CHECK-NOT: memref<64xindex>
+// CHECK:   llvm.call_intrinsic "llvm.readcyclecounter"
 // CHECK:   scf.if %{{.*}} {
 // CHECK-NOT: memref.prefetch
 // CHECK:   } else {

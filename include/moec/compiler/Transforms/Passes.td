@@ -784,21 +784,21 @@ def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::Module
        the row index lies inside the gathered tensor (-1, no row, prefetches nothing), the row's first
        768 bytes are prefetched, a cache line at a time.
 
-    Where the hardware already streams the rows, software prefetches only cost: B2 and C2 at Mixtral's 8
-    experts read each expert's rows in order, 8 streams (B2: 1.2 of a memcpy without, 0.9 with). So a
-    table of the 64 recently gathered rows of each tensor (a stack array, indexed by the low bits of a
-    row's linear number) classes each row whose indices are known before its loop (computed around it,
-    or by (2)'s slice): streamed when the row before it is recent, recent when it is itself (read again:
-    in cache). Each class votes in a saturating count (+1 streamed, -1 scattered, 0 recent, within +-16),
-    and the loop along the row is versioned: while the count is at least 0 it runs without prefetches,
-    else with them. A streamed or recent next row is not prefetched. (A3's token row, read again for each
-    of the token's 8 slots, voted streamed as often as the scattered slot rows voted against, and kept
-    them unprefetched: 0.77 and 0.73 of a memcpy at DeepSeek-V3 and Qwen3, one thread, 0.89 and 0.86 with
-    the abstention.) At
-    DeepSeek-V3's and Qwen3's 128-256 experts about a fifth to a third of the rows are streamed and the
-    pass wins up to 0.1 of a memcpy; at Mixtral's it costs nothing. It runs after moe-version-row-loops
-    and a canonicalization, so that each version's loop classes only the rows it reads. On by default;
-    `--disable prefetch-gathered-rows`, or `off=prefetch-gathered-rows` in `moec tune`'s CPU space.
+    Whether the prefetches pay depends on the machine as much as on the rows. Where the hardware already
+    streams the rows (B2 and C2 at Mixtral's 8 experts read each expert's rows in order, 8 streams), a
+    2-core EPYC lost half of C2's speed to them (0.61 of a memcpy against 1.1) and a 2-core Xeon gained a
+    third (0.92 against 1.27). So each loop along a row is versioned, with and without its prefetches, and
+    measures which copy is faster as it runs: at the start of every 1024 rows the loop runs, 8 rows
+    alternate the two copies and add up their cycles (`llvm.readcyclecounter`, read by these rows only, in
+    a stack array of the function per loop: rows run, cycles without, cycles with); the next rows run the
+    copy that took fewer. A row of B2 at DeepSeek-V3 takes some 20000 cycles, far above the counter's cost
+    (22 ns a read in a VM). A table of the 64
+    recently gathered rows of each tensor (a stack array, indexed by the low bits of a row's linear
+    number) records each row whose indices are known before its loop (computed around it, or by (2)'s
+    slice); a next row that is streamed (the row before it is recent) or recent itself (read again: in
+    cache) is not prefetched. It runs after moe-version-row-loops and a canonicalization, so that each
+    version's loop measures only its own rows. On by default; `--disable prefetch-gathered-rows`, or
+    `off=prefetch-gathered-rows` in `moec tune`'s CPU space.
 
     Prefetches change no result. Every address they compute lies inside its tensor, and every table
     slot inside the table.
@@ -811,31 +811,37 @@ def MoePrefetchGatheredRows : Pass<"moe-prefetch-gathered-rows", "::mlir::Module
         %v = vector.load %x[%r, %h] : memref<?x4096xbf16>, vector<16xbf16>
         ...
     // becomes
-    %count = memref.alloca() : memref<1xindex>                  // 0
+    %state = memref.alloca() : memref<3xindex>                  // rows run, cycles without, with: 0
     %recent = memref.alloca() : memref<64xindex>                // filled with -2
     scf.for %n = %begin to %end step %c1 {
       %r0 = index_cast(memref.load %idx[clamped %n])            // this row's index
-      %streamed = (%recent[(%r0 - 1) & 63] == %r0 - 1)
       memref.store %r0, %recent[%r0 & 63]
       %next = arith.addi %n, %c1 : index
       scf.if (%next < %end) {
         %r1 = index_cast(memref.load %idx[clamped %next])       // the next row's index
-        scf.if (%r1 in x && %recent[(%r1 - 1) & 63] != %r1 - 1) {
+        scf.if (%r1 in x && %recent[(%r1 - 1) & 63] != %r1 - 1 && %recent[%r1 & 63] != %r1) {
           memref.prefetch %x[%r1, %c0], read, locality<3>, data   // %c32, ... to 768 B
         }
       }
-      %c = clamp(%count[0] + (%streamed ? 1 : -1), -16, 16)
-      memref.store %c, %count[0]
-      scf.if (%c >= 0) {
+      %phase = %state[0] & 1023
+      scf.if (%phase == 0) { %state[1] = 0; %state[2] = 0 }
+      %plain = %phase < 8 ? (%phase & 1) == 0 : %state[1] < %state[2]
+      %t0 = %phase < 8 ? llvm.call_intrinsic "llvm.readcyclecounter"() : () -> i64 : 0
+      scf.if (%plain) {
         scf.for %h = %c0 to %c4096 step %c16 { ... }            // as it was
       } else {
         scf.for %h = %c0 to %c4096 step %c16 {
           ...
           memref.prefetch %x[%r, min(%h + 384, 4095)], read, locality<3>, data
           %v = vector.load %x[%r, %h] ...
+        }
+      }
+      scf.if (%phase < 8) { %state[%plain ? 1 : 2] += readcyclecounter - %t0 }
+      %state[0] = %state[0] + 1
     ```
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
