@@ -242,8 +242,8 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, probing, /*withElseRegion=*/false).thenBlock());
-      Value cycles = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                                arith::SubIOp::create(b, loc, readCycles(b, loc), startIf.getResult(0)));
+      Value cycles = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(), arith::SubIOp::create(b, loc, readCycles(b, loc), startIf.getResult(0)));
       Value slot = arith::SelectOp::create(b, loc, plain, constant(1), constant(2));
       Value sum = arith::AddIOp::create(b, loc, memref::LoadOp::create(b, loc, state, ValueRange{slot}), cycles);
       memref::StoreOp::create(b, loc, sum, state, ValueRange{slot});
@@ -253,8 +253,7 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
   }
 
   static Value readCycles(OpBuilder &b, Location loc) {
-    return LLVM::CallIntrinsicOp::create(b, loc, b.getI64Type(), b.getStringAttr("llvm.readcyclecounter"),
-                                         ValueRange{})
+    return LLVM::CallIntrinsicOp::create(b, loc, b.getI64Type(), b.getStringAttr("llvm.readcyclecounter"), ValueRange{})
         .getResult(0);
   }
 
