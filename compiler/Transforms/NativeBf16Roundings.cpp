@@ -9,8 +9,8 @@
 //
 // Where the host has AVX512-BF16 and AVX512-DQ, this pass (before arith-expand-ops) turns a rounding of
 // vector<16k x f32> into: vfpclassps of each 16 lanes for subnormal or NaN; where no lane is one, the
-// instruction (inline asm: the target machine leaves the feature off, see CPUTarget.cpp, so that LLVM
-// never picks it for the roundings it makes itself); otherwise the exact rounding, which arith-expand-ops
+// instruction, vcvtne2ps2bf16 for each 32 lanes (inline asm: the target machine leaves the feature off, see
+// CPUTarget.cpp, so that LLVM never picks it for the roundings it makes itself); otherwise the exact rounding, which arith-expand-ops
 // then expands. The bits are the same either way.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/Passes.h"
@@ -73,14 +73,21 @@ void rewrite(arith::TruncFOp rounding) {
     exact->setAttr(kExactAttr, b.getUnitAttr());
     scf::YieldOp::create(b, loc, exact.getResult());
     b.setInsertionPointToStart(branch.elseBlock());
+    auto native = [&](Type type, ValueRange in, StringRef code, StringRef constraints) {
+      return LLVM::InlineAsmOp::create(b, loc, type, in, code, constraints, /*has_side_effects=*/false,
+                                       /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                       LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+                                       /*operand_attrs=*/ArrayAttr())
+          .getResult(0);
+    };
+    // Two slices at a time where there are two: vcvtne2ps2bf16 rounds 32 lanes into one zmm (its last
+    // operand to the low half), where two vcvtneps2bf16 and a vinserti64x4 take 5 uops on two ports.
     SmallVector<Value> parts;
-    for (Value slice : slices)
-      parts.push_back(LLVM::InlineAsmOp::create(b, loc, bitsType, ValueRange{slice}, "vcvtneps2bf16 $1, $0", "=v,v",
-                                                /*has_side_effects=*/false, /*is_align_stack=*/false,
-                                                LLVM::tailcallkind::TailCallKind::None,
-                                                LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-                                                /*operand_attrs=*/ArrayAttr())
-                          .getResult(0));
+    if (slices.size() == 1)
+      parts.push_back(native(bitsType, slices, "vcvtneps2bf16 $1, $0", "=v,v"));
+    for (size_t i = 0; i + 1 < slices.size(); i += 2)
+      parts.push_back(native(VectorType::get({2 * kLanes}, b.getI16Type()), ValueRange{slices[i], slices[i + 1]},
+                             "vcvtne2ps2bf16 $1, $2, $0", "=v,v,v"));
     // Concatenated pairwise by shuffles, the first slice in the lowest lanes.
     while (parts.size() > 1) {
       SmallVector<Value> joined;

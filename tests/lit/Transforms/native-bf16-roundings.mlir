@@ -1,5 +1,6 @@
 // moe-native-bf16-roundings: a rounding of vector<32xf32> to bf16 tests each 16 lanes for NaN or subnormal
-// (vfpclassps, classes 0xa1 = 161), rounds with vcvtneps2bf16 (inline asm) where no lane is one, and keeps
+// (vfpclassps, classes 0xa1 = 161), rounds with vcvtne2ps2bf16 (inline asm: 32 lanes, the first 16 its
+// first operand) where no lane is one, and keeps
 // the exact rounding (for arith-expand-ops) where one is; a scalar rounding, and a width that is not 16
 // lanes times a power of two, are left alone.
 // RUN: moec-opt %s --moe-native-bf16-roundings | FileCheck %s
@@ -16,15 +17,25 @@
 // CHECK:   %[[EXACT:.*]] = arith.truncf %arg0 : vector<32xf32> to vector<32xbf16>
 // CHECK:   scf.yield %[[EXACT]]
 // CHECK: } else {
-// CHECK:   %[[BLO:.*]] = llvm.inline_asm asm_dialect = att "vcvtneps2bf16 $1, $0", "=v,v" %[[LO]] : (vector<16xf32>) -> vector<16xi16>
-// CHECK:   %[[BHI:.*]] = llvm.inline_asm asm_dialect = att "vcvtneps2bf16 $1, $0", "=v,v" %[[HI]]
-// CHECK:   %[[BITS:.*]] = vector.shuffle %[[BLO]], %[[BHI]] [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]
+// CHECK:   %[[BITS:.*]] = llvm.inline_asm asm_dialect = att "vcvtne2ps2bf16 $1, $2, $0", "=v,v,v" %[[LO]], %[[HI]] : (vector<16xf32>, vector<16xf32>) -> vector<32xi16>
 // CHECK:   %[[BF:.*]] = arith.bitcast %[[BITS]] : vector<32xi16> to vector<32xbf16>
 // CHECK:   scf.yield %[[BF]]
 // CHECK: return %[[R]]
 func.func @vector32(%x: vector<32xf32>) -> vector<32xbf16> {
   %r = arith.truncf %x : vector<32xf32> to vector<32xbf16>
   return %r : vector<32xbf16>
+}
+
+// 16 lanes take vcvtneps2bf16; 64 lanes two vcvtne2ps2bf16, joined in order.
+// CHECK-LABEL: func.func @vector16and64
+// CHECK: llvm.inline_asm asm_dialect = att "vcvtneps2bf16 $1, $0", "=v,v" %{{.*}} : (vector<16xf32>) -> vector<16xi16>
+// CHECK: %[[A:.*]] = llvm.inline_asm asm_dialect = att "vcvtne2ps2bf16 $1, $2, $0", "=v,v,v" %[[S0:.*]], %[[S1:.*]] :
+// CHECK: %[[B:.*]] = llvm.inline_asm asm_dialect = att "vcvtne2ps2bf16 $1, $2, $0", "=v,v,v" %[[S2:.*]], %[[S3:.*]] :
+// CHECK: vector.shuffle %[[A]], %[[B]] [0, 1, {{.*}}, 62, 63] : vector<32xi16>, vector<32xi16>
+func.func @vector16and64(%x: vector<16xf32>, %y: vector<64xf32>) -> (vector<16xbf16>, vector<64xbf16>) {
+  %r = arith.truncf %x : vector<16xf32> to vector<16xbf16>
+  %s = arith.truncf %y : vector<64xf32> to vector<64xbf16>
+  return %r, %s : vector<16xbf16>, vector<64xbf16>
 }
 
 // CHECK-LABEL: func.func @others

@@ -588,7 +588,7 @@ def MoeExpandUncheckedRoundings : Pass<"moe-expand-unchecked-roundings", "::mlir
 }
 
 def MoeNativeBf16Roundings : Pass<"moe-native-bf16-roundings", "::mlir::ModuleOp"> {
-  let summary = "CPU with AVX512-BF16: a vector rounding of f32 to bf16 by vcvtneps2bf16 where it is exact";
+  let summary = "CPU with AVX512-BF16: a vector rounding of f32 to bf16 by vcvtne(2)ps2bf16 where it is exact";
   let description = [{
     Runs before arith-expand-ops, on CPUs with AVX512-BF16 and AVX512-DQ (the pipeline adds it only
     there). arith-expand-ops rounds f32 to bf16 exactly with ~8 integer instructions per 16 lanes, NaN
@@ -597,7 +597,8 @@ def MoeNativeBf16Roundings : Pass<"moe-native-bf16-roundings", "::mlir::ModuleOp
     exponent range), so the instruction is exact for everything else. A rounding of vector<16k x f32>
     becomes a test of each 16 lanes for NaN or subnormal (vfpclassps), the instruction (inline asm: the
     target machine keeps the feature off so that LLVM never uses it for its own roundings) where no lane
-    is one, and the exact rounding otherwise. Every result is the same.
+    is one, and the exact rounding otherwise. Each 32 lanes round by one vcvtne2ps2bf16 (2 uops, where
+    two vcvtneps2bf16 and their join take 5). Every result is the same.
 
     ```mlir
     %r = arith.truncf %x : vector<32xf32> to vector<32xbf16>
@@ -609,8 +610,9 @@ def MoeNativeBf16Roundings : Pass<"moe-native-bf16-roundings", "::mlir::ModuleOp
     %r = scf.if %any -> (vector<32xbf16>) {
       scf.yield (arith.truncf %x, expanded exactly by arith-expand-ops)
     } else {
-      %blo = llvm.inline_asm "vcvtneps2bf16 $1, $0", "=v,v" %lo : (vector<16xf32>) -> vector<16xi16>
-      ... inserted into a vector<32xi16>, bitcast to vector<32xbf16> and yielded
+      %bits = llvm.inline_asm "vcvtne2ps2bf16 $1, $2, $0", "=v,v,v" %lo, %hi
+                : (vector<16xf32>, vector<16xf32>) -> vector<32xi16>
+      ... bitcast to vector<32xbf16> and yielded
     }
     ```
   }];
