@@ -677,6 +677,19 @@ MUTATIONS = [
        "constexpr int32_t kNanOrSubnormal = 0x01 | 0x20 | 0x80;",
        "constexpr int32_t kNanOrSubnormal = 0x01 | 0x80;")],
      r"NativeBf16Roundings", "Transforms/native-bf16-roundings"),
+    ("widen-pairs-order-not-restored",
+     "moe-widen-bf16-pairs puts a leaving value's lanes back in the paired order's own order (odd elements "
+     "where the even ones go)",
+     [("compiler/Transforms/WidenBf16Pairs.cpp",
+       "int64_t pairedPosition(int64_t i, int64_t lanes) { return i % 2 == 0 ? i / 2 : lanes / 2 + i / 2; }",
+       "int64_t pairedPosition(int64_t i, int64_t lanes) { return i % 2 == 0 ? lanes / 2 + i / 2 : i / 2; }")],
+     r"Optimizations\.LeaveEveryResultBitIdentical/(B2_dropless|A3_nonpad_probs|C2)_cpu", "Transforms/widen-bf16-pairs"),
+    ("widen-pairs-mix-orders",
+     "moe-widen-bf16-pairs pairs a loop whose lane-wise ops also take a vector in the natural order",
+     [("compiler/Transforms/WidenBf16Pairs.cpp",
+       "  return llvm::all_of(web.mustMatch, [&](Value v) { return web.values.contains(v) || isUniform(v); });",
+       "  return true;")],
+     None, "Transforms/widen-bf16-pairs"),
     ("warp-sum-offset-twice",
      "a GPU loop unrolled for loads in flight (a split sum's, a thread's along a row) keeps the lane's offset as "
      "its start as well as adding it in its body: a lane's steps are shifted by its offset, and the last ones "

@@ -620,6 +620,37 @@ def MoeNativeBf16Roundings : Pass<"moe-native-bf16-roundings", "::mlir::ModuleOp
                            "::mlir::vector::VectorDialect"];
 }
 
+def MoeWidenBf16Pairs : Pass<"moe-widen-bf16-pairs", "::mlir::ModuleOp"> {
+  let summary = "CPU: bf16 rows widened in place, the even lanes first, where the loop computes lane-wise";
+  let description = [{
+    Runs on the CPU before the roundings are expanded. A 32-bit word of a bf16 row holds two values, each
+    an f32 in place once the other is cleared: the low one shifted left by 16, the high one and'ed with
+    0xffff0000. Where everything an innermost loop computes from its widened loads (`arith.extf` of a
+    `vector.load` of vector<2k x bf16>) is lane-wise (arith ops, the loop's carried values, scf.if
+    results), those loads widen that way, their lanes in the paired order (even elements, then odd), and
+    a `vector.shuffle` puts them back in order where a value leaves (a store, a reduction, a use after
+    the loop). x86 widened 16 lanes with a vpmovzxwd and a vpslld; now 32 lanes take an and and a shift.
+    A loop is paired only where its widenings save more uops (2 each) than its shuffles cost (1 for a
+    16-bit vector, 2 otherwise). Every lane computes what it did, so every result is the same.
+
+    ```mlir
+    %x = vector.load %rows[%r, %h] : memref<?x4096xbf16>, vector<32xbf16>
+    %f = arith.extf %x : vector<32xbf16> to vector<32xf32>
+    %s = arith.addf %acc, %f : vector<32xf32>
+    // becomes
+    %w = vector.bitcast %x : vector<32xbf16> to vector<16xi32>
+    %even = arith.shli %w, %c16 : vector<16xi32>
+    %odd = arith.andi %w, %cHigh : vector<16xi32>
+    %f = vector.shuffle (bitcast %even), (bitcast %odd) [0, 1, ..., 31] : vector<16xf32>, vector<16xf32>
+    %s = arith.addf %acc, %f : vector<32xf32>          // %acc in the paired order too
+    ...
+    %out = vector.shuffle %r, %r [0, 16, 1, 17, ..., 15, 31] : vector<32xbf16>, vector<32xbf16>
+    vector.store %out, ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
+}
+
 def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
   let summary = "A loop along a row in a version without the branches its row decides";
   let description = [{
