@@ -73,15 +73,16 @@ func.func @dot(%x: memref<2x64xbf16>, %scale: f32) -> f32 {
   return %r : f32
 }
 
-// One widening stored as f32 (its shuffle would cost what it saves), and one added to an f32 row loaded in
-// the natural order: both stay as they are.
+// One widening stored as f32 (its shuffle would cost what it saves), and two added to an f32 row loaded in
+// the natural order (they would save more than their bf16 store's shuffle costs): both loops stay as they are.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: vector.shuffle
 // CHECK-NOT: vector.bitcast
 // CHECK: arith.extf
 // CHECK: arith.extf
+// CHECK: arith.extf
 // CHECK: return
-func.func @left_alone(%x: memref<64xbf16>, %f: memref<64xf32>, %y: memref<64xf32>) {
+func.func @left_alone(%x: memref<64xbf16>, %f: memref<64xf32>, %y: memref<64xf32>, %z: memref<64xbf16>) {
   %c0 = arith.constant 0 : index
   %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
@@ -93,11 +94,13 @@ func.func @left_alone(%x: memref<64xbf16>, %f: memref<64xf32>, %y: memref<64xf32
   scf.for %h = %c0 to %c64 step %c32 {
     %a = vector.load %x[%h] : memref<64xbf16>, vector<32xbf16>
     %fa = arith.extf %a : vector<32xbf16> to vector<32xf32>
+    %b = vector.load %z[%h] : memref<64xbf16>, vector<32xbf16>
+    %fb = arith.extf %b : vector<32xbf16> to vector<32xf32>
     %g = vector.load %f[%h] : memref<64xf32>, vector<32xf32>
-    %s = arith.addf %fa, %g : vector<32xf32>
-    %t = arith.addf %s, %s : vector<32xf32>
-    %u = arith.addf %t, %fa : vector<32xf32>
-    vector.store %u, %y[%h] : memref<64xf32>, vector<32xf32>
+    %s = arith.addf %fa, %fb : vector<32xf32>
+    %t = arith.addf %s, %g : vector<32xf32>
+    %r = arith.truncf %t : vector<32xf32> to vector<32xbf16>
+    vector.store %r, %z[%h] : memref<64xbf16>, vector<32xbf16>
   }
   return
 }
