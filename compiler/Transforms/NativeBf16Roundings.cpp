@@ -10,8 +10,8 @@
 // Where the host has AVX512-BF16 and AVX512-DQ, this pass (before arith-expand-ops) turns a rounding of
 // vector<16k x f32> into: vfpclassps of each 16 lanes for subnormal or NaN; where no lane is one, the
 // instruction, vcvtne2ps2bf16 for each 32 lanes (inline asm: the target machine leaves the feature off, see
-// CPUTarget.cpp, so that LLVM never picks it for the roundings it makes itself); otherwise the exact rounding, which arith-expand-ops
-// then expands. The bits are the same either way.
+// CPUTarget.cpp, so that LLVM never picks it for the roundings it makes itself); otherwise the exact rounding, which
+// arith-expand-ops then expands. The bits are the same either way.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/Passes.h"
 

@@ -147,7 +147,7 @@ Value paired(OpBuilder &b, arith::ExtFOp extf) {
   auto splat = [&](int32_t v) {
     return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(words, b.getI32IntegerAttr(v).getValue()));
   };
-  Value even = arith::ShLIOp::create(b, loc, bits, splat(16));             // the low bf16 of each word
+  Value even = arith::ShLIOp::create(b, loc, bits, splat(16));                  // the low bf16 of each word
   Value odd = arith::AndIOp::create(b, loc, bits, splat(int32_t(0xffff0000u))); // the high one
   SmallVector<int64_t> both;
   for (int64_t i = 0; i < lanes; ++i)
