@@ -434,12 +434,12 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     kernels.addPass(createCSEPass());
     kernels.addPass(createReconcileUnrealizedCastsPass());
   } else {
-    // bf16 rounding as integer ops: x86's vcvtneps2bf16 flushes subnormals, and the libcall LLVM
-    // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even; the
-    // marked roundings of a widened fold's steps go first, without its NaN case.
     // A loop that computes lane-wise from bf16 rows widens them in place, its lanes paired (even, odd).
     if (!isAscend && !(spec.schedule.disabled & kWidenBf16Pairs))
       llvmPasses.addPass(moe::createMoeWidenBf16Pairs());
+    // bf16 rounding as integer ops: x86's vcvtneps2bf16 flushes subnormals, and the libcall LLVM
+    // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even; the
+    // marked roundings of a widened fold's steps go first, without its NaN case.
     llvmPasses.addPass(moe::createMoeExpandUncheckedRoundings());
     // Where the host has AVX512-BF16, vector roundings use vcvtneps2bf16 but for NaN and subnormal lanes.
     if (!isAscend && !(spec.schedule.disabled & kNativeBf16Roundings) && hostHasNativeBf16Rounding())

@@ -60,8 +60,8 @@ bool isPairable(arith::ExtFOp extf) {
 bool isUniform(Value v) {
   if (!isa<VectorType>(v.getType()))
     return true;
-  if (v.getDefiningOp<vector::BroadcastOp>())
-    return !isa<VectorType>(v.getDefiningOp<vector::BroadcastOp>().getSource().getType());
+  if (auto broadcast = v.getDefiningOp<vector::BroadcastOp>())
+    return !isa<VectorType>(broadcast.getSource().getType());
   DenseElementsAttr constant;
   return matchPattern(v, m_Constant(&constant)) && constant.isSplat();
 }
