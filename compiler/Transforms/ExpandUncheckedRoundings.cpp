@@ -13,12 +13,18 @@
 // most 0x8000) never carries out of them and the NaN comes out unchanged. The fold's
 // result goes through an unmarked rounding, which turns any NaN into the canonical one: the same bits
 // as with the select at every step.
+// The same argument makes the rounding the identity wherever y's low 16 bits are known to be zero (a
+// widened bf16 value plus zero: the first step of an unrolled fold, whose accumulator starts at 0.0);
+// there the widening reads y itself and no integer op is left.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
@@ -47,6 +53,52 @@ Value roundInF32(OpBuilder &b, Location loc, Value y) {
   return arith::BitcastOp::create(b, loc, y.getType(), rounded);
 }
 
+/// Whether a constant (a scalar or a splat, float or integer) has its low 16 bits zero.
+bool constantLowBitsZero(Attribute value) {
+  if (auto splat = dyn_cast<SplatElementsAttr>(value))
+    return constantLowBitsZero(splat.getSplatValue<Attribute>());
+  if (auto scalar = dyn_cast<FloatAttr>(value))
+    return (scalar.getValue().bitcastToAPInt().getZExtValue() & 0xffff) == 0;
+  if (auto scalar = dyn_cast<IntegerAttr>(value))
+    return (scalar.getValue().getZExtValue() & 0xffff) == 0;
+  return false;
+}
+
+/// Whether every bit pattern that the 32-bit value `v` (a scalar or a vector) can take has its low 16 bits
+/// zero, so that `roundInF32(v)` is `v`: widened bf16 values (arith.extf, or moe-widen-bf16-pairs' shift
+/// and mask), constants, and what bitcasts, shuffles, selects, sign changes and the addition of a zero
+/// make of those (a NaN result of the addition is a NaN operand quieted or the default NaN, both with
+/// low 16 bits zero, as above). `depth` bounds the walk up the operands.
+bool lowBitsKnownZero(Value v, unsigned depth = 12) {
+  Operation *def = v.getDefiningOp();
+  Type element = getElementTypeOrSelf(v.getType());
+  if (!def || depth == 0 || !element.isIntOrFloat() || element.getIntOrFloatBitWidth() != 32)
+    return false;
+  auto known = [&](Value operand) { return lowBitsKnownZero(operand, depth - 1); };
+  Attribute value;
+  if (matchPattern(v, m_Constant(&value)))
+    return constantLowBitsZero(value);
+  if (auto widened = dyn_cast<arith::ExtFOp>(def))
+    return getElementTypeOrSelf(widened.getIn().getType()).isBF16();
+  if (auto shift = dyn_cast<arith::ShLIOp>(def)) {
+    APInt amount;
+    return matchPattern(shift.getRhs(), m_ConstantInt(&amount)) && amount.getZExtValue() >= 16 &&
+           amount.getZExtValue() < 32;
+  }
+  if (isa<arith::AndIOp>(def))
+    return known(def->getOperand(0)) || known(def->getOperand(1));
+  if (isa<arith::BitcastOp, arith::NegFOp, math::AbsFOp>(def))
+    return known(def->getOperand(0));
+  if (auto select = dyn_cast<arith::SelectOp>(def))
+    return known(select.getTrueValue()) && known(select.getFalseValue());
+  if (auto shuffle = dyn_cast<vector::ShuffleOp>(def))
+    return known(shuffle.getV1()) && known(shuffle.getV2());
+  if (auto sum = dyn_cast<arith::AddFOp>(def))
+    return (matchPattern(sum.getRhs(), m_AnyZeroFloat()) && known(sum.getLhs())) ||
+           (matchPattern(sum.getLhs(), m_AnyZeroFloat()) && known(sum.getRhs()));
+  return false;
+}
+
 struct ExpandUncheckedRoundingsPass : impl::MoeExpandUncheckedRoundingsBase<ExpandUncheckedRoundingsPass> {
   void runOnOperation() override {
     SmallVector<arith::TruncFOp> marked;
@@ -61,13 +113,15 @@ struct ExpandUncheckedRoundingsPass : impl::MoeExpandUncheckedRoundingsBase<Expa
         rounding.emitOpError("moe-expand-unchecked-roundings: marked, but not a rounding of f32 to bf16");
         return signalPassFailure();
       }
-      // Its f32 readers take the rounding in f32; anything else keeps the checked one.
+      // Its f32 readers take the rounding in f32 (y itself where that is exact); anything else keeps
+      // the checked one.
+      bool exact = lowBitsKnownZero(y);
       for (Operation *user : llvm::make_early_inc_range(rounding->getUsers())) {
         auto widened = dyn_cast<arith::ExtFOp>(user);
         if (!widened || widened.getType() != y.getType())
           continue;
         b.setInsertionPoint(widened);
-        widened.replaceAllUsesWith(roundInF32(b, widened.getLoc(), y));
+        widened.replaceAllUsesWith(exact ? y : roundInF32(b, widened.getLoc(), y));
         widened.erase();
       }
       if (rounding->use_empty())

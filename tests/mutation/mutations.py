@@ -684,6 +684,21 @@ MUTATIONS = [
        "int64_t pairedPosition(int64_t i, int64_t lanes) { return i % 2 == 0 ? i / 2 : lanes / 2 + i / 2; }",
        "int64_t pairedPosition(int64_t i, int64_t lanes) { return i % 2 == 0 ? lanes / 2 + i / 2 : i / 2; }")],
      r"Optimizations\.LeaveEveryResultBitIdentical/(B2_dropless|A3_nonpad_probs|C2)_cpu", "Transforms/widen-bf16-pairs"),
+    ("exact-roundings-any-sum",
+     "moe-expand-unchecked-roundings takes any sum of two widened bf16 values for one already rounded (not "
+     "only a widened value plus zero), so C2's steps without mixed precision stop rounding",
+     [("compiler/Transforms/ExpandUncheckedRoundings.cpp",
+       "    return (matchPattern(sum.getRhs(), m_AnyZeroFloat()) && known(sum.getLhs())) ||\n"
+       "           (matchPattern(sum.getLhs(), m_AnyZeroFloat()) && known(sum.getRhs()));",
+       "    return known(sum.getLhs()) && known(sum.getRhs());")],
+     r"MoeUnpermute", "Transforms/expand-unchecked-roundings"),
+    ("exact-roundings-f16",
+     "moe-expand-unchecked-roundings takes a widened f16 value (10 fraction bits) for one with its low 16 "
+     "bits zero",
+     [("compiler/Transforms/ExpandUncheckedRoundings.cpp",
+       "    return getElementTypeOrSelf(widened.getIn().getType()).isBF16();",
+       "    return getElementTypeOrSelf(widened.getIn().getType()).getIntOrFloatBitWidth() == 16;")],
+     None, "Transforms/expand-unchecked-roundings"),
     ("widen-pairs-mix-orders",
      "moe-widen-bf16-pairs pairs a loop whose lane-wise ops also take a vector in the natural order",
      [("compiler/Transforms/WidenBf16Pairs.cpp",

@@ -67,3 +67,41 @@ func.func @read_as_bf16(%y: f32) -> (f32, bf16) {
   %w = arith.extf %t : bf16 to f32
   return %w, %t : f32, bf16
 }
+
+// A rounding of a value whose low 16 bits are zero is the identity: a widened bf16 value plus zero (the
+// first step of an unrolled fold from 0.0), through a select and a sign change. The widening reads the sum.
+// CHECK-LABEL: func.func @exact
+// CHECK: %[[W:.*]] = arith.extf %arg0 : vector<16xbf16> to vector<16xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[W]], %{{.*}} : vector<16xf32>
+// CHECK: %[[N:.*]] = arith.negf %[[S]] : vector<16xf32>
+// CHECK: %[[P:.*]] = arith.select %arg1, %[[S]], %[[N]] : vector<16xi1>, vector<16xf32>
+// CHECK-NOT: arith.bitcast
+// CHECK-NOT: arith.truncf
+// CHECK: return %[[P]]
+func.func @exact(%x: vector<16xbf16>, %c: vector<16xi1>) -> vector<16xf32> {
+  %zero = arith.constant dense<0.0> : vector<16xf32>
+  %w = arith.extf %x : vector<16xbf16> to vector<16xf32>
+  %s = arith.addf %w, %zero : vector<16xf32>
+  %n = arith.negf %s : vector<16xf32>
+  %p = arith.select %c, %s, %n : vector<16xi1>, vector<16xf32>
+  %t = arith.truncf %p {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
+  %r = arith.extf %t : vector<16xbf16> to vector<16xf32>
+  return %r : vector<16xf32>
+}
+
+// Adding anything but zero, or widening f16 (10 fraction bits), leaves low bits that the rounding clears.
+// CHECK-LABEL: func.func @inexact
+// CHECK-COUNT-2: arith.andi %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK-COUNT-2: arith.andi %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK-NOT: arith.truncf
+func.func @inexact(%x: vector<16xbf16>, %h: vector<16xf16>) -> (vector<16xf32>, vector<16xf32>) {
+  %half = arith.constant dense<0.5> : vector<16xf32>
+  %w = arith.extf %x : vector<16xbf16> to vector<16xf32>
+  %s = arith.addf %w, %half : vector<16xf32>
+  %t = arith.truncf %s {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
+  %r = arith.extf %t : vector<16xbf16> to vector<16xf32>
+  %v = arith.extf %h : vector<16xf16> to vector<16xf32>
+  %u = arith.truncf %v {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
+  %q = arith.extf %u : vector<16xbf16> to vector<16xf32>
+  return %r, %q : vector<16xf32>, vector<16xf32>
+}

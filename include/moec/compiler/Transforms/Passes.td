@@ -570,6 +570,9 @@ def MoeExpandUncheckedRoundings : Pass<"moe-expand-unchecked-roundings", "::mlir
     AArch64 and RISC-V 0x7fc00000), low 16 bits zero too: the bias then never carries out of them, and the
     NaN stays the same NaN. The fold's result is rounded with the NaN case, so every result is the same.
     (PTX's default NaN is 0x7fffffff, which the bias would carry into the sign: CPU only.)
+    Where y's low 16 bits are known to be zero (a widened bf16 value, plus a zero, through selects and sign
+    changes: the first step of an unrolled fold whose accumulator starts at 0.0), the rounding is the
+    identity and the widening reads y itself.
 
     ```mlir
     %t = arith.truncf %y {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
