@@ -105,3 +105,47 @@ func.func @inexact(%x: vector<16xbf16>, %h: vector<16xf16>) -> (vector<16xf32>, 
   %q = arith.extf %u : vector<16xbf16> to vector<16xf32>
   return %r, %q : vector<16xf32>, vector<16xf32>
 }
+
+// The same in moe-widen-bf16-pairs' form: each word of a bf16 row widened in place (the low bf16 shifted
+// up, the high one masked) and the halves concatenated. No rounding is left (its shrui and addi).
+// CHECK-LABEL: func.func @exact_pairs
+// CHECK: %[[W:.*]] = vector.shuffle
+// CHECK: %[[S:.*]] = arith.addf %[[W]], %{{.*}} : vector<32xf32>
+// CHECK-NOT: arith.shrui
+// CHECK-NOT: arith.addi
+// CHECK: return %[[S]]
+func.func @exact_pairs(%x: vector<32xbf16>) -> vector<32xf32> {
+  %zero = arith.constant dense<0.0> : vector<32xf32>
+  %c16 = arith.constant dense<16> : vector<16xi32>
+  %high = arith.constant dense<-65536> : vector<16xi32>
+  %bits = vector.bitcast %x : vector<32xbf16> to vector<16xi32>
+  %even = arith.shli %bits, %c16 : vector<16xi32>
+  %odd = arith.andi %bits, %high : vector<16xi32>
+  %e = arith.bitcast %even : vector<16xi32> to vector<16xf32>
+  %o = arith.bitcast %odd : vector<16xi32> to vector<16xf32>
+  %w = vector.shuffle %e, %o [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xf32>, vector<16xf32>
+  %s = arith.addf %w, %zero : vector<32xf32>
+  %t = arith.truncf %s {moe.nan_unchecked} : vector<32xf32> to vector<32xbf16>
+  %r = arith.extf %t : vector<32xbf16> to vector<32xf32>
+  return %r : vector<32xf32>
+}
+
+// A shift by less than 16, or a mask that keeps a low bit, leaves bits that the rounding clears.
+// CHECK-LABEL: func.func @inexact_words
+// CHECK-COUNT-2: arith.shrui
+func.func @inexact_words(%b: vector<16xi32>) -> (vector<16xf32>, vector<16xf32>) {
+  %zero = arith.constant dense<0.0> : vector<16xf32>
+  %c8 = arith.constant dense<8> : vector<16xi32>
+  %mask = arith.constant dense<-65535> : vector<16xi32>
+  %shifted = arith.shli %b, %c8 : vector<16xi32>
+  %masked = arith.andi %b, %mask : vector<16xi32>
+  %f = arith.bitcast %shifted : vector<16xi32> to vector<16xf32>
+  %g = arith.bitcast %masked : vector<16xi32> to vector<16xf32>
+  %fs = arith.addf %f, %zero : vector<16xf32>
+  %gs = arith.addf %g, %zero : vector<16xf32>
+  %ft = arith.truncf %fs {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
+  %gt = arith.truncf %gs {moe.nan_unchecked} : vector<16xf32> to vector<16xbf16>
+  %fr = arith.extf %ft : vector<16xbf16> to vector<16xf32>
+  %gr = arith.extf %gt : vector<16xbf16> to vector<16xf32>
+  return %fr, %gr : vector<16xf32>, vector<16xf32>
+}
