@@ -86,8 +86,11 @@ int main(int argc, char **argv) {
                 tokens = std::atoll(argv[4]);
   const int threads = std::atoi(argv[5]);
   const bool sequential = argc > 6 && std::string(argv[6]) == "sequential";
-  if (h <= 0 || h % 32 != 0 || experts <= 0 || k <= 0 || k > experts || tokens <= 0 || threads <= 0) {
-    std::fprintf(stderr, "need H a positive multiple of 32, 0 < K <= E, TOKENS > 0, THREADS > 0\n");
+  // Bounded so that no size below overflows (the largest buffer is under 2^63 bytes).
+  if (h <= 0 || h % 32 != 0 || h > (1 << 20) || experts <= 0 || experts > (1 << 16) || k <= 0 || k > experts ||
+      tokens <= 0 || tokens > (1 << 24) || threads <= 0 || threads > 1024) {
+    std::fprintf(stderr, "need H a multiple of 32 in [32, 2^20], 0 < K <= E <= 2^16, TOKENS in [1, 2^24], "
+                         "THREADS in [1, 1024]\n");
     return 2;
   }
   const size_t rowBytes = size_t(h) * 2, slots = size_t(tokens * k); // bf16 rows
