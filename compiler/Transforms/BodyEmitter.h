@@ -249,6 +249,7 @@ public:
   void setRowTarget(RowTarget t) {
     onGpu = t.onGpu;
     staged = t.staged;
+    compactLanes = t.compactLanes;
     streamingStores = t.streamingStores;
     outputAlignment = t.outputAlignment;
     if (onGpu && part == Part::RowPrologue) {
@@ -891,6 +892,13 @@ private:
   /// end past the live ones (the end never passes the index, so it stays inside the array).
   void emitCompact(CompactOp compact);
 
+  /// CPU, RowTarget::compactLanes: the loop over [0, bound) tests `compactLanes` entries at a time, the
+  /// predicate as vectors, and stores the live indices of each step compressed to the list's end (a
+  /// register compress and one vector store; the end never passes the step's first index, so the store
+  /// stays inside the array); the entries past the last whole step run one at a time. Returns the count,
+  /// or null where the predicate does not vectorize along its index.
+  Value emitVectorCompact(CompactOp compact, Value list, Value bound);
+
   /// A fold's per-step values, computed in the row's prologue (emitStepTables): the step's ops that do not
   /// vary along the row, and a shared-memory column (this warp's from `base`) per value the rest uses.
   struct StepTable {
@@ -1097,6 +1105,7 @@ private:
   StagedRow *staged = nullptr;
   bool skipMapped = false; // set by premap()
   int64_t outputAlignment = 0; // what the output's base pointer is known to be aligned to (a versioned loop)
+  int64_t compactLanes = 0;    // see RowTarget
   Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   IRMapping scalars, vectors;
   DenseMap<Value, std::pair<Value, Value>> sharedLists; // a moe.compact list -> (buffer, this warp's base)

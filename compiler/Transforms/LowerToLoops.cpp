@@ -51,6 +51,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   RowTarget rowTarget(OpBuilder &b, DomainOp domain, scf::ForOp rowLoop) {
     RowTarget target{/*onGpu=*/false, /*streamingStores=*/false};
     target.accumulateRows = accumulateRows;
+    target.compactLanes = compactLanes;
     int64_t alignment = outputVectorAlignment(domain, kMaxNontemporalAlignment);
     if (!streamingStores || alignment < 16)
       return target;

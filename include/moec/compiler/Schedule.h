@@ -36,7 +36,8 @@ enum Optimization : uint32_t {
   kLoadsInFlight = 1u << 17,          // moe-lower-to-gpu{loads-in-flight}, moe-unroll-row-loops (GPU)
   kShortLists = 1u << 18,             // moe-compact-predicated-folds{short-folds} (GPU)
   kWidenBf16Pairs = 1u << 19,         // moe-widen-bf16-pairs (CPU)
-  kAllOptimizations = (1u << 20) - 1,
+  kCompressLists = 1u << 20,          // moe-lower-to-loops{compact-lanes} (CPU with AVX-512)
+  kAllOptimizations = (1u << 21) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
   // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec
   // tune` decides. None at present (prefetch-gathered-rows was one until it learnt to tell them apart).
@@ -65,7 +66,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"guard-loads", kGuardLoads},
     {"loads-in-flight", kLoadsInFlight},
     {"short-lists", kShortLists},
-    {"widen-bf16-pairs", kWidenBf16Pairs}};
+    {"widen-bf16-pairs", kWidenBf16Pairs},
+    {"compress-lists", kCompressLists}};
 static_assert(
     [] {
       uint32_t all = 0;

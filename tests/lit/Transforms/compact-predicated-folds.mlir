@@ -5,12 +5,38 @@
 // RUN: moec-opt %s --moe-compact-predicated-folds | FileCheck %s --check-prefix=SPLIT
 // RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
 // RUN: moec-opt %s --moe-compact-predicated-folds | moec-opt | FileCheck %s --check-prefix=SPLIT
+// moe-lower-to-loops{compact-lanes=16} (the CPU pipeline's where the host has AVX-512) tests 16 entries at a
+// time: a vector load of the row map, the live lanes' indices compressed to the list's end, the end moved
+// by the mask's popcount; entries 32 to 39 run one at a time after it, from its count. With E = 32 nothing
+// is left for them.
+// RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-lower-to-loops=compact-lanes=16 --canonicalize | FileCheck %s --check-prefix=LANES
+// RUN: sed -e 's/40/32/g' %s | moec-opt --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-lower-to-loops=compact-lanes=16 --canonicalize | FileCheck %s --check-prefix=LANES32
 // E = 8 is no longer than the unroll (8): unrolled fully, it keeps its branches, unless short-folds (the CPU
 // pipeline's, whose loop lowering adds a short list's steps directly) compacts it because its live step
 // adds an f32 term; a live step that does something else (a maximum) is kept as it is even then.
 // RUN: sed -e 's/40/8/g' %s | moec-opt --moe-compact-predicated-folds | FileCheck %s --check-prefix=SHORT
 // RUN: sed -e 's/40/8/g' %s | moec-opt --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT-ON
 // RUN: sed -e 's/40/8/g' -e 's/arith.addf %arg13, %12/arith.maximumf %arg13, %12/' %s | moec-opt --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT
+
+// LANES: %[[LIST:.*]] = memref.alloca() : memref<40xi32>
+// LANES: %[[N16:.*]] = scf.for %[[K:.*]] = %c0 to %c32 step %c16 iter_args(%[[END:.*]] = %c0) -> (index) {
+// LANES-NEXT: vector.load %{{.*}}[%{{.*}}, %[[K]]] {{.*}} : memref<?x40xi32>, vector<16xi32>
+// LANES: %[[LIVE:.*]] = arith.xori %{{.*}} : vector<16xi1>
+// LANES: %[[KS:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<16xi32>
+// LANES-NEXT: %[[PACKED:.*]] = llvm.call_intrinsic "llvm.experimental.vector.compress"(%[[KS]], %[[LIVE]], %{{.*}})
+// LANES-NEXT: vector.store %[[PACKED]], %[[LIST]][%[[END]]] : memref<40xi32>, vector<16xi32>
+// LANES-NEXT: %[[BITS:.*]] = vector.bitcast %[[LIVE]] : vector<16xi1> to vector<1xi16>
+// LANES-NEXT: %[[WORD:.*]] = vector.extract %[[BITS]][0]
+// LANES-NEXT: %[[POP:.*]] = math.ctpop %[[WORD]] : i16
+// LANES-NEXT: %[[COUNT:.*]] = arith.index_castui %[[POP]]
+// LANES-NEXT: %[[NEXT:.*]] = arith.addi %[[END]], %[[COUNT]]
+// LANES-NEXT: scf.yield %[[NEXT]]
+// LANES: memref.load %{{.*}}[%{{.*}}, %c32] : memref<?x40xi32>
+// LANES: memref.store %c32_i32, %[[LIST]][%[[N16]]] : memref<40xi32>
+// LANES: memref.store %c39_i32, %[[LIST]]
+// LANES32: scf.for %{{.*}} = %c0 to %c32 step %c16
+// LANES32: vector.store
+// LANES32-NOT: memref.store %{{.*}} : memref<32xi32>
 
 // SHORT-NOT: moe.compact
 // SHORT: moe.fold %c8

@@ -235,6 +235,7 @@ struct RowTarget {
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
   bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
   bool laneLoops = false;      // GPU: a loop along the row of a constant count per lane is marked kLaneLoopAttr
+  int64_t compactLanes = 0;    // CPU: a moe.compact tests this many entries at a time (0: one at a time)
 };
 
 /// The alignment the vector stores of `op`'s output can promise when its base pointer is aligned to

@@ -529,10 +529,14 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     Option<"accumulateRows", "accumulate-rows", "bool", "true",
            "reductions along the row run step by step over the whole row, into f32 accumulators">,
     Option<"interleaveReductions", "interleave-reductions", "bool", "true",
-           "point kernels: the dot products of four live points run together along the row">
+           "point kernels: the dot products of four live points run together along the row">,
+    Option<"compactLanes", "compact-lanes", "int64_t", "0",
+           "a moe.compact tests this many entries at a time as vectors and compresses the live indices into "
+           "its list (0: one at a time; the pipeline sets 16 where the host has AVX-512)">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::math::MathDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def MoeBf16Bits : Pass<"moe-bf16-bits", "::mlir::ModuleOp"> {
