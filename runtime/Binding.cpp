@@ -208,26 +208,40 @@ int64_t readInteger(const TensorView &v, int64_t i) {
   }
 }
 
-/// The least and greatest of `v`'s elements (a loop the compiler vectorizes: every call checks its index
-/// tensors, R = N x K of them, and this is most of what a launch costs beside the kernels).
-template <typename I> std::pair<int64_t, int64_t> minMaxOf(const TensorView &v) {
-  const I *x = static_cast<const I *>(v.data);
+/// The least and greatest of n values: a loop the compiler vectorizes. Every call checks its index tensors, and
+/// this is most of what a launch costs beside the kernels (C2's rowmap at DeepSeek-V3, N = 4096: 4 MB, ~2 % of
+/// the kernel's time), so it is built for AVX-512 and AVX2 as well, picked at load time: a 4 MB tensor not in
+/// cache reads at 13.8 GB/s that way, 6.1 with the baseline's SSE2.
+struct MinMax {
+  int64_t least, greatest;
+};
+
+template <typename I> [[gnu::always_inline]] inline MinMax minMaxLoop(const I *x, int64_t n) {
   I lo = std::numeric_limits<I>::max(), hi = std::numeric_limits<I>::min();
-  for (int64_t i = 0, n = v.elements(); i < n; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    lo = lo < x[i] ? lo : x[i]; // not std::min: a clone cannot call functions built for the baseline inline
+    hi = hi > x[i] ? hi : x[i];
   }
-  return {lo, hi};
+  return MinMax{lo, hi};
 }
 
-std::pair<int64_t, int64_t> minMaxOf(const TensorView &v) {
+#if defined(__x86_64__)
+#define MOEC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MOEC_VECTOR_CLONES
+#endif
+MOEC_VECTOR_CLONES MinMax minMaxI32(const int32_t *x, int64_t n) { return minMaxLoop(x, n); }
+MOEC_VECTOR_CLONES MinMax minMaxI8(const int8_t *x, int64_t n) { return minMaxLoop(x, n); }
+MOEC_VECTOR_CLONES MinMax minMaxU8(const uint8_t *x, int64_t n) { return minMaxLoop(x, n); }
+
+MinMax minMaxOf(const TensorView &v) {
   switch (v.dtype) {
   case DType::I32:
-    return minMaxOf<int32_t>(v);
+    return minMaxI32(static_cast<const int32_t *>(v.data), v.elements());
   case DType::I8:
-    return minMaxOf<int8_t>(v);
+    return minMaxI8(static_cast<const int8_t *>(v.data), v.elements());
   default:
-    return minMaxOf<uint8_t>(v);
+    return minMaxU8(static_cast<const uint8_t *>(v.data), v.elements());
   }
 }
 
