@@ -382,7 +382,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     loopPasses.addPass(moe::createMoeLowerToLoops(
         {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows),
          !(spec.schedule.disabled & kInterleaveReductions),
-         // A list's live entries 16 at a time (C2's rowmap row, A3's routing_map row): AVX-512 compresses a
+         // A list's live entries 16 at a time (C2's live experts in its rowmap row): AVX-512 compresses a
          // vector of indices in one instruction; without it LLVM would expand the compress lane by lane.
          /*compactLanes=*/!(spec.schedule.disabled & kCompressLists) && hostVectorLanes() >= 16 ? 16 : 0}));
   // A loop along a row runs without the branches its row decides (bounds checks, live terms) where they take

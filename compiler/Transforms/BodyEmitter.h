@@ -895,9 +895,10 @@ private:
   /// CPU, RowTarget::compactLanes: the loop over [0, bound) tests `compactLanes` entries at a time, the
   /// predicate as vectors, and stores the live indices of each step compressed to the list's end (a
   /// register compress and one vector store; the end never passes the step's first index, so the store
-  /// stays inside the array); the entries past the last whole step run one at a time. Returns the count,
-  /// or null where the predicate does not vectorize along its index.
-  Value emitVectorCompact(CompactOp compact, Value list, Value bound);
+  /// stays inside the array). Returns the loop over the whole steps (its upper bound is where the entries
+  /// left for one at a time begin, its result the count so far), or null where the predicate does not
+  /// vectorize along its index.
+  scf::ForOp emitVectorCompact(CompactOp compact, Value list, Value bound);
 
   /// A fold's per-step values, computed in the row's prologue (emitStepTables): the step's ops that do not
   /// vary along the row, and a shared-memory column (this warp's from `base`) per value the rest uses.

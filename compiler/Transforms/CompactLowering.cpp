@@ -39,13 +39,12 @@ void BodyEmitter::emitCompact(CompactOp compact) {
   Value bound = get(compact.getBound(), false);
   Value begin = cst(0), count = cst(0);
   if (compactLanes > 1 && !staged)
-    if (Value counted = emitVectorCompact(compact, list, bound)) {
-      begin = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, bound, cst(compactLanes)),
-                                            cst(compactLanes));
-      count = counted;
+    if (scf::ForOp steps = emitVectorCompact(compact, list, bound)) { // the entries after its whole steps remain
+      begin = steps.getUpperBound();
+      count = steps.getResult(0);
     }
   scalars.map(compact.getList(), list);
-  if (begin == bound) { // a whole number of vector steps: no entry left
+  if (isEqualConstantIntOrValue(begin, bound)) { // a whole number of vector steps: no entry left
     scalars.map(compact.getCount(), count);
     return;
   }
@@ -65,7 +64,7 @@ void BodyEmitter::emitCompact(CompactOp compact) {
   pendingUnrolls.push_back(loop);
 }
 
-Value BodyEmitter::emitVectorCompact(CompactOp compact, Value list, Value bound) {
+scf::ForOp BodyEmitter::emitVectorCompact(CompactOp compact, Value list, Value bound) {
   Block &predicate = compact.getPredicate().front();
   VaryingAnalysis along(predicate.getArgument(0), predicate);
   if (along.blocker())
@@ -102,7 +101,7 @@ Value BodyEmitter::emitVectorCompact(CompactOp compact, Value list, Value bound)
   Value liveCount = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
   scf::YieldOp::create(b, loc, ValueRange{arith::AddIOp::create(b, loc, end, liveCount)});
   pendingUnrolls.push_back(loop);
-  return loop.getResult(0);
+  return loop;
 }
 
 std::pair<Value, Value> BodyEmitter::ballotOfSteps(CompactOp compact, Value k, Value bound) {
