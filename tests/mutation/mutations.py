@@ -692,6 +692,15 @@ MUTATIONS = [
        "           (matchPattern(sum.getLhs(), m_AnyZeroFloat()) && known(sum.getRhs()));",
        "    return known(sum.getLhs()) && known(sum.getRhs());")],
      r"MoeUnpermute", "Transforms/expand-unchecked-roundings"),
+    ("unchecked-roundings-ties-to-odd",
+     "moe-expand-unchecked-roundings picks the biases the wrong way round (0x7fff where bit 16 is set): a tie "
+     "rounds to odd",
+     [("compiler/Transforms/ExpandUncheckedRoundings.cpp",
+       "  Value biased = arith::SelectOp::create(b, loc, odd, arith::AddIOp::create(b, loc, bits, constant(0x8000)),\n"
+       "                                         arith::AddIOp::create(b, loc, bits, constant(0x7fff)));",
+       "  Value biased = arith::SelectOp::create(b, loc, odd, arith::AddIOp::create(b, loc, bits, constant(0x7fff)),\n"
+       "                                         arith::AddIOp::create(b, loc, bits, constant(0x8000)));")],
+     r"MoeUnpermute", "Transforms/expand-unchecked-roundings"),
     ("exact-roundings-f16",
      "moe-expand-unchecked-roundings takes a widened f16 value (10 fraction bits) for one with its low 16 "
      "bits zero",

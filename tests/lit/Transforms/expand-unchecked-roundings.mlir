@@ -7,22 +7,26 @@
 
 // CHECK-LABEL: func.func @marked
 // CHECK-NOT: arith.truncf
-// The constants: 16, 1, the bias 0x7fff and the mask 0xffff0000 (-65536).
-// CHECK-DAG: %[[C16:.*]] = arith.constant dense<16> : vector<16xi32>
-// CHECK-DAG: %[[C1:.*]] = arith.constant dense<1> : vector<16xi32>
-// CHECK-DAG: %[[C7FFF:.*]] = arith.constant dense<32767> : vector<16xi32>
-// CHECK-DAG: %[[MASK:.*]] = arith.constant dense<-65536> : vector<16xi32>
+// Bit 16 (the kept part's lowest bit) picks the bias: 0x8000 where it is set, 0x7fff where not; then the
+// mask 0xffff0000 (-65536).
 // CHECK: %[[BITS:.*]] = arith.bitcast %arg0 : vector<16xf32> to vector<16xi32>
-// CHECK: %[[HIGH:.*]] = arith.shrui %[[BITS]], %[[C16]] : vector<16xi32>
-// CHECK: %[[BIT16:.*]] = arith.andi %[[HIGH]], %[[C1]] : vector<16xi32>
-// CHECK: %[[BIAS:.*]] = arith.addi %[[BIT16]], %[[C7FFF]] : vector<16xi32>
-// CHECK: %[[BIASED:.*]] = arith.addi %[[BITS]], %[[BIAS]] : vector<16xi32>
+// CHECK: %[[C10000:.*]] = arith.constant dense<65536> : vector<16xi32>
+// CHECK: %[[BIT16:.*]] = arith.andi %[[BITS]], %[[C10000]] : vector<16xi32>
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0> : vector<16xi32>
+// CHECK: %[[ODD:.*]] = arith.cmpi ne, %[[BIT16]], %[[ZERO]] : vector<16xi32>
+// CHECK: %[[C8000:.*]] = arith.constant dense<32768> : vector<16xi32>
+// CHECK: %[[UP:.*]] = arith.addi %[[BITS]], %[[C8000]] : vector<16xi32>
+// CHECK: %[[C7FFF:.*]] = arith.constant dense<32767> : vector<16xi32>
+// CHECK: %[[DOWN:.*]] = arith.addi %[[BITS]], %[[C7FFF]] : vector<16xi32>
+// CHECK: %[[BIASED:.*]] = arith.select %[[ODD]], %[[UP]], %[[DOWN]] : vector<16xi1>, vector<16xi32>
+// CHECK: %[[MASK:.*]] = arith.constant dense<-65536> : vector<16xi32>
 // CHECK: %[[ROUNDED:.*]] = arith.andi %[[BIASED]], %[[MASK]] : vector<16xi32>
 // CHECK: %[[BACK:.*]] = arith.bitcast %[[ROUNDED]] : vector<16xi32> to vector<16xf32>
 // CHECK: return %[[BACK]]
-// No NaN test is left once arith-expand-ops has run.
+// No NaN test is left once arith-expand-ops has run: no float compare, and no select but the bias's.
 // EXPANDED-LABEL: func.func @marked
 // EXPANDED-NOT: arith.cmpf
+// EXPANDED: arith.select %{{.*}} : vector<16xi1>, vector<16xi32>
 // EXPANDED-NOT: arith.select
 // EXPANDED: return
 func.func @marked(%y: vector<16xf32>) -> vector<16xf32> {
@@ -107,11 +111,11 @@ func.func @inexact(%x: vector<16xbf16>, %h: vector<16xf16>) -> (vector<16xf32>, 
 }
 
 // The same in moe-widen-bf16-pairs' form: each word of a bf16 row widened in place (the low bf16 shifted
-// up, the high one masked) and the halves concatenated. No rounding is left (its shrui and addi).
+// up, the high one masked) and the halves concatenated. No rounding is left (its cmpi and addi).
 // CHECK-LABEL: func.func @exact_pairs
 // CHECK: %[[W:.*]] = vector.shuffle
 // CHECK: %[[S:.*]] = arith.addf %[[W]], %{{.*}} : vector<32xf32>
-// CHECK-NOT: arith.shrui
+// CHECK-NOT: arith.cmpi
 // CHECK-NOT: arith.addi
 // CHECK: return %[[S]]
 func.func @exact_pairs(%x: vector<32xbf16>) -> vector<32xf32> {
@@ -132,7 +136,7 @@ func.func @exact_pairs(%x: vector<32xbf16>) -> vector<32xf32> {
 
 // A shift by less than 16, or a mask that keeps a low bit, leaves bits that the rounding clears.
 // CHECK-LABEL: func.func @inexact_words
-// CHECK-COUNT-2: arith.shrui
+// CHECK-COUNT-2: arith.cmpi ne
 func.func @inexact_words(%b: vector<16xi32>) -> (vector<16xf32>, vector<16xf32>) {
   %zero = arith.constant dense<0.0> : vector<16xf32>
   %c8 = arith.constant dense<8> : vector<16xi32>
