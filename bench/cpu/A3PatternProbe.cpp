@@ -12,9 +12,11 @@
 // beside moec's kernel (`moec bench moe_token_unpermute_with_routing_map_grad --with routing_map --with
 // permuted_tokens --with probs ...`).
 //
-//   moec-a3-pattern-probe H E K TOKENS [sequential]
+//   moec-a3-pattern-probe H E K TOKENS [sequential] [interleaved]
 //
-// `sequential` puts slot s at row s instead: the same traffic without the scatter.
+// `sequential` puts slot s at row s instead: the same traffic without the scatter. `interleaved` runs a
+// token's slots 4 at a time, one load of the token's row for the 4 (as moec's interleaved dot products run
+// 4 points, but those load the token row once each).
 //===----------------------------------------------------------------------===//
 #include "CpuBaseline.h"
 
@@ -29,7 +31,7 @@ namespace {
 using namespace moec;
 using Line = int32_t __attribute__((vector_size(64)));
 using LineF = float __attribute__((vector_size(64)));
-constexpr int64_t kLine = sizeof(Line), kPrefetchBytes = 768;
+constexpr int64_t kLine = sizeof(Line), kPrefetchBytes = 768, kInterleaved = 4;
 
 double secondsOf(const std::function<void()> &run) {
   auto start = std::chrono::steady_clock::now();
@@ -46,7 +48,16 @@ int main(int argc, char **argv) {
   }
   const int64_t h = std::atoll(argv[1]), experts = std::atoll(argv[2]), k = std::atoll(argv[3]),
                 tokens = std::atoll(argv[4]);
-  const bool sequential = argc > 5 && std::string(argv[5]) == "sequential";
+  bool sequential = false, interleaved = false;
+  for (int i = 5; i < argc; ++i) {
+    std::string option = argv[i];
+    sequential |= option == "sequential";
+    interleaved |= option == "interleaved";
+    if (option != "sequential" && option != "interleaved") {
+      std::fprintf(stderr, "unknown option '%s' (sequential, interleaved)\n", argv[i]);
+      return 2;
+    }
+  }
   // Bounded so that no size below overflows.
   if (h <= 0 || h % 32 != 0 || h > (1 << 20) || experts <= 0 || experts > (1 << 16) || k <= 0 || k > experts ||
       tokens <= 0 || tokens > (1 << 24)) {
@@ -70,18 +81,30 @@ int main(int argc, char **argv) {
       LineF sum{};
       for (int64_t t = begin; t < end; ++t) {
         const char *token = tokenRows + t * rowBytes;
-        for (int64_t i = 0; i < k; ++i) {
-          const int64_t row = rowOf[t * k + i];
-          const char *in = permuted + row * rowBytes;
-          char *to = out + row * rowBytes;
-          for (int64_t j = 0; j < rowBytes; j += kLine) {
-            __builtin_prefetch(in + std::min(j + kPrefetchBytes, rowBytes - kLine));
-            // HostTensor data starts 64-byte aligned, and a row is a multiple of 64 bytes (H % 32 == 0).
-            Line a = *reinterpret_cast<const Line *>(token + j), b = *reinterpret_cast<const Line *>(in + j);
-            __builtin_nontemporal_store(a, reinterpret_cast<Line *>(to + j));
-            sum += (LineF)(a & b); // an f32 chain, as the kernel's dot product
+        // Slots [i, i + n) together: each line of the token's row loaded once for the n of them.
+        auto slots = [&]<int64_t n>(int64_t i) {
+          const char *in[n];
+          char *to[n];
+          for (int64_t s = 0; s < n; ++s) {
+            const int64_t row = rowOf[t * k + i + s];
+            in[s] = permuted + row * rowBytes, to[s] = out + row * rowBytes;
           }
-        }
+          for (int64_t j = 0; j < rowBytes; j += kLine) {
+            // HostTensor data starts 64-byte aligned, and a row is a multiple of 64 bytes (H % 32 == 0).
+            Line a = *reinterpret_cast<const Line *>(token + j);
+            for (int64_t s = 0; s < n; ++s) {
+              __builtin_prefetch(in[s] + std::min(j + kPrefetchBytes, rowBytes - kLine));
+              Line b = *reinterpret_cast<const Line *>(in[s] + j);
+              __builtin_nontemporal_store(a, reinterpret_cast<Line *>(to[s] + j));
+              sum += (LineF)(a & b); // an f32 chain, as the kernel's dot product
+            }
+          }
+        };
+        int64_t i = 0;
+        for (; interleaved && i + kInterleaved <= k; i += kInterleaved)
+          slots.template operator()<kInterleaved>(i);
+        for (; i < k; ++i)
+          slots.template operator()<1>(i);
       }
       sink.store(sink.load(std::memory_order_relaxed) + sum[0], std::memory_order_relaxed); // keeps the loads
     });
@@ -93,9 +116,10 @@ int main(int argc, char **argv) {
     ratios.push_back(secondsOf([&] { memcpy(); }) / probed);
   }
   std::sort(ratios.begin(), ratios.end());
-  std::printf("A3 with probs' pattern (H %lld, top-%lld of %lld, %lld tokens, %u threads%s): %.2fx memcpy "
+  std::printf("A3 with probs' pattern (H %lld, top-%lld of %lld, %lld tokens, %u threads%s%s): %.2fx memcpy "
               "(median of 9; %.2f-%.2f)\n",
               (long long)h, (long long)k, (long long)experts, (long long)tokens, ThreadPool::shared().size(),
-              sequential ? ", sequential rows" : "", ratios[4], ratios.front(), ratios.back());
+              sequential ? ", sequential rows" : "", interleaved ? ", 4 slots at a time" : "", ratios[4],
+              ratios.front(), ratios.back());
   return sink.load() == 12345.f ? 3 : 0; // never: the sum must look used
 }
