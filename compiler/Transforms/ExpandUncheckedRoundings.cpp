@@ -5,7 +5,7 @@
 // canonical NaN where the sum is a NaN: on x86 a compare into a mask register and a masked move, 2 of
 // the ~10 vector instructions of each step of the chain. Where moe-widen-rounded-folds marked the
 // rounding (kNanUncheckedAttr: the sum of two bf16 values, read back only by the accumulator), this pass
-// rounds it as arith-expand-ops does, minus the select, and stays in f32:
+// rounds it as arith-expand-ops does, minus the NaN select, and stays in f32:
 //   bits = bitcast(y); bits + 0x7fff + ((bits >> 16) & 1), low 16 bits cleared,
 // the bias chosen by a test of bit 16 (bits + 0x8000 where it is set, bits + 0x7fff where not): 4 integer
 // instructions a step on x86 where the shift takes 5. C2 without mixed precision at DeepSeek-V3, its rows in
@@ -49,8 +49,7 @@ Value roundInF32(OpBuilder &b, Location loc, Value y) {
     return arith::ConstantOp::create(b, loc, value);
   };
   Value bits = arith::BitcastOp::create(b, loc, bitsType, y);
-  // bits + 0x7fff + bit 16, as a choice between two biases: on x86 a test into a mask register and a
-  // masked blend, where the shift and the and that move bit 16 down take one more instruction.
+  // bits + 0x7fff + bit 16, as a choice between two biases (one instruction fewer on x86: see the header).
   Value bit16 = arith::AndIOp::create(b, loc, bits, constant(0x10000));
   Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit16, constant(0));
   Value biased = arith::SelectOp::create(b, loc, odd, arith::AddIOp::create(b, loc, bits, constant(0x8000)),
