@@ -6,7 +6,8 @@
 //     ▼
 //   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule
 //     │ moe-widen-rounded-folds (cpu) ── moe-compact-predicated-folds ── moe-hoist-row-invariants
-//     │ ── moe-group-rows, moe-group-points (ptx) ── moe-carry-prefix-folds (cpu) ── moe-lane-point-access (ptx)
+//     │ ── moe-group-rows, moe-group-points (ptx) ── moe-compact-predicated-points, moe-carry-prefix-folds (cpu)
+//     │ ── moe-lane-point-access (ptx)
 //     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
 //     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
 //     │ loop nests through UB buffers, then the CPU path below), moe-prefetch-gathered-rows (cpu),
@@ -308,6 +309,9 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // GPU: the points of a row whose dot products read the same row (a token's experts) run on one warp.
   if (isGpu && !(spec.schedule.disabled & kGroupPoints))
     moePasses.addPass(moe::createMoeGroupPoints());
+  // CPU: a row of points whose dead points only write a constant runs its live ones only, from a list.
+  if (!isGpu && !isAscend && !(spec.schedule.disabled & kCompactPredicatedPoints))
+    moePasses.addPass(moe::createMoeCompactPredicatedPoints());
   // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
   if (hoist && !isGpu && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
     moePasses.addPass(moe::createMoeCarryPrefixFolds());

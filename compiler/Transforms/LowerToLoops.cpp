@@ -77,7 +77,8 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       b.setInsertionPoint(domain.op());
       if (runsPerPoint(domain)) {
         Value end = arith::MinSIOp::create(b, loc, rowEnd, emitPointCount(b, domain));
-        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions, streamingStores);
+        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions, streamingStores,
+                       compactLanes);
         domain.op()->erase();
         continue;
       }

@@ -161,24 +161,134 @@ void emitDeadPoint(InterleavedPoints plan, DomainOp op, BodyEmitter &early, Valu
   early.emitElement(indices);
 }
 
+/// A domain marked by moe-compact-predicated-points: the list of a row's live points, the count that is a
+/// live point's position in it, and what the other points write.
+struct LivePoints {
+  CompactOp list;
+  FoldOp rank;
+  TypedAttr dead;
+};
+
+std::optional<LivePoints> livePoints(DomainOp op) {
+  auto dead = op.op()->getAttrOfType<TypedAttr>(kDeadValueAttr);
+  if (!dead)
+    return std::nullopt;
+  LivePoints points{nullptr, nullptr, dead};
+  for (Operation &o : op.body()) {
+    if (auto list = dyn_cast<CompactOp>(&o); list && list->hasAttr(kLiveListAttr))
+      points.list = list;
+    if (auto rank = dyn_cast<FoldOp>(&o); rank && rank->hasAttr(kLiveRankAttr))
+      points.rank = rank;
+  }
+  if (!points.list || !points.rank)
+    return std::nullopt;
+  return points;
+}
+
+/// `block` without the yield its builder may have added (ops with no results get one): the caller ends it.
+Block *withoutTerminator(Block *block) {
+  if (!block->empty() && block->back().hasTrait<OpTrait::IsTerminator>())
+    block->back().erase();
+  return block;
+}
+
+/// Emits, for each point of [begin, end) in order, `visit(indices, rank, iterArgs)`, which ends its block
+/// with the scf.yield of the next iteration values; returns the last ones. With `live`, only each row's
+/// listed points, `rank` their position in the list, after the dead value is stored to the row's elements
+/// in the range (a range may start or end within a row: it visits the listed points inside it).
+using PointVisitor = function_ref<void(ValueRange indices, Value rank, ValueRange iterArgs)>;
+ValueRange forEachPoint(OpBuilder &b, DomainOp op, Value begin, Value end, ValueRange inits,
+                        std::optional<LivePoints> live, int64_t compactLanes, PointVisitor visit) {
+  Location loc = op.op()->getLoc();
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  if (!live) {
+    auto loop = scf::ForOp::create(b, loc, begin, end, cst(1), inits);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(withoutTerminator(loop.getBody()));
+    visit(unflattenRow(b, loc, loop.getInductionVar(), op.bounds()), Value(), loop.getRegionIterArgs());
+    return loop.getResults();
+  }
+  Value width = op.bounds().back();
+  Value firstRow = arith::DivUIOp::create(b, loc, begin, width);
+  Value endRow = arith::CeilDivUIOp::create(b, loc, end, width);
+  auto rows = scf::ForOp::create(b, loc, firstRow, endRow, cst(1), inits);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(withoutTerminator(rows.getBody()));
+  Value row = rows.getInductionVar();
+  Value rowStart = arith::MulIOp::create(b, loc, row, width);
+  Value lo = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, begin, rowStart), cst(0));
+  Value hi = arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, end, rowStart), width);
+  SmallVector<Value> indices = unflattenRow(b, loc, row, op.bounds().drop_back());
+  {
+    auto fill = scf::ForOp::create(b, loc, lo, hi, cst(1));
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(fill.getBody());
+    SmallVector<Value> at(indices);
+    at.push_back(fill.getInductionVar());
+    memref::StoreOp::create(b, loc, arith::ConstantOp::create(b, loc, live->dead), op.output(), at);
+  }
+  VaryingAnalysis analysis(op);
+  BodyEmitter listEmitter(b, op, analysis, 1, op.schedule().getUnroll(), /*maxAlignment=*/1);
+  RowTarget target;
+  target.compactLanes = compactLanes;
+  listEmitter.setRowTarget(target);
+  listEmitter.mapIndices(indices);
+  listEmitter.emitOpAt(*live->list);
+  Value list = listEmitter.value(live->list.getList());
+  auto points = scf::ForOp::create(b, loc, cst(0), listEmitter.value(live->list.getCount()), cst(1),
+                                   rows.getRegionIterArgs());
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(withoutTerminator(points.getBody()));
+    Value rank = points.getInductionVar();
+    Value e = arith::IndexCastOp::create(b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, list, rank));
+    Value inside = arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, e, lo),
+                                         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, e, hi));
+    auto ifInside = scf::IfOp::create(b, loc, points.getResultTypes(), inside, /*withElseRegion=*/true);
+    scf::YieldOp::create(b, loc, ifInside.getResults());
+    b.setInsertionPointToStart(withoutTerminator(ifInside.elseBlock()));
+    scf::YieldOp::create(b, loc, points.getRegionIterArgs());
+    b.setInsertionPointToStart(withoutTerminator(ifInside.thenBlock()));
+    SmallVector<Value> at(indices);
+    at.push_back(e);
+    visit(at, rank, points.getRegionIterArgs());
+  }
+  scf::YieldOp::create(b, loc, points.getResults());
+  listEmitter.flushUnrolls();
+  return rows.getResults();
+}
+
 void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
-                        BodyEmitter::RowStoreTarget rowStores) {
+                        BodyEmitter::RowStoreTarget rowStores, int64_t compactLanes) {
   Location loc = op.op()->getLoc();
   VaryingAnalysis analysis(op);
   int64_t unroll = op.schedule().getUnroll();
   ReductionSplit split{reductionWidth, 1, Value()};
+  std::optional<LivePoints> live = livePoints(op);
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto newEmitter = [&] {
     auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, 1, unroll, /*maxAlignment=*/1, split);
     emitter->rowStores = rowStores;
     return emitter;
   };
+  // A point visited from the row's list: the list is the row's, and its position is the count.
+  auto atPoint = [&](BodyEmitter &emitter, ValueRange indices, Value rank) {
+    emitter.mapIndices(indices);
+    if (!live)
+      return;
+    emitter.skip(live->list);
+    emitter.skip(live->rank);
+    emitter.mapScalar(live->rank.getResult(), rank);
+  };
   std::optional<InterleavedPoints> plan = interleave && reductionWidth > 0 ? interleavedPoints(op, kInterleavedRowBytes) : std::nullopt;
   if (!plan) {
-    auto loop = scf::ForOp::create(b, loc, begin, end, cst(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    newEmitter()->emitElement(unflattenRow(b, loc, loop.getInductionVar(), op.bounds()));
+    forEachPoint(b, op, begin, end, {}, live, compactLanes, [&](ValueRange indices, Value rank, ValueRange) {
+      std::unique_ptr<BodyEmitter> emitter = newEmitter();
+      atPoint(*emitter, indices, rank);
+      emitter->emitElement(indices);
+      scf::YieldOp::create(b, loc);
+      emitter->flushUnrolls();
+    });
     return;
   }
   // One slot array per saved value, kInterleavedPoints entries each.
@@ -200,19 +310,17 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
     finishPoints(b, *plan, op, emitters, {});
   };
   // Points in order; a live one waits in the next free slot, and a full set of slots runs together.
-  auto loop = scf::ForOp::create(b, loc, begin, end, cst(1), ValueRange{cst(0)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value pending = loop.getRegionIterArgs()[0];
-    SmallVector<Value> indices = unflattenRow(b, loc, loop.getInductionVar(), op.bounds());
+  ValueRange waiting = forEachPoint(b, op, begin, end, ValueRange{cst(0)}, live, compactLanes,
+                                    [&](ValueRange indices, Value rank, ValueRange iterArgs) {
+    Value pending = iterArgs[0];
     std::unique_ptr<BodyEmitter> early = newEmitter();
     for (Operation *o = plan->carrier; o; o = o->getNextNode())
       early->skip(o);
-    early->mapIndices(indices);
+    atPoint(*early, indices, rank);
     early->emitOpsOf(body);
-    Value live = plan->carrierIf ? early->value(plan->carrierIf.getCondition()) : arith::ConstantIntOp::create(b, loc, 1, 1);
-    auto ifLive = scf::IfOp::create(b, loc, b.getIndexType(), live, /*withElseRegion=*/true);
+    Value isLive = plan->carrierIf ? early->value(plan->carrierIf.getCondition()) : arith::ConstantIntOp::create(b, loc, 1, 1);
+    auto ifLive = scf::IfOp::create(b, loc, b.getIndexType(), isLive, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifLive.thenBlock());
     for (auto [v, array] : llvm::zip(plan->saved, slots))
       memref::StoreOp::create(b, loc, early->value(v), array, ValueRange{pending});
@@ -233,9 +341,9 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
     b.setInsertionPointAfter(ifLive);
     scf::YieldOp::create(b, loc, ValueRange{ifLive.getResult(0)});
     early->flushUnrolls();
-  }
+  });
   // The points left waiting, one at a time.
-  auto rest = scf::ForOp::create(b, loc, cst(0), loop.getResult(0), cst(1));
+  auto rest = scf::ForOp::create(b, loc, cst(0), waiting[0], cst(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rest.getBody());
   finish({rest.getInductionVar()});
@@ -272,7 +380,7 @@ Value shuffleWarp(OpBuilder &b, Location loc, Value v, Value arg, gpu::ShuffleMo
 }
 
 void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
-                    bool streamingStores) {
+                    bool streamingStores, int64_t compactLanes) {
   // Fused row stores (moe.row_store) write vectors of the partial sums' width: where their outputs are
   // aligned to what those vectors can promise and large, the range runs with non-temporal stores.
   Location loc = op.op()->getLoc();
@@ -282,7 +390,7 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
   for (Value output : outputs)
     alignment = std::min(alignment, vectorAccessAlignment(output, reductionWidth, kMaxNontemporalAlignment));
   if (!streamingStores || outputs.empty() || reductionWidth <= 1 || alignment < 16)
-    return emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
+    return emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {}, compactLanes);
   Value streaming;
   for (Value output : outputs) {
     Value ok = emitStreamingCondition(b, loc, output, alignment);
@@ -291,9 +399,9 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
   auto version = scf::IfOp::create(b, loc, streaming, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(version.thenBlock());
-  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment});
+  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment}, compactLanes);
   b.setInsertionPointToStart(version.elseBlock());
-  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {});
+  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {}, compactLanes);
 }
 
 void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment,

@@ -37,7 +37,8 @@ enum Optimization : uint32_t {
   kShortLists = 1u << 18,             // moe-compact-predicated-folds{short-folds} (GPU)
   kWidenBf16Pairs = 1u << 19,         // moe-widen-bf16-pairs (CPU)
   kCompressLists = 1u << 20,          // moe-lower-to-loops{compact-lanes} (CPU with AVX-512)
-  kAllOptimizations = (1u << 21) - 1,
+  kCompactPredicatedPoints = 1u << 21, // moe-compact-predicated-points (CPU)
+  kAllOptimizations = (1u << 22) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
   // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec
   // tune` decides. None at present (prefetch-gathered-rows was one until it learnt to tell them apart).
@@ -67,7 +68,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"loads-in-flight", kLoadsInFlight},
     {"short-lists", kShortLists},
     {"widen-bf16-pairs", kWidenBf16Pairs},
-    {"compress-lists", kCompressLists}};
+    {"compress-lists", kCompressLists},
+    {"compact-predicated-points", kCompactPredicatedPoints}};
 static_assert(
     [] {
       uint32_t all = 0;

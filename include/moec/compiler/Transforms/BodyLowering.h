@@ -53,6 +53,13 @@ bool isVectorizable(DomainOp op);
 constexpr llvm::StringLiteral kRowInvariantAttr = "moe.row_invariant";
 constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
 
+/// Set by moe-compact-predicated-points on a point domain whose dead points only write a constant: the
+/// moe.compact of a row's live points (kLiveListAttr), the prefix count that is a live point's position in
+/// that list (kLiveRankAttr), and, on the domain, the constant (kDeadValueAttr). See emitPointRange.
+constexpr llvm::StringLiteral kLiveListAttr = "moe.live_list";
+constexpr llvm::StringLiteral kLiveRankAttr = "moe.live_rank";
+constexpr llvm::StringLiteral kDeadValueAttr = "moe.dead_value";
+
 /// Set by moe-lower-to-gpu on a loop along a row from a lane's offset, below its step, to a constant end that is a
 /// whole number of steps: every lane runs it the same number of times. moe-unroll-row-loops unrolls it.
 constexpr llvm::StringLiteral kLaneLoopAttr = "moe.lane_loop";
@@ -132,8 +139,11 @@ bool runsPerPoint(DomainOp op);
 /// each point's result is the same either way. With `streamingStores`, the range is versioned on the
 /// outputs of its moe.row_stores (emitStreamingCondition): their vector stores are non-temporal where
 /// that holds.
+/// A domain marked by moe-compact-predicated-points visits, in each row, only the points its list holds
+/// (built `compactLanes` entries a step where that is more than 1), after storing the dead value to the
+/// row's elements in the range.
 void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth,
-                    bool interleave, bool streamingStores);
+                    bool interleave, bool streamingStores, int64_t compactLanes);
 
 /// The widest non-temporal vector store (AVX-512: a whole 64-byte line; AVX2 splits it in two).
 constexpr int64_t kMaxNontemporalAlignment = 64;

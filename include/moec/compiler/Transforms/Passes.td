@@ -338,6 +338,48 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
   }];
 }
 
+def MoeCompactPredicatedPoints : Pass<"moe-compact-predicated-points", "::mlir::ModuleOp"> {
+  let summary = "CPU: a row of points runs only at its live points, listed once per row";
+  let description = [{
+    A point domain (a dot product per point, vector width 1) over (outer..., e < E), E a constant, whose
+    body numbers its point by a prefix count `fold(j < e, 0) (p(j) ? n + 1 : n)`, and whose points where
+    p(e) is false each write one constant c to their own element and do nothing else (decided on a clone
+    of the body with p(e) set to false, canonicalized). A3 with probs: p is `routing_map[t, j] != 0`, and
+    K of the E points of a token are live. This pass adds the row's list of live points at the top of the
+    body (`moe.compact`, marked `moe.live_list`), marks the count `moe.live_rank` (at a live point, its
+    position in that list) and the domain `moe.dead_value = c`. The CPU point lowering then stores c to
+    each row's elements, builds the list once per row (AVX-512: 16 entries a step) and runs the body at
+    the listed points only, the count read from the list position: the same values in every element.
+
+    ```mlir
+    moe.scatter %pg[%Tk, %c128] {schedule = #moe.schedule<... vector = 1 ...>} : memref<?x128xbf16> {
+    ^bb0(%t: index, %e: index):
+      %k = moe.fold %e, %c0 : index {
+      ^bb0(%j: index, %n: index):
+        %b = memref.load %map[%t, %j] : memref<?x128xi8>
+        %p = arith.cmpi ne, %b, %c0_i8 : i8
+        %next = arith.addi %n, %c1 : index
+        %s = arith.select %p, %next, %n : index
+        moe.yield %s : index
+      }
+      ...   // p(e) false: row = -1, probs_grad[t, e] = 0
+    }
+    // becomes
+    moe.scatter %pg[%Tk, %c128] {moe.dead_value = 0.0 : bf16, ...} {
+    ^bb0(%t: index, %e: index):
+      %list, %n = moe.compact %c128 {moe.live_list} : memref<128xi32> {
+      ^bb0(%j: index):
+        %b = memref.load %map[%t, %j] : memref<?x128xi8>
+        %p = arith.cmpi ne, %b, %c0_i8 : i8
+        moe.yield %p : i1
+      }
+      %k = moe.fold %e, %c0 {moe.live_rank} : index { ... }
+      ...
+    }
+    ```
+  }];
+}
+
 def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
   let summary = "GPU: a row of points' prefix counts over its points become warp ballots";
   let description = [{
