@@ -68,8 +68,7 @@ SmallVector<Carriable> carriableFolds(DomainOp domain) {
       bool rowInvariant = fold && fold->hasAttr(kRowInvariantAttr);
       // A count that a list of live points gives (moe-compact-predicated-points) is not computed at all.
       if (fold && fold.getBound() == index && (position == contiguous || rowInvariant) &&
-          !fold->hasAttr(kLiveRankAttr) &&
-          !varying.contains(fold.getInit())) {
+          !fold->hasAttr(kLiveRankAttr) && !varying.contains(fold.getInit())) {
         // Its steps may use the fold's own index and accumulator, nothing that varies with the position.
         bool steps = llvm::any_of(fold.getBody().front().getOperations(),
                                   [&](Operation &step) { return usesAny(&step, varying); });

@@ -108,8 +108,8 @@ bool sameValue(Value a, Value b, Value e, Value j, Block &step) {
   if (b == j)
     return a == e;
   Operation *defA = a.getDefiningOp(), *defB = b.getDefiningOp();
-  auto flags = OperationEquivalence::Flags(OperationEquivalence::IgnoreLocations |
-                                           OperationEquivalence::IgnoreDiscardableAttrs);
+  auto flags =
+      OperationEquivalence::Flags(OperationEquivalence::IgnoreLocations | OperationEquivalence::IgnoreDiscardableAttrs);
   auto noOperands = [](Value, Value) { return failure(); };
   if (!defA || !defB)
     return a == b;
@@ -146,7 +146,8 @@ TypedAttr deadPointValue(DomainOp domain, Value live, const FrozenRewritePattern
   TypedAttr value;
   if (succeeded(applyPatternsGreedily(clone->getRegion(0), patterns))) {
     auto write = dyn_cast<WriteOp>(body.getTerminator());
-    bool onlyConstants = llvm::all_of(body.without_terminator(), [](Operation &op) { return op.hasTrait<OpTrait::ConstantLike>(); });
+    bool onlyConstants =
+        llvm::all_of(body.without_terminator(), [](Operation &op) { return op.hasTrait<OpTrait::ConstantLike>(); });
     if (write && !write.getGuard() && onlyConstants && llvm::equal(write.getIndices(), body.getArguments()))
       matchPattern(write.getValue(), m_Constant(&value));
   }
@@ -159,8 +160,8 @@ void addLiveList(DomainOp domain, PrefixCount count, int64_t bound) {
   Block &body = domain.body();
   Location loc = count.fold.getLoc();
   OpBuilder b = OpBuilder::atBlockBegin(&body);
-  auto compact = CompactOp::create(b, loc, MemRefType::get({bound}, b.getI32Type()), b.getIndexType(),
-                                   domain.bounds().back());
+  auto compact =
+      CompactOp::create(b, loc, MemRefType::get({bound}, b.getI32Type()), b.getIndexType(), domain.bounds().back());
   compact->setAttr(kLiveListAttr, b.getUnitAttr());
   Block *predicate = b.createBlock(&compact.getPredicate(), {}, {b.getIndexType()}, {loc});
   Block &step = count.fold.getBody().front();

@@ -1,7 +1,8 @@
 //===- PointLowering.cpp - Point kernels: a dot product per domain point ---===//
 //
 // A domain that reduces along a contiguous dim runs point by point: on the CPU a range of points per
-// thread, their dot products interleaved so that their gathered rows stream together; on the GPU a warp
+// thread (of a domain marked by moe-compact-predicated-points, only each row's listed live points), their
+// dot products interleaved so that their gathered rows stream together; on the GPU a warp
 // per point, its lanes splitting the reduction, or a warp per row of points whose dot products share a row
 // (moe-group-points), up to 8 of them at a time; on Ascend a point at a time through UB buffers.
 //===----------------------------------------------------------------------===//
@@ -235,8 +236,8 @@ ValueRange forEachPoint(OpBuilder &b, DomainOp op, Value begin, Value end, Value
   listEmitter.mapIndices(indices);
   listEmitter.emitOpAt(*live->list);
   Value list = listEmitter.value(live->list.getList());
-  auto points = scf::ForOp::create(b, loc, cst(0), listEmitter.value(live->list.getCount()), cst(1),
-                                   rows.getRegionIterArgs());
+  auto points =
+      scf::ForOp::create(b, loc, cst(0), listEmitter.value(live->list.getCount()), cst(1), rows.getRegionIterArgs());
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(withoutTerminator(points.getBody()));
@@ -310,15 +311,15 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
     finishPoints(b, *plan, op, emitters, {});
   };
   // Points in order; a live one waits in the next free slot, and a full set of slots runs together.
-  ValueRange waiting = forEachPoint(b, op, begin, end, ValueRange{cst(0)}, live, compactLanes,
-                                    [&](ValueRange indices, Value rank, ValueRange iterArgs) {
+  auto queuePoint = [&](ValueRange indices, Value rank, ValueRange iterArgs) {
     Value pending = iterArgs[0];
     std::unique_ptr<BodyEmitter> early = newEmitter();
     for (Operation *o = plan->carrier; o; o = o->getNextNode())
       early->skip(o);
     atPoint(*early, indices, rank);
     early->emitOpsOf(body);
-    Value isLive = plan->carrierIf ? early->value(plan->carrierIf.getCondition()) : arith::ConstantIntOp::create(b, loc, 1, 1);
+    Value isLive =
+        plan->carrierIf ? early->value(plan->carrierIf.getCondition()) : arith::ConstantIntOp::create(b, loc, 1, 1);
     auto ifLive = scf::IfOp::create(b, loc, b.getIndexType(), isLive, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifLive.thenBlock());
@@ -341,7 +342,8 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
     b.setInsertionPointAfter(ifLive);
     scf::YieldOp::create(b, loc, ValueRange{ifLive.getResult(0)});
     early->flushUnrolls();
-  });
+  };
+  ValueRange waiting = forEachPoint(b, op, begin, end, ValueRange{cst(0)}, live, compactLanes, queuePoint);
   // The points left waiting, one at a time.
   auto rest = scf::ForOp::create(b, loc, cst(0), waiting[0], cst(1));
   OpBuilder::InsertionGuard guard(b);
