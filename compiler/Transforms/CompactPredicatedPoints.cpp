@@ -42,18 +42,25 @@ struct PrefixCount {
   Value predicate; // in the fold's step
 };
 
-/// Whether `v`, in the fold's step, is computed from j, values defined outside the domain body's
-/// varying part, and pure ops or loads only (no accumulator, no regions).
-bool isStepSlice(Value v, Block &step, const DenseSet<Value> &varying, const DenseSet<Value> &written) {
-  if (v == step.getArgument(1))
-    return false;
+/// Whether `v`, in the fold's step of `domain`, is computed from j, the domain's outer indices and values
+/// defined outside the domain, by pure ops or loads of memory the domain does not write. The row's list
+/// is built from it before any of the body runs (emitPointRange), so it may use nothing else of the body.
+bool isStepSlice(Value v, Block &step, DomainOp domain, const DenseSet<Value> &written) {
+  Block &body = domain.body();
+  if (v == step.getArgument(0))
+    return true;
+  if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body)
+    return arg != body.getArguments().back();
+  Block *block = isa<BlockArgument>(v) ? cast<BlockArgument>(v).getOwner() : v.getDefiningOp()->getBlock();
+  if (!domain.op()->isAncestor(block->getParentOp()))
+    return true; // defined outside the domain
   Operation *def = v.getDefiningOp();
-  if (!def || def->getBlock() != &step)
-    return !varying.contains(v) || v == step.getArgument(0);
+  if (!def || def->getBlock() != &step) // the accumulator, or a value of the body
+    return false;
   auto load = dyn_cast<memref::LoadOp>(def);
   if (def->getNumRegions() > 0 || !(isMemoryEffectFree(def) || (load && !written.contains(load.getMemRef()))))
     return false;
-  return llvm::all_of(def->getOperands(), [&](Value o) { return isStepSlice(o, step, varying, written); });
+  return llvm::all_of(def->getOperands(), [&](Value o) { return isStepSlice(o, step, domain, written); });
 }
 
 /// The memory the domain writes: its output, and what its stores and row stores write.
@@ -76,16 +83,8 @@ std::optional<PrefixCount> prefixCount(DomainOp domain) {
   Block &body = domain.body();
   Value e = body.getArguments().back();
   DenseSet<Value> written = writtenMemory(domain);
-  DenseSet<Value> varying{e}; // what depends on e
   for (Operation &op : body.without_terminator()) {
     auto fold = dyn_cast<FoldOp>(&op);
-    bool dependsOnE = false;
-    op.walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        dependsOnE |= varying.contains(operand);
-    });
-    if (dependsOnE)
-      varying.insert(op.getResults().begin(), op.getResults().end());
     if (!fold || fold.getBound() != e || !matchPattern(fold.getInit(), m_Zero()) || !fold.getType().isIndex())
       continue;
     Block &step = fold.getBody().front();
@@ -95,8 +94,7 @@ std::optional<PrefixCount> prefixCount(DomainOp domain) {
     auto next = select.getTrueValue().getDefiningOp<arith::AddIOp>();
     if (!next || next.getLhs() != step.getArgument(1) || !matchPattern(next.getRhs(), m_One()))
       continue;
-    // Values defined in the step do not depend on e unless through the body's values.
-    if (isStepSlice(select.getCondition(), step, varying, written))
+    if (isStepSlice(select.getCondition(), step, domain, written))
       return PrefixCount{fold, select.getCondition()};
   }
   return std::nullopt;

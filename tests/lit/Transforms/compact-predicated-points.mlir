@@ -5,6 +5,8 @@
 // @dead_reads: a dead point writes probs[t, e], not a constant: unchanged.
 // @other_map: the point's own test reads another map than the count's: unchanged.
 // @first_expert: the point's own test reads map[t, 0], not map[t, e]: unchanged.
+// @body_row: the count's steps read map[t', j] with t' computed in the body; the list is built before
+// the body runs, so it may use only the outer indices and values from outside the domain: unchanged.
 // RUN: moec-opt %s --moe-compact-predicated-points | FileCheck %s
 // RUN: moec-opt %s --moe-compact-predicated-points --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
 
@@ -25,6 +27,9 @@
 // CHECK-NOT: moe.live_list
 // CHECK-NOT: moe.dead_value
 // CHECK-LABEL: func.func @first_expert(
+// CHECK-NOT: moe.live_list
+// CHECK-NOT: moe.dead_value
+// CHECK-LABEL: func.func @body_row(
 // CHECK-NOT: moe.live_list
 // CHECK-NOT: moe.dead_value
 // CHECK: return
@@ -197,6 +202,49 @@ module {
         ^bb0(%j: index):
           %a = memref.load %x[%k, %j] : memref<?x64xf32>
           moe.yield %a : f32
+        }
+        scf.yield %dot : f32
+      } else {
+        scf.yield %zero : f32
+      }
+      moe.write %s to [%t, %e] : f32
+    }
+    return
+  }
+  func.func @body_row(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly},
+                         %xs: !llvm.ptr {moe.arg = "tensor:x", llvm.readonly},
+                         %gs: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly},
+                         %pg: !llvm.ptr {moe.arg = "tensor:pg"}, %T: index {moe.arg = "dim:T"}) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %c0_i8 = arith.constant 0 : i8
+    %zero = arith.constant 0.0 : f32
+    %m = moe.view %map[%T, %c4] : !llvm.ptr -> memref<?x4xi8>
+    %x = moe.view %xs[%c4, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %g = moe.view %gs[%T, %c64] : !llvm.ptr -> memref<?x64xf32>
+    %out = moe.view %pg[%T, %c4] : !llvm.ptr -> memref<?x4xf32>
+    moe.scatter %out[%T, %c4] {schedule = #moe.schedule<rowsPerBlock = 4, threads = 1, vector = 1, unroll = 8>} : memref<?x4xf32> {
+    ^bb0(%t0: index, %e: index):
+      %t = arith.addi %t0, %c0 : index
+      %k = moe.fold %e, %c0 : index {
+      ^bb0(%j: index, %n: index):
+        %b = memref.load %m[%t, %j] : memref<?x4xi8>
+        %set = arith.cmpi ne, %b, %c0_i8 : i8
+        %n1 = arith.addi %n, %c1 : index
+        %r = arith.select %set, %n1, %n : index
+        moe.yield %r : index
+      }
+      %own = memref.load %m[%t, %e] : memref<?x4xi8>
+      %live = arith.cmpi ne, %own, %c0_i8 : i8
+      %s = scf.if %live -> (f32) {
+        %dot = moe.sum %c64 : f32 {
+        ^bb0(%j: index):
+          %a = memref.load %x[%k, %j] : memref<?x64xf32>
+          %w = memref.load %g[%t, %j] : memref<?x64xf32>
+          %p = arith.mulf %a, %w : f32
+          moe.yield %p : f32
         }
         scf.yield %dot : f32
       } else {
