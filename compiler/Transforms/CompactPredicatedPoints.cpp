@@ -25,6 +25,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "moe-compact-predicated-points"
 
@@ -132,6 +133,14 @@ Value predicateAtPoint(DomainOp domain, PrefixCount count) {
   return {};
 }
 
+/// The ops a rewrite inserts and has not erased. The folder puts the constants it makes (and moves those it
+/// finds) at the function's entry, outside the region it rewrites; those of a scratch clone go with it.
+struct InsertedOps : RewriterBase::Listener {
+  llvm::SetVector<Operation *> ops;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override { ops.insert(op); }
+  void notifyOperationErased(Operation *op) override { ops.remove(op); }
+};
+
 /// The constant every point where `live` is false writes to its own element, and nothing else it does; or
 /// null. Decided on a clone of the domain with `live` replaced by false, canonicalized.
 TypedAttr deadPointValue(DomainOp domain, Value live, const FrozenRewritePatternSet &patterns) {
@@ -140,16 +149,24 @@ TypedAttr deadPointValue(DomainOp domain, Value live, const FrozenRewritePattern
   Operation *clone = b.clone(*domain.op(), mapping);
   Block &body = clone->getRegion(0).front();
   b.setInsertionPointToStart(&body);
-  mapping.lookup(live).replaceAllUsesWith(arith::ConstantIntOp::create(b, live.getLoc(), 0, 1));
+  auto dead = arith::ConstantIntOp::create(b, live.getLoc(), 0, 1);
+  mapping.lookup(live).replaceAllUsesWith(dead.getResult());
   TypedAttr value;
-  if (succeeded(applyPatternsGreedily(clone->getRegion(0), patterns))) {
+  InsertedOps inserted;
+  inserted.ops.insert(dead); // the folder may move it out of the clone, to the function's entry
+  if (succeeded(applyPatternsGreedily(clone->getRegion(0), patterns, GreedyRewriteConfig().setListener(&inserted)))) {
     auto write = dyn_cast<WriteOp>(body.getTerminator());
     bool onlyConstants =
         llvm::all_of(body.without_terminator(), [](Operation &op) { return op.hasTrait<OpTrait::ConstantLike>(); });
     if (write && !write.getGuard() && onlyConstants && llvm::equal(write.getIndices(), body.getArguments()))
       matchPattern(write.getValue(), m_Constant(&value));
   }
+  SmallVector<Operation *> outside =
+      llvm::filter_to_vector(inserted.ops, [&](Operation *op) { return !clone->isAncestor(op); });
   clone->erase();
+  for (Operation *op : llvm::reverse(outside))
+    if (isOpTriviallyDead(op))
+      op->erase();
   return value;
 }
 

@@ -1,7 +1,8 @@
 // moe-compact-predicated-points (CPU): a point kernel over (t, e < 4) numbers its point by the count of
 // map[t, j] != 0 for j < e, and a point whose map[t, e] is 0 writes 0.0 and does nothing else.
 // @live_points: the body gets the row's list of live points (the count's predicate, j the list's index),
-// the count is marked moe.live_rank and the domain moe.dead_value = 0.0.
+// the count is marked moe.live_rank and the domain moe.dead_value = 0.0. The clone on which the pass checks
+// the dead points leaves no constant behind (the `false` it puts in for the point's test).
 // @dead_reads: a dead point writes probs[t, e], not a constant: unchanged.
 // @other_map: the point's own test reads another map than the count's: unchanged.
 // @first_expert: the point's own test reads map[t, 0], not map[t, e]: unchanged.
@@ -11,6 +12,7 @@
 // RUN: moec-opt %s --moe-compact-predicated-points --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
 
 // CHECK-LABEL: func.func @live_points(
+// CHECK-NOT: arith.constant false
 // CHECK: moe.scatter %{{.*}} {moe.dead_value = 0.000000e+00 : f32, schedule
 // CHECK-NEXT: ^bb0(%[[T:.*]]: index, %[[E:.*]]: index):
 // CHECK-NEXT: %{{.*}}, %{{.*}} = moe.compact %c4 {moe.live_list} : memref<4xi32> {
@@ -21,6 +23,7 @@
 // CHECK: moe.fold %[[E]], %{{.*}} {moe.live_rank} : index
 
 // CHECK-LABEL: func.func @dead_reads(
+// CHECK-NOT: arith.constant false
 // CHECK-NOT: moe.live_list
 // CHECK-NOT: moe.dead_value
 // CHECK-LABEL: func.func @other_map(
