@@ -33,3 +33,12 @@ if hasattr(os, "geteuid") and os.geteuid() == 0:
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+
+# The CPU pattern probe's `arithmetic` mode runs AVX512-BF16 code (bench/cpu/A3PatternProbe.cpp).
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu_flags = set(next((line for line in cpuinfo if line.startswith("flags")), "").split())
+except OSError:
+    cpu_flags = set()
+if {"avx512_bf16", "avx512bw", "avx512dq"} <= cpu_flags:
+    config.available_features.add("avx512bf16")
