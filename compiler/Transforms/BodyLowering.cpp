@@ -457,10 +457,12 @@ void emitAccumulatedSteps(OpBuilder &b, DomainOp op, Operation *accumulated, Arr
 
 /// An accumulated reduction's steps for a row with at most kJammedSteps of them (fewer where its list is
 /// shorter), added in registers for each vector instead of through the row's accumulators: for each vector,
-/// init, then step j's term when j is below the bound (the same for every vector of the row: a
-/// well-predicted branch), in step order, as every other lowering adds them. Step j's row-invariant work
-/// runs once per row, for step min(j, bound - 1) so that a step past the bound reads only what a live step
-/// reads; a row with no step (bound below 1) takes the init instead and reads nothing.
+/// init, then step j's term when j is below the bound (a select on a mask that is the same for every vector
+/// of the row), in step order, as every other lowering adds them. Step j's row-invariant work runs once per
+/// row, for step min(j, bound - 1) so that a step past the bound reads only what a live step reads; a row
+/// with no step (bound below 1) takes the init instead and reads nothing. One loop serves every bound up to
+/// kJammedSteps: a copy per bound (moe-version-row-loops on `j < bound` branches) made B2's and C2's CPU
+/// kernels 8 times as large and as slow to compile.
 class DirectSteps {
 public:
   DirectSteps(OpBuilder &b, DomainOp op, Operation *accumulated, ArrayRef<Value> rowIndices,
@@ -508,10 +510,19 @@ public:
     }
   }
 
-  /// The reduction's value at the element `indices` (w lanes).
-  Value sum(OpBuilder &b, Location loc, ArrayRef<Value> indices, int64_t w) {
+  /// The most steps a row runs directly (the versions' slots are powers of two up to it).
+  int64_t mostSteps() const { return steps; }
+
+  /// Whether the row's bound is at most `slots`.
+  Value fitsIn(OpBuilder &b, Location loc, int64_t slots) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, bound, arith::ConstantIndexOp::create(b, loc, slots));
+  }
+
+  /// The reduction's value at the element `indices` (w lanes), from the first `slots` steps (the row's bound
+  /// is at most that: see emitDirectVersions).
+  Value sum(OpBuilder &b, Location loc, ArrayRef<Value> indices, int64_t w, int64_t slots) {
     Value acc = initValue(b, loc, w);
-    for (auto [j, start] : llvm::enumerate(stepStarts)) {
+    for (auto [j, start] : llvm::enumerate(ArrayRef(stepStarts).take_front(slots))) {
       auto add = [&] { // at b's point
         std::unique_ptr<BodyEmitter> stepEmitter = newEmitter(w);
         stepEmitter->startFrom(*start);
@@ -524,17 +535,15 @@ public:
         acc = add();
         continue;
       }
+      // Step j past the bound redoes the last live step's work (its row-invariant values are that step's,
+      // see prepare), so computing it reads and checks only what that step does; its result is dropped.
+      // One loop for every bound up to `steps`, with no branch per step: a select, which x86 makes a
+      // masked add.
       Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, arith::ConstantIndexOp::create(b, loc, j), bound);
-      auto ifLive = scf::IfOp::create(b, loc, TypeRange{acc.getType()}, live, /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifLive.thenBlock());
-        Value next = add();
-        scf::YieldOp::create(b, loc, next);
-        b.setInsertionPointToStart(ifLive.elseBlock());
-        scf::YieldOp::create(b, loc, acc);
-      }
-      acc = ifLive.getResult(0);
+      Value next = add();
+      if (auto vector = dyn_cast<VectorType>(acc.getType()))
+        live = vector::BroadcastOp::create(b, loc, VectorType::get(vector.getShape(), b.getI1Type()), live);
+      acc = arith::SelectOp::create(b, loc, live, next, acc);
     }
     return acc;
   }
@@ -776,6 +785,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
                          newEmitter);
   }
   enum class Direct { No, NoStep, Steps } directNow = Direct::No; // which branch the loops below go to
+  int64_t directSlots = 0; // Direct::Steps: the steps of the version being emitted
   auto emitLoop = [&](Value begin, Value end, int64_t step, int64_t w) {
     auto loop = scf::ForOp::create(b, loc, begin, end, cst(step));
     OpBuilder::InsertionGuard guard(b);
@@ -786,7 +796,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
       std::unique_ptr<BodyEmitter> emitter = newEmitter(w);
       if (accumulated)
         emitter->premap(accumulated->getResult(0),
-                        directNow == Direct::Steps ? direct->sum(b, loc, indices, w)
+                        directNow == Direct::Steps ? direct->sum(b, loc, indices, w, directSlots)
                         : directNow == Direct::NoStep
                             ? direct->initValue(b, loc, w)
                             : loadAccumulators(b, loc, accumulators, loop.getInductionVar(), w));
@@ -844,6 +854,16 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     b.setInsertionPointToStart(noStep.elseBlock());
     directNow = Direct::Steps;
     direct->prepare(b, loc);
+    // A version per power of two of steps: a row adds at most twice its live steps' terms (B2 in active
+    // mode, a token's live slots of 8: one version of 8 masked steps lost a tenth of its speed).
+    for (int64_t slots = 1; slots < direct->mostSteps(); slots *= 2) {
+      auto fits = scf::IfOp::create(b, loc, direct->fitsIn(b, loc, slots), /*withElseRegion=*/true);
+      b.setInsertionPointToStart(fits.thenBlock());
+      directSlots = slots;
+      emitLoops(rowTarget);
+      b.setInsertionPointToStart(fits.elseBlock());
+    }
+    directSlots = direct->mostSteps();
     emitLoops(rowTarget);
   }
 }

@@ -13,9 +13,11 @@
 // Whether the prefetches pay depends on the machine as much as on the rows. Where the hardware already
 // streams them (each expert's rows read in order, as B2 and C2 read them at Mixtral's 8 experts), a 2-core
 // EPYC lost half of C2's speed to them and a 2-core Xeon gained a third (bench/cpu/RESULTS.md, stop 46). So
-// each loop along a row runs in two copies, with and without its prefetches, and measures which is faster
-// as it runs (versionOnCycles): a few rows of each, alternating, timed by the cycle counter, then the
-// faster for the next rows, measured again every kProbePeriod rows. The next row's prefetch (2.) skips a
+// each loop along a row runs its prefetches at one of two distances, kPrefetchBytes ahead or none (the
+// line its load reads anyway), and measures which is faster as it runs (chooseDistanceOnCycles): a few rows
+// at each, alternating, timed by the cycle counter, then the faster for the next rows, measured again every
+// kProbePeriod rows. The distance is a value of the row, not a copy of the loop: two copies of every loop
+// along a row doubled the CPU kernels and their compile time. The next row's prefetch (2.) skips a
 // row the hardware streams or that is in cache: a table of recently gathered rows (recordRow) classes it.
 // The pass runs after moe-version-row-loops, so each version's loop measures only its own rows.
 // Prefetches change no result; every address they compute lies inside its tensor.
@@ -192,22 +194,24 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
       else if (slices[g])
         recordRow(b, load, cloneRowIndices(b, load, *slices[g], slices[g]->rows.getInductionVar()));
     }
+    DenseMap<Operation *, SmallVector<Value>> distances; // each loop along a row's prefetch distances
     for (auto [g, gather] : llvm::enumerate(gathers)) {
-      prefetchAlongRow(gather.first, gather.second);
+      distances[gather.second].push_back(prefetchAlongRow(gather.first, gather.second));
       if (slices[g])
         prefetchNextRow(gather.first, gather.second, *slices[g]);
     }
     for (Operation *along : alongLoops)
-      versionOnCycles(cast<scf::ForOp>(along));
+      chooseDistanceOnCycles(cast<scf::ForOp>(along), distances[along]);
   }
 
-  /// `if (plainIsFaster) { along without its prefetches } else { along }`, decided by measuring: the first
-  /// 2 kProbeRows rows of every kProbePeriod that this loop runs alternate the two copies and add up their
-  /// cycles (llvm.readcyclecounter, in a stack array of the function: rows run, cycles without, cycles
-  /// with); the other rows run the copy that took fewer. Whether software prefetches pay depends on the
-  /// machine as much as on the rows: where the hardware streams the rows (B2 and C2 at Mixtral's 8
-  /// experts), the EPYC lost half of C2's speed to them and the Xeon gained a third.
-  void versionOnCycles(scf::ForOp along) {
+  /// Each of `distances` (constants before `along`) becomes `near ? 0 : distance`, where `near` is decided
+  /// by measuring: the first 2 kProbeRows rows of every kProbePeriod that this loop runs alternate the two
+  /// distances and add up their cycles (llvm.readcyclecounter, in a stack array of the function: rows run,
+  /// cycles near, cycles ahead); the other rows run at the distance that took fewer. Whether software
+  /// prefetches pay depends on the machine as much as on the rows: where the hardware streams the rows (B2
+  /// and C2 at Mixtral's 8 experts), the EPYC lost half of C2's speed to them and the Xeon gained a third.
+  /// A prefetch at distance 0 asks for the line its load reads next: it fetches nothing more.
+  void chooseDistanceOnCycles(scf::ForOp along, ArrayRef<Value> distances) {
     OpBuilder b(along);
     Location loc = along.getLoc();
     Value state = cycleCounts(along->getParentOfType<func::FuncOp>());
@@ -226,8 +230,8 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
       for (int64_t i : {1, 2})
         memref::StoreOp::create(b, loc, constant(0), state, ValueRange{constant(i)});
     }
-    Value plainFaster = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, load(1), load(2));
-    Value plain = arith::SelectOp::create(b, loc, probing, evenRow, plainFaster);
+    Value nearFaster = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, load(1), load(2));
+    Value near = arith::SelectOp::create(b, loc, probing, evenRow, nearFaster);
     // The cycle counter is read only by the rows that probe (22 ns a read in a VM).
     auto startIf = scf::IfOp::create(b, loc, TypeRange{b.getI64Type()}, probing, /*withElseRegion=*/true);
     {
@@ -237,14 +241,17 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
       b.setInsertionPointToStart(startIf.elseBlock());
       scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, 0, 64).getResult());
     }
-    versionOn(along, plain);
-    b.setInsertionPointAfter(along->getParentOp());
+    for (Value distance : distances) {
+      Value chosen = arith::SelectOp::create(b, loc, near, constant(0), distance);
+      distance.replaceUsesWithIf(chosen, [&](OpOperand &use) { return along->isAncestor(use.getOwner()); });
+    }
+    b.setInsertionPointAfter(along);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, probing, /*withElseRegion=*/false).thenBlock());
       Value cycles = arith::IndexCastOp::create(
           b, loc, b.getIndexType(), arith::SubIOp::create(b, loc, readCycles(b, loc), startIf.getResult(0)));
-      Value slot = arith::SelectOp::create(b, loc, plain, constant(1), constant(2));
+      Value slot = arith::SelectOp::create(b, loc, near, constant(1), constant(2));
       Value sum = arith::AddIOp::create(b, loc, memref::LoadOp::create(b, loc, state, ValueRange{slot}), cycles);
       memref::StoreOp::create(b, loc, sum, state, ValueRange{slot});
     }
@@ -266,26 +273,6 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     for (int64_t i = 0; i < 3; ++i)
       memref::StoreOp::create(b, loc, zero, state, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
     return state;
-  }
-
-  /// `if (plain) { along without its prefetches } else { along }`.
-  void versionOn(scf::ForOp along, Value plain) {
-    OpBuilder b(along);
-    Location loc = along.getLoc();
-    auto branches = scf::IfOp::create(b, loc, along.getResultTypes(), plain, /*withElseRegion=*/true);
-    along->replaceAllUsesWith(branches.getResults());
-    b.setInsertionPointToStart(branches.thenBlock());
-    auto withoutPrefetches = cast<scf::ForOp>(b.clone(*along));
-    withoutPrefetches.walk([](memref::PrefetchOp prefetch) { prefetch.erase(); });
-    if (!branches.thenBlock()->empty() && branches.thenBlock()->back().hasTrait<OpTrait::IsTerminator>())
-      branches.thenBlock()->back().erase();
-    b.setInsertionPointToEnd(branches.thenBlock());
-    scf::YieldOp::create(b, loc, withoutPrefetches.getResults());
-    if (!branches.elseBlock()->empty() && branches.elseBlock()->back().hasTrait<OpTrait::IsTerminator>())
-      branches.elseBlock()->back().erase();
-    along->moveBefore(branches.elseBlock(), branches.elseBlock()->end());
-    b.setInsertionPointToEnd(branches.elseBlock());
-    scf::YieldOp::create(b, loc, along.getResults());
   }
 
   /// The row loop around a loop along the row and the ops (in an order they can be cloned in) that compute
@@ -411,8 +398,9 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     return table;
   }
 
-  /// 1. x[i, h + kPrefetchBytes], clamped to the row, before the load of x[i, h].
-  void prefetchAlongRow(vector::LoadOp load, scf::ForOp along) {
+  /// 1. x[i, h + kPrefetchBytes], clamped to the row, before the load of x[i, h]. Returns the distance (a
+  /// constant before the loop, in elements).
+  Value prefetchAlongRow(vector::LoadOp load, scf::ForOp along) {
     auto type = cast<MemRefType>(load.getBase().getType());
     int64_t elemBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
     OpBuilder before(along);
@@ -426,6 +414,7 @@ struct PrefetchGatheredRowsPass : impl::MoePrefetchGatheredRowsBase<PrefetchGath
     indices.back() = arith::MinUIOp::create(b, loc, ahead, last);
     memref::PrefetchOp::create(b, loc, load.getBase(), indices, /*isWrite=*/false, /*localityHint=*/kLocality,
                                /*isDataCache=*/true);
+    return distance;
   }
 
   /// 2. The next row's x[i', 0 .. kPrefetchBytes), before the loop along this row, when there is a next row

@@ -284,8 +284,12 @@ std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Spe
 
 std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const Specialization &spec,
                                                          const std::string &key) {
-  Stage code = spec.target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
-  CompiledOp compiled = compile(*src.op, spec, {{Stage::Moe, Stage::Loops, Stage::LLVM, code}});
+  // Host assembly is a second run of the code generator (as long as the object's): only for a dump dir.
+  bool hostAsm = spec.target.kind == TargetKind::CPU && options.dumpDir;
+  CompileOptions stages{{Stage::Moe, Stage::Loops, Stage::LLVM}};
+  if (hostAsm)
+    stages.dump.insert(Stage::Asm);
+  CompiledOp compiled = compile(*src.op, spec, stages);
   std::vector<KernelMeta> kernels = kernelMetas(compiled);
 
   DiskCache::Entry entry;
@@ -296,8 +300,6 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
                  {"kernel.ll", compiled.dumps[Stage::LLVM]}};
   std::string artifact = spec.target.kind == TargetKind::GPU ? compiled.ptx : compiled.cpuObject;
   entry.files[codeFile(spec.target)] = artifact;
-  if (spec.target.kind == TargetKind::CPU)
-    entry.files["kernel.s"] = compiled.dumps[Stage::Asm];
   entry.meta["kernels"] = nlohmann::json::array();
   for (const KernelMeta &k : kernels)
     entry.meta["kernels"].push_back(kernelMetaToJson(k));
@@ -305,13 +307,15 @@ std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, co
   std::string hash = cacheKeyHash(key);
   if (disk->enabled())
     disk->store(hash, entry);
-  if (options.dumpDir)
-    for (const auto &[file, text] : entry.files)
-      if (file != "kernel.o") {
-        std::filesystem::create_directories(*options.dumpDir);
-        std::string name = src.op->name + "-" + hash.substr(0, 8) + "." + file;
-        writeFileReplacing((*options.dumpDir / name).string(), {text});
-      }
+  if (options.dumpDir) {
+    std::map<std::string, std::string> files = entry.files;
+    files.erase("kernel.o");
+    if (hostAsm)
+      files["kernel.s"] = compiled.dumps[Stage::Asm];
+    std::filesystem::create_directories(*options.dumpDir);
+    for (const auto &[file, text] : files)
+      writeFileReplacing((*options.dumpDir / (src.op->name + "-" + hash.substr(0, 8) + "." + file)).string(), {text});
+  }
   return makeLoadedOp(src.op, spec, std::move(kernels), compiled.workspace, artifact, std::move(compiled.cpu), options.driver, cudaContext);
 }
 

@@ -6,7 +6,9 @@
 // element adds its terms in step order, so results are unchanged. A last loop along the row reads the
 // accumulators and stores. A row with 1 to 8 live steps (C2's K of E) skips the accumulators: each step's
 // row-invariant work once per row (for step min(j, count - 1), so a step past the count reads what a live
-// one reads), then for each vector the init plus step 0's term and step j's where j < count, in order.
+// one reads), then for each vector the init plus step 0's term and step j's where j < count, in order: every
+// step is computed and a select on the row's `j < count` keeps or drops it, in a version per power of two of
+// steps (1, 2, 4, 8): a row runs the least that holds its count, so it computes at most twice its terms.
 // RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
 // RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=OFF
 // A list of 2 experts (a short fold compacted: moe-compact-predicated-folds' short-folds) runs at most 2
@@ -32,12 +34,35 @@
 // CHECK: } else {
 // CHECK: %[[LAST:.*]] = arith.subi %[[COUNT]], %{{.*}} : index
 // CHECK-COUNT-8: arith.minui %{{.*}}, %[[LAST]] : index
+// One step: no select.
+// CHECK: %[[FITS1:.*]] = arith.cmpi ule, %[[COUNT]], %c1{{[_0-9]*}} : index
+// CHECK-NEXT: scf.if %[[FITS1]] {
+// CHECK: scf.for %[[DH1:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[INIT1:.*]] = vector.broadcast
+// CHECK: %[[ONE:.*]] = arith.addf %[[INIT1]], %{{.*}} : vector<8xf32>
+// CHECK-NOT: arith.select
+// CHECK: vector.store %[[ONE]]
+// Two steps: the second under a select.
+// CHECK: %[[FITS2:.*]] = arith.cmpi ule, %[[COUNT]], %c2{{[_0-9]*}} : index
+// CHECK-NEXT: scf.if %[[FITS2]] {
 // CHECK: scf.for %[[DH:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT: %[[INIT:.*]] = vector.broadcast
 // CHECK: %[[T0:.*]] = arith.addf %[[INIT]], %{{.*}} : vector<8xf32>
 // CHECK: %[[LIVE1:.*]] = arith.cmpi ult, %{{.*}}, %[[COUNT]] : index
-// CHECK: scf.if %[[LIVE1]] -> (vector<8xf32>) {
-// CHECK: arith.addf %[[T0]], %{{.*}} : vector<8xf32>
+// CHECK-NOT: scf.if %[[LIVE1]]
+// CHECK: %[[T1:.*]] = arith.addf %[[T0]], %{{.*}} : vector<8xf32>
+// CHECK: %[[MASK1:.*]] = vector.broadcast %[[LIVE1]] : i1 to vector<8xi1>
+// CHECK: %[[TWO:.*]] = arith.select %[[MASK1]], %[[T1]], %[[T0]] : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT: vector.store %[[TWO]]
+// Then 4 steps (a loop with streaming stores, and one without), and 8.
+// CHECK: arith.cmpi ule, %[[COUNT]], %c4{{[_0-9]*}} : index
+// CHECK-COUNT-2: scf.for
+// CHECK-COUNT-3: arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT: vector.store
+// CHECK: } else {
+// CHECK: scf.for
+// CHECK-COUNT-7: arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT: vector.store
 // CHECK-NOT: memref<20xf32>
 // CHECK: } else {
 // The accumulators start at the fold's init: vectors over [0, 16), then elements over [16, 20).

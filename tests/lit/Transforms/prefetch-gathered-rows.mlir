@@ -3,15 +3,15 @@
 // is empty) is added to a table of the 64 recent rows (a stack array filled with -2); when the next row is in
 // the range its index (computed the same way) is checked, and the first 768 bytes of its row are prefetched,
 // a line (32 elements) at a time, when that row is inside x, not streamed (the row before it is not in the
-// table) and not recent (it is not in the table itself: read again, in cache). The loop along the row runs in
-// two copies, as it was and with its load prefetching 768 bytes (384 bf16) on, clamped to the row's last
-// element. A stack array per loop (rows run, cycles without, cycles with; zeroed) chooses: at the start of
-// every 1024 rows (rows run & 1023 == 0) the two cycle sums restart from 0; the next 8 rows alternate the
-// copies (even: without) and add the cycles each took (llvm.readcyclecounter before and after, read by
-// these rows only) to its sum; the other rows run without prefetches when that copy's sum is the smaller.
-// Each row counts one row run.
+// table) and not recent (it is not in the table itself: read again, in cache). The loop along the row (one
+// copy) prefetches its load's row a distance on, clamped to the row's last element: 768 bytes (384 bf16), or
+// 0 (the line the load reads anyway). A stack array per loop (rows run, cycles near, cycles ahead; zeroed)
+// chooses: at the start of every 1024 rows (rows run & 1023 == 0) the two cycle sums restart from 0; the
+// next 8 rows alternate the distances (even: near) and add the cycles each took (llvm.readcyclecounter
+// before and after, read by these rows only) to its sum; the other rows prefetch near when that sum is the
+// smaller. Each row counts one row run.
 // @sequential reads row n itself: no prefetch. @written_index: the index tensor is written in the function:
-// the row is prefetched along the row (in the timed copy), but no index is computed ahead.
+// the row is prefetched along the row (at the timed distance), but no index is computed ahead.
 // @conditional_index: the index is loaded under a condition (not by every row): along the row only.
 // @index_before_loop: the row index is loaded before the loop along the row, from a buffer the row loop
 // writes (a compacted list): no next row is computed, so no table is kept (the canonicalization drops it).
@@ -72,33 +72,31 @@
 // CHECK-NEXT: memref.store %c0, %[[STATE]][%[[C1]]] : memref<3xindex>
 // CHECK-NEXT: memref.store %c0, %[[STATE]][%c2] : memref<3xindex>
 // CHECK-NEXT: }
-// CHECK:   %[[WITHOUT:.*]] = memref.load %[[STATE]][%[[C1]]] : memref<3xindex>
-// CHECK:   %[[WITH:.*]] = memref.load %[[STATE]][%c2] : memref<3xindex>
-// CHECK:   %[[FASTER:.*]] = arith.cmpi ult, %[[WITHOUT]], %[[WITH]] : index
-// CHECK:   %[[PLAIN:.*]] = arith.select %[[PROBING]], %[[EVEN]], %[[FASTER]] : i1
+// CHECK:   %[[NEAR_CYCLES:.*]] = memref.load %[[STATE]][%[[C1]]] : memref<3xindex>
+// CHECK:   %[[AHEAD_CYCLES:.*]] = memref.load %[[STATE]][%c2] : memref<3xindex>
+// CHECK:   %[[FASTER:.*]] = arith.cmpi ult, %[[NEAR_CYCLES]], %[[AHEAD_CYCLES]] : index
+// CHECK:   %[[NEAR:.*]] = arith.select %[[PROBING]], %[[EVEN]], %[[FASTER]] : i1
 // CHECK:   %[[T0:.*]] = scf.if %[[PROBING]] -> (i64) {
 // CHECK-NEXT: %[[READ0:.*]] = llvm.call_intrinsic "llvm.readcyclecounter"() : () -> i64
 // CHECK-NEXT: scf.yield %[[READ0]] : i64
 // CHECK-NEXT: } else {
 // CHECK-NEXT: scf.yield %[[NO_CYCLES]] : i64
 // CHECK-NEXT: }
-// CHECK:   scf.if %[[PLAIN]] {
-// CHECK:     scf.for %[[H0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-NOT:   memref.prefetch
-// CHECK:       vector.load %arg0[%{{.*}}, %[[H0]]]
-// CHECK:   } else {
+// CHECK:   %[[DISTANCE:.*]] = arith.select %[[NEAR]], %c0, %[[FAR]] : index
+// CHECK-NOT: scf.if
 // CHECK:     scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:       %[[I:.*]] = memref.load %arg1[%[[N]]] : memref<?xi32>
 // CHECK:       %[[R:.*]] = arith.index_cast %[[I]] : i32 to index
-// CHECK:       %[[AHEAD:.*]] = arith.addi %[[H]], %[[FAR]] : index
+// CHECK:       %[[AHEAD:.*]] = arith.addi %[[H]], %[[DISTANCE]] : index
 // CHECK:       %[[AT:.*]] = arith.minui %[[AHEAD]], %c4095 : index
 // CHECK:       memref.prefetch %arg0[%[[R]], %[[AT]]], read, locality<3>, data
 // CHECK:       vector.load %arg0[%[[R]], %[[H]]]
+// CHECK-NOT: scf.for
 // CHECK:   scf.if %[[PROBING]] {
 // CHECK-NEXT: %[[T1:.*]] = llvm.call_intrinsic "llvm.readcyclecounter"() : () -> i64
 // CHECK-NEXT: %[[TOOK:.*]] = arith.subi %[[T1]], %[[T0]] : i64
 // CHECK-NEXT: %[[CYCLES:.*]] = arith.index_cast %[[TOOK]] : i64 to index
-// CHECK-NEXT: %[[SUM_SLOT:.*]] = arith.select %[[PLAIN]], %[[C1]], %c2 : index
+// CHECK-NEXT: %[[SUM_SLOT:.*]] = arith.select %[[NEAR]], %[[C1]], %c2 : index
 // CHECK-NEXT: %[[OLD:.*]] = memref.load %[[STATE]][%[[SUM_SLOT]]] : memref<3xindex>
 // CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[OLD]], %[[CYCLES]] : index
 // CHECK-NEXT: memref.store %[[SUM]], %[[STATE]][%[[SUM_SLOT]]] : memref<3xindex>
@@ -142,10 +140,9 @@ func.func @sequential(%x: memref<?x4096xbf16>, %out: memref<?x4096xbf16>, %begin
 // CHECK: scf.for
 // CHECK-NOT: memref.prefetch
 // CHECK: llvm.call_intrinsic "llvm.readcyclecounter"
-// CHECK: scf.for
-// CHECK-NOT: memref.prefetch
-// CHECK: } else {
-// CHECK: scf.for
+// CHECK: %[[DISTANCE:.*]] = arith.select %{{.*}}, %c0{{.*}}, %c384 : index
+// CHECK: scf.for %[[H:.*]] = 
+// CHECK: arith.addi %[[H]], %[[DISTANCE]] : index
 // CHECK: memref.prefetch %arg0[%{{.*}}, %{{.*}}], read, locality<3>, data
 // CHECK-NOT: memref.prefetch
 // CHECK: return
@@ -170,7 +167,7 @@ func.func @written_index(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: mem
 // CHECK-LABEL: func.func @conditional_index
 // CHECK: scf.for
 // CHECK-NOT: memref.prefetch
-// CHECK: } else {
+// CHECK: arith.select %{{.*}}, %c0{{.*}}, %c384 : index
 // CHECK: scf.for
 // CHECK: scf.if
 // CHECK: memref.prefetch %arg0[%{{.*}}, %{{.*}}], read, locality<3>, data
@@ -206,9 +203,7 @@ func.func @conditional_index(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out:
 // CHECK-NOT: memref.prefetch
 // CHECK-NOT: memref<64xindex>
 // CHECK:   llvm.call_intrinsic "llvm.readcyclecounter"
-// CHECK:   scf.if %{{.*}} {
-// CHECK-NOT: memref.prefetch
-// CHECK:   } else {
+// CHECK:   scf.for
 // CHECK:     memref.prefetch %arg0[%[[R]], %{{.*}}], read, locality<3>, data
 // CHECK:   }
 func.func @index_before_loop(%x: memref<?x4096xbf16>, %idx: memref<?xi32>, %out: memref<?x4096xbf16>, %begin: index, %end: index) {
