@@ -251,6 +251,7 @@ public:
     staged = t.staged;
     compactLanes = t.compactLanes;
     streamingStores = t.streamingStores;
+    outputAligned = t.outputAligned;
     outputAlignment = t.outputAlignment;
     if (onGpu && part == Part::RowPrologue) {
       Location loc = domain.op()->getLoc();
@@ -429,13 +430,27 @@ private:
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, storeGuard, false).thenBlock());
     }
     if (width > 1) {
+      // CPU: outputs are written once and not read back by the kernel; streaming stores skip the read for
+      // ownership that a cached store of a line costs (as memcpy does for large copies). They need an
+      // aligned address and pay only for a large output: where `outputAligned` is known only at run time,
+      // each store branches on it (the same way every time) instead of the loop running in two copies.
+      auto plainStore = [&] {
+        auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
+        store.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(domain.output(), width, maxAlignment)));
+      };
+      if (!streamingStores)
+        return plainStore();
+      OpBuilder::InsertionGuard guard(b);
+      if (outputAligned) {
+        auto aligned = scf::IfOp::create(b, loc, outputAligned, /*withElseRegion=*/true);
+        b.setInsertionPointToStart(aligned.elseBlock());
+        plainStore();
+        b.setInsertionPointToStart(aligned.thenBlock());
+      }
       auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
       store.setAlignmentAttr(b.getI64IntegerAttr(
           vectorAccessAlignment(domain.output(), width, std::max(maxAlignment, outputAlignment))));
-      // CPU: outputs are written once and not read back by the kernel; streaming stores skip the read for
-      // ownership that a cached store of a line costs (as memcpy does for large copies).
-      if (streamingStores)
-        store.setNontemporal(true);
+      store.setNontemporal(true);
     } else {
       memref::StoreOp::create(b, loc, value, domain.output(), indices);
     }
@@ -1103,6 +1118,7 @@ private:
   Value storeGuard;
   Part part;
   bool onGpu = false, streamingStores = false;
+  Value outputAligned; // streamingStores: an i1 that the streaming stores need (see RowTarget)
   StagedRow *staged = nullptr;
   bool skipMapped = false; // set by premap()
   int64_t outputAlignment = 0; // what the output's base pointer is known to be aligned to (a versioned loop)

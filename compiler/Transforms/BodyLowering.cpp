@@ -395,9 +395,9 @@ void overSpan(OpBuilder &b, Location loc, const RowSpan &span, int64_t width,
 /// The steps of `accumulated` (an accumulatedReduction) for the row at `rowIndices`, each over the whole
 /// row (`span`) instead of every step for each vector: into `accumulators` (f32; a staged row's reduction
 /// type on Ascend), set to the reduction's
-/// init (+0.0 for a sum), then passes of 8 steps (then 4, 2, 1 for what is left; one at a time for a staged
-/// row, whose UB holds one gathered row per step), each reading its steps' gathered rows at once and
-/// adding their terms to each element in step order. Each element adds its terms in the same order as the
+/// init (+0.0 for a sum), then passes of 8 steps (the last one masked: its steps past the bound are dropped;
+/// one at a time for a staged row, whose UB holds one gathered row per step), each reading its steps'
+/// gathered rows at once and adding their terms to each element in step order. Each element adds its terms in the same order as the
 /// plain lowering, so results are the same; a step's row-invariant work (its list entry, index load and
 /// check) runs once per pass instead of once per vector.
 /// `newEmitter(w)` makes an emitter of width w that starts from the row's prologue.
@@ -416,20 +416,24 @@ void emitAccumulatedSteps(OpBuilder &b, DomainOp op, Operation *accumulated, Arr
     storeAccumulators(b, loc, v, accumulators, span.local(b, loc, h), w);
   });
   Block &stepBody = accumulated->getRegion(0).front();
-  Value bound = rowStart->value(accumulated->getOperand(0)), done = cst(0);
-  for (int64_t jam = staged ? 1 : kJammedSteps; jam >= 1; jam /= 2) {
-    Value whole = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, bound, done), cst(jam)), cst(jam));
-    Value end = arith::AddIOp::create(b, loc, done, whole);
-    auto passes = scf::ForOp::create(b, loc, done, end, cst(jam));
-    done = end;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(passes.getBody());
+  Value bound = rowStart->value(accumulated->getOperand(0));
+  // One pass of `jam` steps from step `first`, adding each to the accumulators in order; with `masked`, a
+  // step at or past the bound redoes the last step's work (so it reads only what a live step reads) and its
+  // result is dropped by a select.
+  auto emitPass = [&](Value first, int64_t jam, bool masked) {
     std::vector<std::unique_ptr<BodyEmitter>> stepStarts; // each step's row-invariant values
+    SmallVector<Value> live;
+    Value last = arith::SubIOp::create(b, loc, bound, cst(1));
     for (int64_t j = 0; j < jam; ++j) {
       std::unique_ptr<BodyEmitter> &start = stepStarts.emplace_back(newEmitter(1));
       start->startFrom(*rowStart);
-      Value step = arith::AddIOp::create(b, loc, passes.getInductionVar(), cst(j));
+      Value step = arith::AddIOp::create(b, loc, first, cst(j));
+      if (masked && j > 0) {
+        live.push_back(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, step, bound));
+        step = arith::MinUIOp::create(b, loc, step, last);
+      } else {
+        live.push_back(Value());
+      }
       start->premap(stepBody.getArgument(0), step);
       start->emitRowInvariantOps(stepBody);
       if (staged)
@@ -440,17 +444,38 @@ void emitAccumulatedSteps(OpBuilder &b, DomainOp op, Operation *accumulated, Arr
       indices.push_back(h);
       Value local = span.local(b, loc, h);
       Value acc = loadAccumulators(b, loc, accumulators, local, w);
-      for (std::unique_ptr<BodyEmitter> &start : stepStarts) {
+      for (auto [start, isLive] : llvm::zip(stepStarts, live)) {
         std::unique_ptr<BodyEmitter> stepEmitter = newEmitter(w);
         stepEmitter->startFrom(*start);
         stepEmitter->mapIndices(indices);
-        acc = stepEmitter->emitReductionStep(accumulated, acc);
+        Value next = stepEmitter->emitReductionStep(accumulated, acc);
         stepEmitter->flushUnrolls();
+        Value mask = isLive;
+        if (mask && w > 1)
+          mask = vector::BroadcastOp::create(b, loc, VectorType::get({w}, b.getI1Type()), mask);
+        acc = mask ? Value(arith::SelectOp::create(b, loc, mask, next, acc)) : next;
       }
       storeAccumulators(b, loc, acc, accumulators, local, w);
     });
     for (std::unique_ptr<BodyEmitter> &start : stepStarts)
       start->flushUnrolls();
+  };
+  // Whole passes of `jam` steps, then (unstaged) the rest in one masked pass: two loops along the row, not
+  // one per power of two below `jam`.
+  int64_t jam = staged ? 1 : kJammedSteps;
+  Value whole = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, bound, cst(jam)), cst(jam));
+  auto passes = scf::ForOp::create(b, loc, cst(0), whole, cst(jam));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(passes.getBody());
+    emitPass(passes.getInductionVar(), jam, /*masked=*/false);
+  }
+  if (jam > 1) {
+    auto rest = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, whole, bound),
+                                  /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rest.thenBlock());
+    emitPass(whole, jam, /*masked=*/true);
   }
   rowStart->flushUnrolls();
 }
@@ -819,18 +844,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     rowTarget = target;
     if (width > 1) {
       Value vectorBegin = arith::MulIOp::create(b, loc, laneStart, cst(width));
-      if (rowTarget.streamingStores && rowTarget.outputAligned) {
-        auto aligned = scf::IfOp::create(b, loc, rowTarget.outputAligned, /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(aligned.thenBlock());
-        emitLoop(vectorBegin, mainEnd, laneStride * width, width);
-        b.setInsertionPointToStart(aligned.elseBlock());
-        rowTarget.streamingStores = false;
-        rowTarget.outputAlignment = 0;
-        emitLoop(vectorBegin, mainEnd, laneStride * width, width);
-      } else {
-        emitLoop(vectorBegin, mainEnd, laneStride * width, width);
-      }
+      emitLoop(vectorBegin, mainEnd, laneStride * width, width);
     }
     // Scalar remainder (everything when width is 1).
     APInt innerValue;

@@ -1,7 +1,7 @@
 // moe-lower-to-loops with accumulate-rows (CPU): C2's combine (f32, E = 40, H = 20, vector 8, after
 // moe-compact-predicated-folds and moe-hoist-row-invariants) is a fold over the row's list of live experts.
 // Instead of every step for each vector of the row, the steps run over the whole row into f32 accumulators
-// on the stack (an alloca of H floats, set to the init): passes of 8 steps, then 4, 2 and 1 for the rest;
+// on the stack (an alloca of H floats, set to the init): passes of 8 steps, the last one masked;
 // a step's row-invariant work (the list entry, the row index, its check) runs once per pass, and each
 // element adds its terms in step order, so results are unchanged. A last loop along the row reads the
 // accumulators and stores. A row with 1 to 8 live steps (C2's K of E) skips the accumulators: each step's
@@ -23,13 +23,17 @@
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<40xi32>
 // CHECK: %[[FEW:.*]] = arith.cmpi sle, %[[COUNT]], %c8{{[_0-9]*}} : index
 // CHECK: scf.if %[[FEW]] {
-// No live step: the init for each vector, nothing read.
+// No live step: the init for each vector, nothing read. Each vector store branches on whether the output
+// takes streaming stores (aligned and large: tested once per call).
 // CHECK: %[[NONE:.*]] = arith.cmpi slt, %[[COUNT]], %c1{{[_0-9]*}} : index
 // CHECK: scf.if %[[NONE]] {
 // CHECK-NOT: memref.load
 // CHECK: scf.for
 // CHECK-NEXT: %[[ZERO:.*]] = vector.broadcast
-// CHECK-NEXT: vector.store %[[ZERO]]
+// CHECK-NEXT: scf.if %[[STREAM:[0-9a-z_]+]] {
+// CHECK-NEXT: vector.store %[[ZERO]], %{{.*}} {alignment = 16 : i64, nontemporal = true}
+// CHECK-NEXT: } else {
+// CHECK-NEXT: vector.store %[[ZERO]], %{{.*}} {alignment = 4 : i64}
 // CHECK-NOT: memref.load
 // CHECK: } else {
 // CHECK: %[[LAST:.*]] = arith.subi %[[COUNT]], %{{.*}} : index
@@ -53,18 +57,16 @@
 // CHECK: %[[T1:.*]] = arith.addf %[[T0]], %{{.*}} : vector<8xf32>
 // CHECK: %[[MASK1:.*]] = vector.broadcast %[[LIVE1]] : i1 to vector<8xi1>
 // CHECK: %[[TWO:.*]] = arith.select %[[MASK1]], %[[T1]], %[[T0]] : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT: scf.if %[[STREAM]] {
 // CHECK-NEXT: vector.store %[[TWO]]
-// Then 4 steps (a loop with streaming stores, and one without), and 8.
+// Then 4 steps, and 8.
 // CHECK: arith.cmpi ule, %[[COUNT]], %c4{{[_0-9]*}} : index
-// CHECK-COUNT-2: scf.for
-// CHECK-COUNT-3: arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
-// CHECK-NEXT: vector.store
-// CHECK: } else {
 // CHECK: scf.for
+// CHECK-COUNT-3: arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT: scf.if %[[STREAM]] {
 // CHECK-COUNT-7: arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
-// CHECK-NEXT: vector.store
+// CHECK-NEXT: scf.if %[[STREAM]] {
 // CHECK-NOT: memref<20xf32>
-// CHECK: } else {
 // The accumulators start at the fold's init: vectors over [0, 16), then elements over [16, 20).
 // CHECK: scf.for %[[H0:.*]] = %{{.*}} to %c16{{[_0-9]*}} step
 // CHECK-NEXT: vector.broadcast
@@ -72,22 +74,28 @@
 // CHECK: scf.for %[[H1:.*]] = %c16{{[_0-9]*}} to %c20 step
 // CHECK-NEXT: memref.store %{{.*}}, %[[ACC]][%[[H1]]] : memref<20xf32>
 // Passes of 8 steps: 8 list entries and row indices, then one loop along the row adding the 8 terms in order.
-// CHECK: scf.for %[[PASS:.*]] = %{{.*}} to %{{.*}} step %[[EIGHT:.*]] {
+// CHECK: scf.for %[[PASS:.*]] = %{{.*}} to %[[WHOLE:.*]] step %[[EIGHT:.*]] {
 // CHECK-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<40xi32>
 // CHECK: scf.for %[[H:.*]] = %{{.*}} to %c16{{[_0-9]*}} step
 // CHECK-NEXT: %[[OLD:.*]] = vector.load %[[ACC]][%[[H]]] : memref<20xf32>, vector<8xf32>
 // CHECK: arith.addf %[[OLD]], %{{.*}} : vector<8xf32>
 // CHECK-COUNT-7: arith.addf %{{.*}} : vector<8xf32>
+// CHECK-NOT: arith.select
 // CHECK: vector.store %{{.*}}, %[[ACC]][%[[H]]] : memref<20xf32>, vector<8xf32>
-// Then passes of 4, 2 and 1 step.
-// CHECK: scf.for %{{.*}} step %c4
-// CHECK: scf.for %{{.*}} step %c2
-// CHECK: scf.for %{{.*}} step %c1
-// The rest of the body for each vector (here in the version with streaming stores): the accumulators are
-// the fold's value.
-// CHECK: scf.if %{{[0-9a-z_]+}} {{[{]$}}
+// Then the steps left, in one pass of 8 whose steps past the count redo the last one's work (clamped) and
+// are dropped by a select.
+// CHECK: %[[REST:.*]] = arith.cmpi ult, %[[WHOLE]], %[[COUNT]] : index
+// CHECK-NEXT: scf.if %[[REST]] {
+// CHECK-COUNT-7: arith.minui %{{.*}}, %{{.*}} : index
+// CHECK: scf.for %[[HR:.*]] = %{{.*}} to %c16{{[_0-9]*}} step
+// CHECK-NEXT: vector.load %[[ACC]][%[[HR]]] : memref<20xf32>, vector<8xf32>
+// CHECK-COUNT-7: arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT: vector.store %{{.*}}, %[[ACC]][%[[HR]]] : memref<20xf32>, vector<8xf32>
+// The rest of the body for each vector: the accumulators are the fold's value.
+// CHECK: memref.store %{{.*}}, %[[ACC]][%{{.*}}] : memref<20xf32>
 // CHECK: scf.for
 // CHECK-NEXT: vector.load %[[ACC]][%{{.*}}] : memref<20xf32>, vector<8xf32>
+// CHECK-NEXT: scf.if %[[STREAM]] {
 // CHECK-NEXT: vector.store %{{.*}} {alignment = 16 : i64, nontemporal = true} : memref<?x20xf32>, vector<8xf32>
 
 // Off: the fold runs inside the loop along the row, with a vector accumulator.

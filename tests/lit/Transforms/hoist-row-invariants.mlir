@@ -20,13 +20,13 @@
 // LOOPS: scf.for {{.*}} iter_args
 // LOOPS: %[[LIVE:.*]] = arith.cmpi sge
 // LOOPS: scf.if %[[LIVE]] {
-// LOOPS-NEXT: scf.if %{{.*}} {
 // LOOPS-NEXT: scf.for {{.*}} step %c8 {
 // LOOPS-NOT: iter_args
 // LOOPS-NOT: scf.if
 // LOOPS: vector.load
-// LOOPS-NOT: scf.if
-// LOOPS: vector.store
+// LOOPS-NOT: scf.for
+// LOOPS: scf.if %{{.*}} {
+// LOOPS-NEXT: vector.store
 // LOOPS-NOT: moe.row_invariant
 
 // Without the pass the prefix count runs inside the loop along h, once per vector.

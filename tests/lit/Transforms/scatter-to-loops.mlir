@@ -13,7 +13,10 @@
 // CHECK: scf.for {{.*}} step %c8
 // CHECK: %[[V:.*]] = scf.if %[[LIVE:.*]] -> (vector<8xf32>)
 // CHECK: scf.if %[[LIVE]] {
+// CHECK-NEXT: scf.if %{{.*}} {
 // CHECK-NEXT: vector.store %[[V]], {{.*}} {alignment = 32 : i64, nontemporal = true} : memref<?x16xf32>, vector<8xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: vector.store %[[V]], {{.*}} {alignment = 4 : i64} : memref<?x16xf32>, vector<8xf32>
 // CHECK-NOT: moe.
 
 module attributes {moe.dtype = "f32", moe.op = "moe_token_unpermute_with_routing_map_grad"} {
