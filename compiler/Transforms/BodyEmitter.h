@@ -480,18 +480,30 @@ private:
       memref::StoreOp::create(b, loc, value, output, at);
       return;
     }
+    if (!rowStores.streaming) {
+      auto plain = vector::StoreOp::create(b, loc, value, output, at);
+      plain.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(output, width, maxAlignment)));
+      return;
+    }
+    // Streaming where the outputs take it (see emitStore): a branch per store, the same way every time.
+    auto aligned = scf::IfOp::create(b, loc, rowStores.aligned, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(aligned.elseBlock());
+    auto plain = vector::StoreOp::create(b, loc, value, output, at);
+    plain.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(output, width, maxAlignment)));
+    b.setInsertionPointToStart(aligned.thenBlock());
     auto vectorStore = vector::StoreOp::create(b, loc, value, output, at);
     vectorStore.setAlignmentAttr(
         b.getI64IntegerAttr(vectorAccessAlignment(output, width, std::max(maxAlignment, rowStores.alignment))));
-    if (rowStores.streaming)
-      vectorStore.setNontemporal(true);
+    vectorStore.setNontemporal(true);
   }
 
 public:
-  /// How moe.row_store writes its vectors (a point range versioned on its outputs, see emitPointRange).
+  /// How moe.row_store writes its vectors (see emitPointRange): with `streaming`, non-temporal where
+  /// `aligned` (an i1 computed before the range) holds, plain elsewhere.
   struct RowStoreTarget {
     bool streaming = false;
-    int64_t alignment = 1; // what the outputs' base pointers are known to be aligned to
+    int64_t alignment = 1; // what the outputs' base pointers are aligned to where `aligned` holds
+    Value aligned;
   } rowStores;
 
 private:

@@ -384,7 +384,8 @@ Value shuffleWarp(OpBuilder &b, Location loc, Value v, Value arg, gpu::ShuffleMo
 void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
                     bool streamingStores, int64_t compactLanes) {
   // Fused row stores (moe.row_store) write vectors of the partial sums' width: where their outputs are
-  // aligned to what those vectors can promise and large, the range runs with non-temporal stores.
+  // aligned to what those vectors can promise and large, they are non-temporal (a branch per store on a
+  // condition tested once, not a second copy of the range).
   Location loc = op.op()->getLoc();
   SetVector<Value> outputs;
   op.op()->walk([&](RowStoreOp store) { outputs.insert(store.getOutput()); });
@@ -398,12 +399,7 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
     Value ok = emitStreamingCondition(b, loc, output, alignment);
     streaming = streaming ? Value(arith::AndIOp::create(b, loc, streaming, ok)) : ok;
   }
-  auto version = scf::IfOp::create(b, loc, streaming, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(version.thenBlock());
-  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment}, compactLanes);
-  b.setInsertionPointToStart(version.elseBlock());
-  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {}, compactLanes);
+  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment, streaming}, compactLanes);
 }
 
 void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment,

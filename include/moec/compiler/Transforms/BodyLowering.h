@@ -136,9 +136,9 @@ bool runsPerPoint(DomainOp op);
 /// CPU point kernels: emits the points [begin, end) of the domain (all dims flattened), in order, their
 /// dot products as `reductionWidth`-wide partial sums. With `interleave`, the dot products of up to four
 /// live points run together in one loop along the row (see splitSums in BodyEmitter.h);
-/// each point's result is the same either way. With `streamingStores`, the range is versioned on the
-/// outputs of its moe.row_stores (emitStreamingCondition): their vector stores are non-temporal where
-/// that holds.
+/// each point's result is the same either way. With `streamingStores`, the vector stores of its
+/// moe.row_stores are non-temporal where their outputs take it (emitStreamingCondition, tested once before
+/// the range; each store branches on it).
 /// A domain marked by moe-compact-predicated-points visits, in each row, only the points its list holds
 /// (built `compactLanes` entries a step where that is more than 1), after storing the dead value to the
 /// row's elements in the range.
