@@ -43,6 +43,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
@@ -220,10 +221,18 @@ std::string printIR(llvm::Module &module) {
 }
 
 /// MOEC_PASS_TIMING=1 prints MLIR's per-pass timing report for every pass manager (like --mlir-timing).
+/// The IR is verified once at the end of each stage (runStage), not after every pass: verifying took a
+/// tenth of compiling a small kernel. moec-opt, and so every pass's lit test, verifies after each pass.
 void configure(PassManager &pm) {
   static const bool timing = std::getenv("MOEC_PASS_TIMING") != nullptr;
   if (timing)
     pm.enableTiming();
+  pm.enableVerifier(false);
+}
+
+/// Runs a stage's passes, then verifies what they made.
+LogicalResult runStage(PassManager &pm, ModuleOp module) {
+  return failure(failed(pm.run(module)) || failed(verify(module)));
 }
 
 const DialectRegistry &registry() {
@@ -325,7 +334,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
                                                 spec.schedule.buffers, spec.schedule.chunk,
                                                 spec.schedule.rowsPerBlock, chip.dataCopyNs, chip.gmGBpsPerCore}));
   }
-  if (failed(moePasses.run(*module)))
+  if (failed(runStage(moePasses, *module)))
     diagnostics.fail(op.name + ": the moe passes failed");
   // Kernels run in the module's order (moe-fill-uncovered-rows moves fills after the scatters they
   // complete). Kernels whose statements specialization removed (an `if` on a static attribute) are dropped.
@@ -416,7 +425,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   loopPasses.addPass(arith::createIntRangeOptimizationsPass());
   loopPasses.addPass(createCanonicalizerPass());
   loopPasses.addPass(createCSEPass());
-  if (failed(loopPasses.run(*module)))
+  if (failed(runStage(loopPasses, *module)))
     diagnostics.fail(op.name + ": lowering to loops failed");
   if (wants(Stage::Loops))
     result.dumps[Stage::Loops] = printIR(*module);
@@ -459,7 +468,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     llvmPasses.addPass(createConvertToLLVMPass());
     llvmPasses.addPass(createReconcileUnrealizedCastsPass());
   }
-  if (failed(llvmPasses.run(*module)))
+  if (failed(runStage(llvmPasses, *module)))
     diagnostics.fail(op.name + ": conversion to the LLVM dialect failed");
   result.times.passes = msSince(start);
 
@@ -469,7 +478,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   Operation *toTranslate = module->getOperation();
   if (isGpu)
     toTranslate = *module->getOps<gpu::GPUModuleOp>().begin();
-  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(toTranslate, *llvmContext, op.name);
+  std::unique_ptr<llvm::Module> llvmModule = translateToLlvmIr(toTranslate, *llvmContext, op.name);
   if (!llvmModule)
     diagnostics.fail(op.name + ": translation to LLVM IR failed");
   llvm::TargetMachine &tm = isGpu ? nvptxTargetMachine(spec.target.arch) : hostTargetMachine();
