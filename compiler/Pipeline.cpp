@@ -1,28 +1,22 @@
 //===- Pipeline.cpp - The whole compiler, top to bottom -------------------===//
 //
-//   OpDef (checked AST)
-//     │ genMoe                      one kernel func per assignment, lean ABI        [ast] [moe]
-//     │                             (cpu, ptx: a row assignment fused into a dot product, dsl::FusedRows)
+//   OpDef (checked AST)                                                                  [ast]
+//     │ genMoe: one kernel func per assignment, lean ABI (a row assignment fused into a
+//     │ dot product: dsl::FusedRows)                                                      [gen]
 //     ▼
-//   moe dialect ── moe-specialize ── moe-fill-uncovered-rows ── moe-schedule
-//     │ moe-widen-rounded-folds (cpu) ── moe-compact-predicated-folds ── moe-hoist-row-invariants
-//     │ ── moe-group-rows, moe-group-points (ptx) ── moe-compact-predicated-points, moe-carry-prefix-folds (cpu)
-//     │ ── moe-lane-point-access (ptx)
-//     │ ascend: moe-plan-ascend: each domain's UB tiling; the plan is the artifact (runtime/ascend)
-//     │ moe-lower-to-loops (cpu) | moe-lower-to-gpu (ptx) | moe-lower-to-ascend (ascend simulator: per-core
-//     │ loop nests through UB buffers, then the CPU path below), moe-prefetch-gathered-rows (cpu),
-//     │ moe-version-row-loops, moe-guard-loads (ptx), canonicalize, cse                 [loops]
-//     ▼
+//   moe dialect ── PipelineStage::Moe: bind, schedule, rewrite how rows run               [moe]
+//     │ (ascend: moe-plan-ascend's tiling per kernel is the artifact)
+//     ▼ PipelineStage::Loops: lower to loops, version, guard, prefetch                    [loops]
 //   scf/arith/memref/vector (+gpu)
-//     │ cpu: moe-expand-unchecked-roundings, moe-native-bf16-roundings (AVX512-BF16 hosts),
-//     │      arith-expand (bf16), moe-bf16-bits,
-//     │      scf-to-cf, convert-to-llvm          ptx: scf-to-cf, math-to-llvm, gpu-to-nvvm
-//     │ reconcile-unrealized-casts
-//     ▼
-//   LLVM dialect ── translate ── LLVM IR ── LLVM O2                                  [llvm]
-//     │ cpu: object file, ORC JIT                ptx: NVPTX backend                   [asm] [ptx]
+//     ▼ PipelineStage::Llvm: bf16 roundings (cpu), to the LLVM dialect (+nvvm)
+//   LLVM dialect ── translate ── LLVM IR ── LLVM O2                                        [llvm]
+//     │ cpu: object file, ORC JIT                ptx: NVPTX backend                         [asm] [ptx]
+//
+// Each stage's passes are the rows of the pipeline table (PipelineTable.cpp) for the target and schedule;
+// moec-opt --moe-pipeline runs the same rows on `moec emit --emit gen`'s IR.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Pipeline.h"
+#include "moec/compiler/PipelineTable.h"
 
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Frontend/MoeGen.h"
@@ -34,19 +28,12 @@
 #include "moec/dsl/Eval.h"
 #include "moec/dsl/Printer.h"
 
-#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -64,12 +51,12 @@ namespace moec {
 constexpr int64_t kMaxStaticDim = (int64_t(1) << 31) - 1;
 
 const char *stageName(Stage s) {
-  static const char *names[] = {"ast", "moe", "loops", "llvm", "ptx", "asm"};
+  static const char *names[] = {"ast", "gen", "moe", "loops", "llvm", "ptx", "asm"};
   return names[static_cast<int>(s)];
 }
 
 std::optional<Stage> parseStage(const std::string &name) {
-  for (Stage s : {Stage::Ast, Stage::Moe, Stage::Loops, Stage::LLVM, Stage::PTX, Stage::Asm})
+  for (Stage s : {Stage::Ast, Stage::Gen, Stage::Moe, Stage::Loops, Stage::LLVM, Stage::PTX, Stage::Asm})
     if (name == stageName(s))
       return s;
   return std::nullopt;
@@ -206,10 +193,12 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
+/// The IR as text, ending in a newline (as moec-opt prints it).
 std::string printIR(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
   op->print(os);
+  os << "\n";
   return text;
 }
 
@@ -228,6 +217,20 @@ void configure(PassManager &pm) {
   if (timing)
     pm.enableTiming();
   pm.enableVerifier(false);
+}
+
+/// What the pipeline table decides on, for `spec` on this host.
+PipelineConfig pipelineConfig(const Specialization &spec, const std::map<std::string, int64_t> &statics) {
+  PipelineConfig config;
+  config.target = spec.target.kind;
+  config.simulated = spec.target.simulated;
+  config.schedule = spec.schedule;
+  config.statics = statics;
+  if (spec.target.chip)
+    config.chip = chipFigures(*spec.target.chip);
+  config.nativeBf16Roundings = hostHasNativeBf16Rounding();
+  config.vectorLanes = hostVectorLanes();
+  return config;
 }
 
 /// Runs a stage's passes, then verifies what they made.
@@ -278,62 +281,19 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     throw CompileError(e.what());
   }
   OwningOpRef<ModuleOp> module = std::move(generated.module);
+  if (wants(Stage::Gen))
+    result.dumps[Stage::Gen] = printIR(*module);
   result.times.frontend = msSince(start);
 
-  // 2. moe passes: bind static values, choose the schedule.
+  // 2. moe passes: bind static values, choose the schedule, rewrite how rows run (PipelineTable.cpp).
   start = Clock::now();
-  PassManager moePasses(&context);
-  configure(moePasses);
-  moe::MoeSpecializeOptions bind;
-  for (const auto &[name, value] : statics)
-    bind.bindings.push_back(name + "=" + std::to_string(value));
-  moePasses.addPass(moe::createMoeSpecialize(bind));
-  if (!(spec.schedule.disabled & kFillUncoveredRows))
-    moePasses.addPass(moe::createMoeFillUncoveredRows());
   bool isAscend = spec.target.kind == TargetKind::Ascend;
   if (isAscend && !spec.target.chip)
     throw CompileError(op.name + ": the ascend target needs a chip");
-  // On Ascend rowsPerBlock is the most rows per UB pass (moe-plan-ascend's), not a CPU worker's least.
-  moe::MoeScheduleOptions schedule{isGpu ? "gpu" : isAscend ? "ascend" : "cpu", spec.schedule.vector,
-                                   spec.schedule.threads, isAscend ? 0 : spec.schedule.rowsPerBlock,
-                                   spec.schedule.unroll};
-  moePasses.addPass(moe::createMoeSchedule(schedule));
-  // CPU: a fold accumulating in f16/bf16 carries its accumulator as f32 (no pack and unpack per step).
-  // Its bf16 steps' roundings may skip the NaN case that the result's rounding covers.
-  if (!isGpu && !isAscend && !(spec.schedule.disabled & kWidenRoundedFolds))
-    moePasses.addPass(moe::createMoeWidenRoundedFolds({!(spec.schedule.disabled & kUncheckedStepRoundings)}));
-  // A GPU list is built by a warp's converged lanes, so only in a row's prologue: it needs the hoisting.
-  // A short fold's list: the CPU's accumulated rows add its live steps directly; the GPU runs the row in a
-  // version per power of two of live steps (moe-lower-to-gpu).
-  bool hoist = !(spec.schedule.disabled & kHoistRowInvariants);
-  bool shortFolds =
-      isGpu ? !(spec.schedule.disabled & kShortLists) : !isAscend && !(spec.schedule.disabled & kAccumulateRows);
-  if (!(spec.schedule.disabled & kCompactPredicatedFolds) && (hoist || !isGpu))
-    moePasses.addPass(moe::createMoeCompactPredicatedFolds({isGpu ? "gpu" : "cpu", shortFolds}));
-  if (hoist)
-    moePasses.addPass(moe::createMoeHoistRowInvariants());
-  // GPU: rows that write the same values (a token's row to each of its slots) run as one block's group.
-  if (hoist && isGpu && !(spec.schedule.disabled & kGroupRows))
-    moePasses.addPass(moe::createMoeGroupRows());
-  // GPU: the points of a row whose dot products read the same row (a token's experts) run on one warp.
-  if (isGpu && !(spec.schedule.disabled & kGroupPoints))
-    moePasses.addPass(moe::createMoeGroupPoints());
-  // CPU: a row of points whose dead points only write a constant runs its live ones only, from a list.
-  if (!isGpu && !isAscend && !(spec.schedule.disabled & kCompactPredicatedPoints))
-    moePasses.addPass(moe::createMoeCompactPredicatedPoints());
-  // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
-  if (hoist && !isGpu && !isAscend && !(spec.schedule.disabled & kCarryPrefixFolds))
-    moePasses.addPass(moe::createMoeCarryPrefixFolds());
-  // GPU: a row of points runs 32 points at once, a lane each; a prefix count over them is a ballot.
-  if (isGpu && !(spec.schedule.disabled & kLanePointAccess))
-    moePasses.addPass(moe::createMoeLanePointAccess());
-  if (isAscend) {
-    const ascend::Chip &chip = *spec.target.chip;
-    // A tuned config may fix the UB buffering, the chunk and the rows per pass (0: the pass's choice).
-    moePasses.addPass(moe::createMoePlanAscend({chip.name, chip.ubBytes, chip.ubAlignment, chip.maxCopyBytes,
-                                                spec.schedule.buffers, spec.schedule.chunk,
-                                                spec.schedule.rowsPerBlock, chip.dataCopyNs, chip.gmGBpsPerCore}));
-  }
+  PipelineConfig config = pipelineConfig(spec, statics);
+  PassManager moePasses(&context);
+  configure(moePasses);
+  addPipelineStage(moePasses, PipelineStage::Moe, config);
   if (failed(runStage(moePasses, *module)))
     diagnostics.fail(op.name + ": the moe passes failed");
   // Kernels run in the module's order (moe-fill-uncovered-rows moves fills after the scatters they
@@ -386,45 +346,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // 3. Loops: rows to a row-range loop (cpu) or to the grid (gpu); the row along vectors.
   PassManager loopPasses(&context);
   configure(loopPasses);
-  if (isAscend)
-    loopPasses.addPass(moe::createMoeLowerToAscend({spec.target.chip->ubAlignment}));
-  else if (isGpu)
-    loopPasses.addPass(moe::createMoeLowerToGPU({/*stepTables=*/!(spec.schedule.disabled & kHoistRowInvariants),
-                                                 /*loadsInFlight=*/!(spec.schedule.disabled & kLoadsInFlight)}));
-  else
-    loopPasses.addPass(moe::createMoeLowerToLoops(
-        {!(spec.schedule.disabled & kStreamingStores), !(spec.schedule.disabled & kAccumulateRows),
-         !(spec.schedule.disabled & kInterleaveReductions),
-         // A list's live entries 16 at a time (C2's live experts in its rowmap row): AVX-512 compresses a
-         // vector of indices in one instruction; without it LLVM would expand the compress lane by lane.
-         /*compactLanes=*/!(spec.schedule.disabled & kCompressLists) && hostVectorLanes() >= 16 ? 16 : 0}));
-  // A loop along a row runs without the branches its row decides (bounds checks, live terms) where they take
-  // their usual values. On the GPU this also lets a thread issue all of a row's gathers before it waits on
-  // one: behind a branch each ran alone (B2 at top-8 on an H200: 75 % of a device copy).
-  if (!isAscend && !(spec.schedule.disabled & kVersionRowLoops)) {
-    loopPasses.addPass(createCanonicalizerPass()); // its selectors compare with folded constants
-    loopPasses.addPass(moe::createMoeVersionRowLoops({/*selectVersions=*/!isGpu}));
-  }
-  // GPU: a term that may be skipped loads under a predicate, not behind a branch, so that a row's gathers
-  // issue together also where some of its terms are skipped (the version above that keeps their branches).
-  if (isGpu && !(spec.schedule.disabled & kGuardLoads)) {
-    loopPasses.addPass(createCanonicalizerPass()); // folds the versions' known branches away first
-    loopPasses.addPass(moe::createMoeGuardLoads());
-  }
-  // GPU: a thread's few steps along a row (marked by moe-lower-to-gpu where loads-in-flight is on) unroll, once
-  // versioned and guarded: the steps' gathers are in flight together.
-  if (isGpu)
-    loopPasses.addPass(moe::createMoeUnrollRowLoops());
-  // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head. After
-  // the versions: each loop along a row then gathers only the rows its version reads.
-  if (!isGpu && !isAscend && optimizationOn(spec.schedule, kPrefetchGatheredRows)) {
-    loopPasses.addPass(createCanonicalizerPass()); // folds each version to the terms it reads
-    loopPasses.addPass(moe::createMoePrefetchGatheredRows());
-  }
-  // Bounds checks the loops' ranges prove (an index below a fold's bound, itself below the dim) fold away.
-  loopPasses.addPass(arith::createIntRangeOptimizationsPass());
-  loopPasses.addPass(createCanonicalizerPass());
-  loopPasses.addPass(createCSEPass());
+  addPipelineStage(loopPasses, PipelineStage::Loops, config);
   if (failed(runStage(loopPasses, *module)))
     diagnostics.fail(op.name + ": lowering to loops failed");
   if (wants(Stage::Loops))
@@ -435,39 +357,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   // 4. LLVM dialect.
   PassManager llvmPasses(&context);
   configure(llvmPasses);
-  if (isGpu) {
-    OpPassManager &kernels = llvmPasses.nest<gpu::GPUModuleOp>();
-    kernels.addPass(createSCFToControlFlowPass());
-    // math.fma straight to llvm.intr.fma (fma.rn.f32); gpu-to-nvvm would call libdevice instead.
-    bool usesMath = false;
-    module->walk([&](Operation *op) { usesMath |= isa<math::MathDialect>(op->getDialect()); });
-    if (usesMath)
-      kernels.addPass(createConvertMathToLLVMPass());
-    ConvertGpuOpsToNVVMOpsOptions nvvm;
-    nvvm.indexBitwidth = 64;
-    kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
-    kernels.addPass(createCanonicalizerPass());
-    kernels.addPass(createCSEPass());
-    kernels.addPass(createReconcileUnrealizedCastsPass());
-  } else {
-    // A loop that computes lane-wise from bf16 rows widens them in place, its lanes paired (even, odd).
-    if (!isAscend && !(spec.schedule.disabled & kWidenBf16Pairs))
-      llvmPasses.addPass(moe::createMoeWidenBf16Pairs());
-    // bf16 rounding as integer ops: x86's vcvtneps2bf16 flushes subnormals, and the libcall LLVM
-    // falls back to is missing from older libgcc. The expansion is exact round-to-nearest-even; the
-    // marked roundings of a widened fold's steps go first, without its NaN case.
-    llvmPasses.addPass(moe::createMoeExpandUncheckedRoundings());
-    // Where the host has AVX512-BF16, vector roundings use vcvtneps2bf16 but for NaN and subnormal lanes.
-    if (!isAscend && !(spec.schedule.disabled & kNativeBf16Roundings) && hostHasNativeBf16Rounding())
-      llvmPasses.addPass(moe::createMoeNativeBf16Roundings());
-    llvmPasses.addPass(arith::createArithExpandOpsPass({/*includeBf16=*/true}));
-    // ... and bf16 values between ops as i16, which x86 keeps in registers (see moe-bf16-bits).
-    llvmPasses.addPass(moe::createMoeBf16Bits());
-    llvmPasses.addPass(createCanonicalizerPass());
-    llvmPasses.addPass(createSCFToControlFlowPass());
-    llvmPasses.addPass(createConvertToLLVMPass());
-    llvmPasses.addPass(createReconcileUnrealizedCastsPass());
-  }
+  addPipelineStage(llvmPasses, PipelineStage::Llvm, config);
   if (failed(runStage(llvmPasses, *module)))
     diagnostics.fail(op.name + ": conversion to the LLVM dialect failed");
   result.times.passes = msSince(start);

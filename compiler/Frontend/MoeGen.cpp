@@ -104,8 +104,11 @@ public:
       emitScatter(path, pos);
     else
       emitCompute(assign);
-    if (statusView) // two int64 per check
-      statusView->setOperand(1, atEntry([&] { return constIndex(2 * int64_t(checks.size())); }));
+    if (statusView) { // two int64 per check, its size created before the view (the IR verifies as genMoe leaves it)
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(statusView);
+      statusView->setOperand(1, constIndex(2 * int64_t(checks.size())));
+    }
   }
 
   std::vector<IndexCheck> checks;

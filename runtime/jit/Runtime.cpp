@@ -15,6 +15,7 @@
 #include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
 
 #include "moec/compiler/Pipeline.h"
+#include "moec/compiler/PipelineTable.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
@@ -155,7 +156,12 @@ Kernel Runtime::getSlow(const std::string &name, const KernelRequest &request) {
   return Kernel(std::move(heuristic), std::move(runtimeAttrs), tunedVariants(src, spec));
 }
 
-std::shared_ptr<const LoadedOp> Runtime::loadOnce(const OpSource &src, const Specialization &spec) {
+std::shared_ptr<const LoadedOp> Runtime::loadOnce(const OpSource &src, const Specialization &requested) {
+  // An optimization that no pass for this target reads cannot change its code: turning it off or on names
+  // the same kernel, compiled and cached once.
+  Specialization spec = requested;
+  spec.schedule.disabled &= optimizationsFor(spec.target.kind);
+  spec.schedule.enabled &= optimizationsFor(spec.target.kind);
   std::string key = cacheKey(*src.op, src.source, spec);
   std::shared_future<std::shared_ptr<const LoadedOp>> future;
   std::promise<std::shared_ptr<const LoadedOp>> promise;

@@ -15,7 +15,7 @@ MUTATIONS = [
     ("bf16-truncate",
      "f32 -> bf16 truncates instead of rounding to nearest even (CPU: the MLIR expansion off, so LLVM "
      "calls __truncsfbf2, made to truncate)",
-     [("compiler/Pipeline.cpp",
+     [("compiler/PipelineTable.cpp",
        "arith::createArithExpandOpsPass({/*includeBf16=*/true})",
        "arith::createArithExpandOpsPass({/*includeBf16=*/false})"),
       ("compiler/Targets/CPUTarget.cpp",
@@ -794,4 +794,11 @@ MUTATIONS = [
        "          slotLanes.push_back(slotLanes.empty() ? firstLane : lowestLane(lanes, firstLane));\n",
        "          slotLanes.push_back(firstLane);\n")],
      r"EmulatedGpu\.(PointRows|KeyedPointRuns|ProductionShapesAtFewTokens|MixtralProbs)", "Transforms/group-points"),
+    ("pipeline-table-drops-an-option",
+     "the pipeline table forgets that moe-lower-to-loops reads streaming-stores: the CPU's optimizations leave "
+     "it out, so the runtime keys a kernel without streaming stores as the one with them",
+     [("compiler/PipelineTable.cpp",
+       "       kStreamingStores | kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n",
+       "       kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n")],
+     r"PipelineTable\.", None),
 ]

@@ -19,6 +19,7 @@ namespace {
 const char *extension(Stage s) {
   switch (s) {
   case Stage::Ast: return "ast";
+  case Stage::Gen: return "gen.mlir";
   case Stage::Moe: return "moe.mlir";
   case Stage::Loops: return "loops.mlir";
   case Stage::LLVM: return "ll";
@@ -32,9 +33,9 @@ const char *extension(Stage s) {
 /// #moe.ascend_plan, and `loops` is the tiled kernels (per-core loop nests through UB buffers).
 std::vector<Stage> stagesOf(const Target &target) {
   if (target.kind == TargetKind::Ascend)
-    return {Stage::Ast, Stage::Moe, Stage::Loops};
+    return {Stage::Ast, Stage::Gen, Stage::Moe, Stage::Loops};
   Stage code = target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
-  return {Stage::Ast, Stage::Moe, Stage::Loops, Stage::LLVM, code};
+  return {Stage::Ast, Stage::Gen, Stage::Moe, Stage::Loops, Stage::LLVM, code};
 }
 
 /// Each kernel's Ascend tiling, as a JSON list.
@@ -170,7 +171,8 @@ void registerEmitCommand(CLI::App &app) {
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for a static attribute (repeatable)");
   cmd->add_option("--with", o->with, "an optional tensor the kernels are specialized to receive (repeatable)");
   cmd->add_option("--emit", o->emit,
-                  "stage: ast, moe, loops, llvm, ptx (ptx target), asm (cpu target); ascend: ast, moe (with each "
+                  "stage: ast, gen (genMoe's IR: what moec-opt --moe-pipeline replays), moe, loops, llvm, ptx (ptx "
+                  "target), asm (cpu target); ascend: ast, gen, moe (with each "
                   "kernel's #moe.ascend_plan; --dump-dir adds <op>.tiling.json and the TilingData structs, "
                   "<op>.tiling.h), loops (the tiled kernels)");
   cmd->add_option("-o,--output", o->output, "write the stage here instead of stdout");

@@ -17,9 +17,10 @@
 
 namespace moec {
 
-/// The stages `moec emit --emit` and `--dump-dir` can show, in pipeline order.
-enum class Stage { Ast, Moe, Loops, LLVM, PTX, Asm };
-const char *stageName(Stage s); // "ast", "moe", "loops", "llvm", "ptx", "asm"
+/// The stages `moec emit --emit` and `--dump-dir` can show, in pipeline order. Gen is genMoe's IR, before
+/// any pass: what `moec-opt --moe-pipeline` replays.
+enum class Stage { Ast, Gen, Moe, Loops, LLVM, PTX, Asm };
+const char *stageName(Stage s); // "ast", "gen", "moe", "loops", "llvm", "ptx", "asm"
 std::optional<Stage> parseStage(const std::string &name);
 
 struct Target {

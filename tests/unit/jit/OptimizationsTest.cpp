@@ -8,6 +8,7 @@
 #include "ModeRun.h"
 
 #include "moec/Runtime.h"
+#include "moec/compiler/PipelineTable.h"
 #include "moec/dsl/Parser.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CpuRun.h"
@@ -49,10 +50,13 @@ TEST_P(Optimizations, LeaveEveryResultBitIdentical) {
     };
     CpuRunResult plain = run(kAllOptimizations, 0);
     // All on (the opt-in ones too), then each one off alone (an opt-in one: on alone): a new optimization
-    // is in the table.
+    // is in the table. One that no pass for the target reads (the pipeline table's optimizationsFor)
+    // compiles the same code as all on (PipelineTable.OtherTargetsOptimizationsLeaveTheCodeAlone).
+    uint32_t relevant = optimizationsFor(emulated ? TargetKind::GPU : TargetKind::CPU);
     std::vector<std::pair<uint32_t, uint32_t>> schedules = {{0u, uint32_t(kOptInOptimizations)}};
     for (const auto &[name, bit] : kOptimizationsByName)
-      schedules.push_back(bit & kOptInOptimizations ? std::pair{0u, uint32_t(bit)} : std::pair{uint32_t(bit), 0u});
+      if (bit & relevant)
+        schedules.push_back(bit & kOptInOptimizations ? std::pair{0u, uint32_t(bit)} : std::pair{uint32_t(bit), 0u});
     for (auto [disabled, enabled] : schedules) {
       SCOPED_TRACE("disabled optimizations: " + std::to_string(disabled) + ", enabled: " + std::to_string(enabled));
       expectSameBytes(run(disabled, enabled), plain);
@@ -66,6 +70,43 @@ INSTANTIATE_TEST_SUITE_P(AllModes, Optimizations, ::testing::Combine(::testing::
                          });
 
 } // namespace
+
+// An optimization whose bit no pass for a target reads (optimizationsFor) changes none of that target's
+// code: every built-in op's examples (ops/examples.json's kinds: each op at its production shape and in its
+// modes) compile to the same PTX or host assembly with it off as with everything on.
+TEST(PipelineTable, OtherTargetsOptimizationsLeaveTheCodeAlone) {
+  struct Example {
+    const char *op;
+    Specialization spec;
+  };
+  std::vector<Example> examples = {
+      {"moe_init_routing_v2_grad", {DType::BF16, {{"H", 512}, {"top_k", 8}}}},
+      {"moe_init_routing_v2_grad", {DType::F16, {{"H", 512}, {"top_k", 2}, {"drop_pad_mode", 1}}}},
+      {"moe_token_unpermute_with_routing_map_grad",
+       {DType::BF16, {{"H", 512}, {"E", 16}}, {}, {}, {"routing_map", "permuted_tokens", "probs"}}},
+      {"moe_token_unpermute_with_routing_map_grad",
+       {DType::F32, {{"H", 512}, {"E", 8}, {"drop_and_pad", 1}}, {}, {}, {"permuted_tokens", "probs"}}},
+      {"moe_unpermute", {DType::BF16, {{"H", 512}, {"E", 64}, {"K", 8}, {"using_mix_precision", 0}}}},
+      {"moe_unpermute", {DType::F32, {{"H", 512}, {"E", 8}, {"K", 2}, {"using_weighted_combine", 1}}}},
+  };
+  for (const Target &target : {Target::cpu(), Target::ptx("sm_90")}) {
+    Stage code = target.kind == TargetKind::GPU ? Stage::PTX : Stage::Asm;
+    uint32_t relevant = optimizationsFor(target.kind);
+    for (Example &e : examples) {
+      SCOPED_TRACE(std::string(e.op) + " on " + target.str());
+      auto op = loadOp(e.op);
+      e.spec.target = target;
+      std::string allOn = compile(*op, e.spec, {{code}}).dumps.at(code);
+      for (const auto &[name, bit] : kOptimizationsByName) {
+        if (bit & relevant)
+          continue;
+        Specialization off = e.spec;
+        off.schedule.disabled = bit;
+        EXPECT_EQ(compile(*op, off, {{code}}).dumps.at(code), allOn) << name << " off changed the code";
+      }
+    }
+  }
+}
 
 // Streaming stores run only on outputs of 4 MiB or more whose base is aligned for the vector stores (x86's
 // non-temporal stores fault on a misaligned address); the loop along the row is versioned on it at each
