@@ -56,11 +56,14 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= suppressions=$(SAN_DIR)/tsan.supp:halt_on_error=1:second_deadlock_stack=1
 TSAN_TESTS ?= ^(Runtime|RuntimeHammer|DiskCacheTest|Bundle|ThreadPool|TensorView)\.
 
+# Every kind of test, each parameterized one at the two ends of its parameters (scripts/ctest-kinds.py);
+# ASAN_ALL=1 runs every test.
 test-asan: setup
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_FLAGS) -DMOEC_SANITIZE=address,undefined > $(ASAN_BUILD).configure.log \
 	  || (cat $(ASAN_BUILD).configure.log; exit 1)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+	python3 scripts/ctest-kinds.py $(ASAN_BUILD) $(ASAN_BUILD)/kinds.txt
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) $(if $(ASAN_ALL),,-I $(CURDIR)/$(ASAN_BUILD)/kinds.txt)
 
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DMOEC_SANITIZE=thread > $(TSAN_BUILD).configure.log \
