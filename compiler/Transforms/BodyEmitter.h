@@ -256,7 +256,7 @@ public:
     if (onGpu && part == Part::RowPrologue) {
       Location loc = domain.op()->getLoc();
       warpLane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-                                        arith::ConstantIndexOp::create(b, loc, 32));
+                                        arith::ConstantIndexOp::create(b, loc, kWarpSize));
     }
   }
 
@@ -883,7 +883,7 @@ private:
     Type type = fold.getType();
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     Value zero = type.isIndex() ? Value(cst(0)) : Value(arith::ConstantIntOp::create(b, loc, type, 0));
-    auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(32), ValueRange{zero});
+    auto loop = scf::ForOp::create(b, loc, warpLane, get(fold.getBound(), false), cst(kWarpSize), ValueRange{zero});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());

@@ -6,6 +6,7 @@
 // CPU with AVX-512 (RowTarget::compactLanes) the loop tests 16 entries at a time and appends their live
 // indices with one compress: C2's rowmap row at E = 256 in 16 steps, not 256 dependent selects.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
 #include "BodyEmitter.h"
 
 namespace moec::moe {
@@ -17,7 +18,7 @@ struct LaneBits {
   LaneBits(OpBuilder &b, Location loc) {
     auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
     lane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-                                  arith::ConstantIndexOp::create(b, loc, 32));
+                                  arith::ConstantIndexOp::create(b, loc, kWarpSize));
     bit = arith::ShLIOp::create(b, loc, i32(1), arith::IndexCastOp::create(b, loc, b.getI32Type(), lane));
     below = arith::SubIOp::create(b, loc, bit, i32(1));
   }
@@ -125,13 +126,13 @@ std::pair<Value, Value> BodyEmitter::ballotOfSteps(CompactOp compact, Value k, V
 void BodyEmitter::emitWarpCompact(CompactOp compact) {
   ScheduleAttr rows = domain.schedule();
   int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
-  if (length <= 32)
+  if (length <= kWarpSize)
     return emitLaneCompact(compact);
-  if (part == Part::RowPrologue && rows.getRowsPerBlock() == 1 && rows.getThreads() > 32 && rows.getThreads() % 32 == 0)
+  if (part == Part::RowPrologue && rows.getRowsPerBlock() == 1 && rows.getThreads() > kWarpSize && rows.getThreads() % kWarpSize == 0)
     return emitBlockCompact(compact);
   Location loc = compact.getLoc();
   ScheduleAttr schedule = domain.schedule();
-  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / kWarpSize);
   Value buffer = sharedBuffer(warps * length, b.getI32Type(), loc);
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
@@ -139,7 +140,7 @@ void BodyEmitter::emitWarpCompact(CompactOp compact) {
   LaneBits bits(b, loc);
   Value lane = bits.lane, lanesBelow = bits.below;
   Value bound = get(compact.getBound(), false);
-  auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(32), ValueRange{cst(0)});
+  auto loop = scf::ForOp::create(b, loc, cst(0), bound, cst(kWarpSize), ValueRange{cst(0)});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -166,7 +167,7 @@ void BodyEmitter::emitLaneCompact(CompactOp compact) {
   Location loc = compact.getLoc();
   int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
   ScheduleAttr schedule = domain.schedule();
-  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / kWarpSize);
   Value buffer = sharedBuffer(warps * length, b.getI32Type(), loc);
   Value base = warpBase(loc, length);
   LaneBits bits(b, loc);
@@ -198,17 +199,17 @@ void BodyEmitter::emitLaneCompact(CompactOp compact) {
 void BodyEmitter::emitBlockCompact(CompactOp compact) {
   Location loc = compact.getLoc();
   int64_t length = cast<MemRefType>(compact.getList().getType()).getDimSize(0);
-  int64_t runs = (length + 31) / 32;
-  int64_t warps = domain.schedule().getThreads() / 32;
+  int64_t runs = (length + kWarpSize - 1) / kWarpSize;
+  int64_t warps = domain.schedule().getThreads() / kWarpSize;
   Value buffer = sharedBuffer(length, b.getI32Type(), loc), ballots = sharedBuffer(runs, b.getI32Type(), loc);
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
   Value tx = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value warp = arith::DivUIOp::create(b, loc, tx, cst(32));
+  Value warp = arith::DivUIOp::create(b, loc, tx, cst(kWarpSize));
   LaneBits bits(b, loc);
   Value lane = bits.lane, laneBit = bits.bit, lanesBelow = bits.below;
   Value bound = get(compact.getBound(), false);
-  Value boundRuns = arith::CeilDivUIOp::create(b, loc, bound, cst(32));
+  Value boundRuns = arith::CeilDivUIOp::create(b, loc, bound, cst(kWarpSize));
 
   // Each warp's runs: their ballots.
   auto tests = scf::ForOp::create(b, loc, warp, boundRuns, cst(warps));
@@ -216,7 +217,7 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(tests.getBody());
     Value run = tests.getInductionVar();
-    Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(32)), lane);
+    Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(kWarpSize)), lane);
     Value mask = ballotOfSteps(compact, k, bound).second;
     // Every lane stores the same word: no branch on the lane (one on `lane == 0` once made moe-version-row-loops
     // copy this loop, the ballot into both copies, each run by part of the warp).
@@ -245,7 +246,7 @@ void BodyEmitter::emitBlockCompact(CompactOp compact) {
                                      countBits(b, loc, arith::AndIOp::create(b, loc, mask, lanesBelow)));
     auto store = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
     b.setInsertionPointToStart(store.thenBlock());
-    Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(32)), lane);
+    Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, run, cst(kWarpSize)), lane);
     memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), k), buffer, ValueRange{at});
   }
   // The list's length: every run's live indices.

@@ -15,6 +15,7 @@
 // A moe.sum whose term is `p ? 0.0 : f` (B2's dropped or inactive rows) is split the same way: its f32
 // accumulator starts at +0.0 and so is never -0.0, which makes adding +0.0 exactly the identity.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 
@@ -117,7 +118,7 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
     auto schedule = domain.op()->getAttrOfType<ScheduleAttr>("schedule");
     if (!schedule || gpuMapping(domain) != GpuMapping::Rows)
       return {kListBytes, 0};
-    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+    int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / kWarpSize);
     return {kListBytes, warps * 4};
   }
   static constexpr int64_t kListBytes = 16384;  // per domain: CPU stack, or GPU shared memory per block

@@ -19,6 +19,7 @@
 // holds points of one key, and a one-dim domain runs as runs of kPointRunLength (8) points, a warp each. A key
 // loaded from a tensor declared `unique` never repeats: a term that needs one is not shared.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 
@@ -125,7 +126,7 @@ struct GroupPointsPass : impl::MoeGroupPointsBase<GroupPointsPass> {
   void runOnOperation() override {
     for (DomainOp domain : collectDomainOps(getOperation())) {
       ScheduleAttr schedule = domain.schedule();
-      if (!schedule || schedule.getThreads() != 32 ||
+      if (!schedule || schedule.getThreads() != kWarpSize ||
           gpuMapping(domain) != GpuMapping::WarpPerPoint || !pointsCanInterleave(domain, /*minRowBytes=*/0))
         continue;
       std::optional<SetVector<Operation *>> keys = sharedRowKeys(domain, contiguousReductionOf(domain));

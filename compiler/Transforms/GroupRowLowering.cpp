@@ -4,6 +4,7 @@
 // computes one member's row-invariant values, and along the row the warp computes the value once (again
 // only where a member's keys change) and stores it to every live member's row, broadcast by shuffles.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
 #include "BodyEmitter.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -65,7 +66,7 @@ struct WarpWords {
 
 void emitGroupRow(OpBuilder &b, DomainOp op, Value group, Value lane, Value warp, int64_t warps,
                   int64_t vectorAlignment) {
-  constexpr int64_t kWarp = 32, kMembers = kRowGroupMembers;
+  constexpr int64_t kWarp = kWarpSize, kMembers = kRowGroupMembers;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);

@@ -21,6 +21,7 @@
 // the guard takes it as a key.
 // GPU only: a CPU thread reads the repeated row from its L1, and its stores stream.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 
@@ -127,7 +128,7 @@ std::optional<SmallVector<Operation *>> memberKeys(DomainOp domain, const DenseS
 std::optional<SmallVector<Operation *>> groupKeys(DomainOp domain) {
   auto write = dyn_cast<WriteOp>(domain.body().getTerminator());
   ScheduleAttr schedule = domain.schedule();
-  if (!domain.isScatter() || !write || domain.bounds().size() < 2 || !schedule || schedule.getThreads() != 32 ||
+  if (!domain.isScatter() || !write || domain.bounds().size() < 2 || !schedule || schedule.getThreads() != kWarpSize ||
       gpuMapping(domain) != GpuMapping::Rows)
     return std::nullopt;
   // Members' values run on different lanes: nothing in the body may assume a converged warp (folds and
@@ -201,7 +202,7 @@ struct GroupRowsPass : impl::MoeGroupRowsBase<GroupRowsPass> {
       ScheduleAttr s = domain.schedule();
       APInt inner;
       if (matchPattern(domain.bounds().back(), m_ConstantInt(&inner))) {
-        int64_t passes = std::max<int64_t>(1, (inner.getSExtValue() + 32 * s.getVector() - 1) / (32 * s.getVector()));
+        int64_t passes = std::max<int64_t>(1, (inner.getSExtValue() + kWarpSize * s.getVector() - 1) / (kWarpSize * s.getVector()));
         if (passes < s.getRowsPerBlock())
           domain.setSchedule(ScheduleAttr::get(&getContext(), passes, s.getThreads(), s.getVector(), s.getUnroll()));
       }

@@ -6,6 +6,7 @@
 // per point, its lanes splitting the reduction, or a warp per row of points whose dot products share a row
 // (moe-group-points), up to 8 of them at a time; on Ascend a point at a time through UB buffers.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
 #include "BodyEmitter.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -412,7 +413,7 @@ void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t l
                                        arith::ConstantIndexOp::create(b, loc, 0));
   ReductionSplit split{schedule.getVector(), lanes, lane, loadsInFlight};
   BodyEmitter emitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, leader);
-  if (lanes == 32)
+  if (lanes == kWarpSize)
     emitter.splitFoldsOver(lane);
   emitter.emitElement(indices);
 }
@@ -500,7 +501,7 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, const VaryingAnalysis &analys
 } // namespace
 
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment, bool loadsInFlight) {
-  constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = 32, kNarrowBatch = 2;
+  constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = kWarpSize, kNarrowBatch = 2;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -695,7 +696,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
               i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
           emitters.push_back(
               std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
-                                            ReductionSplit{schedule.getVector(), 32, lane, loadsInFlight}, leader));
+                                            ReductionSplit{schedule.getVector(), kWarpSize, lane, loadsInFlight}, leader));
           emitters.back()->splitFoldsOver(lane);
           for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
             emitters.back()->mapScalar(arg, index);

@@ -42,12 +42,12 @@ struct SchedulePass : impl::MoeScheduleBase<SchedulePass> {
         // the additions, hence the bits: they stay the compiler's whatever is requested (a tuned config
         // may only change how points are grouped into blocks).
         ReductionShape r = reductionShape(domain);
-        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, 0, 0}, kind, r.length, r.elemBytes, true);
-        s.threads = 32;
+        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, kWarpSize, 0, 0}, kind, r.length, r.elemBytes, true);
+        s.threads = kWarpSize;
       } else if (kind == TargetKind::GPU && !threads && hasRowInvariantGuard(domain, rowInvariantOps(domain))) {
         // A scatter that skips whole rows (A3's (token, expert) rows, most of them not routed): a warp per
         // row, so that a skipped row costs one warp's prologue, not a whole block's.
-        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, 32, vector, unroll}, kind, inner, elemBytes,
+        s = chooseSchedule({rowsPerBlock ? rowsPerBlock : 8, kWarpSize, vector, unroll}, kind, inner, elemBytes,
                            isVectorizable(domain));
       } else {
         int64_t rows = rowsPerBlock;

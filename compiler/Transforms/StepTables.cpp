@@ -4,6 +4,7 @@
 // entry, an index load and its checks, a prob) does that work in the row's prologue, once per step, into
 // shared-memory columns that the steps along the row read (see emitStepTables in BodyEmitter.h).
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/Schedule.h"
 #include "BodyEmitter.h"
 
 #include "moec/compiler/Transforms/ErrorPaths.h"
@@ -11,7 +12,7 @@
 namespace moec::moe {
 
 void BodyEmitter::emitStepTables() {
-  if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % 32 != 0)
+  if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % kWarpSize != 0)
     return;
   // A fold that varies along the row: its accumulator does, so no op that reads it counts as per-step work.
   for (Operation &op : domain.body().without_terminator())
@@ -35,7 +36,7 @@ Value BodyEmitter::warpBase(Location loc, int64_t length) {
   Value ty = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::y);
   Value threads = cst(domain.schedule().getThreads());
   Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, ty, threads), tx);
-  return arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(32)), cst(length));
+  return arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, linear, cst(kWarpSize)), cst(length));
 }
 
 bool BodyEmitter::stepInvariant(Operation &op) const {
@@ -182,7 +183,7 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
 
   Location loc = fold.getLoc();
   ScheduleAttr schedule = domain.schedule();
-  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / 32);
+  int64_t warps = std::max<int64_t>(1, schedule.getThreads() * schedule.getRowsPerBlock() / kWarpSize);
   // The block's shared memory stays within what a kernel gets without opting in (48 KiB): the lists
   // take up to 16 KiB of it (moe-compact-predicated-folds), the tables up to 32 KiB.
   // A column is stored as a 32-bit word where it can be: i1 (shared-memory bytes would cost byte
@@ -257,7 +258,7 @@ void BodyEmitter::emitStepTable(FoldOp fold) {
     scf::YieldOp::create(b, loc, allTrueInit);
     allTrueAtEnd = work.getResults();
   } else {
-    auto loop = scf::ForOp::create(b, loc, warpLane, get(bound, false), cst(32), allTrueInit);
+    auto loop = scf::ForOp::create(b, loc, warpLane, get(bound, false), cst(kWarpSize), allTrueInit);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     scf::YieldOp::create(b, loc, emitStepWork(loop.getInductionVar(), loop.getRegionIterArgs()));

@@ -5,6 +5,7 @@
 // before use, so a stale or foreign handle is CUDA_ERROR_INVALID_HANDLE, never a crash.
 //===----------------------------------------------------------------------===//
 #include "moec/runtime/ptxemu/EmuDriver.h"
+#include "moec/compiler/Schedule.h"
 
 #include <chrono>
 #include <cstring>
@@ -122,7 +123,7 @@ CUresult deviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
-  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = kWarpSize; break;
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
   default: *v = 0; break;
   }

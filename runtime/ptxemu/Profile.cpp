@@ -1,4 +1,5 @@
 //===- Profile.cpp - Launch counts and the H200 time bound ----------------===//
+#include "moec/compiler/Schedule.h"
 #include "moec/runtime/ptxemu/Emulator.h"
 
 #include <algorithm>
@@ -32,10 +33,10 @@ void Profile::add(const Profile &o) {
 }
 
 unsigned residentWarpsPerSm(const Profile &p) {
-  uint64_t warpsPerBlock = std::max<uint64_t>(1, (p.block.count() + 31) / 32);
+  uint64_t warpsPerBlock = std::max<uint64_t>(1, (p.block.count() + kWarpSize - 1) / kWarpSize);
   uint64_t blocks = std::min<uint64_t>(32, 64 / warpsPerBlock);
   if (p.registers) {
-    uint64_t perWarp = (uint64_t(p.registers) * 32 + 255) / 256 * 256; // allocated per warp in units of 256
+    uint64_t perWarp = (uint64_t(p.registers) * kWarpSize + 255) / 256 * 256; // allocated per warp in units of 256
     blocks = std::min<uint64_t>(blocks, 65536 / (perWarp * warpsPerBlock));
   }
   return unsigned(std::max<uint64_t>(blocks, 1) * warpsPerBlock);
@@ -47,7 +48,7 @@ Bound bound(const Profile &p, const GpuModel &gpu) {
   Bound b;
   b.memory = p.sectorBytes() / gpu.bandwidth;
   b.issue = p.totalWarpInstructions() / (gpu.sms * gpu.issuePerSm * gpu.clock);
-  double warps = double(p.blocks) * double((p.block.count() + 31) / 32);
+  double warps = double(p.blocks) * double((p.block.count() + kWarpSize - 1) / kWarpSize);
   double concurrent = std::min(warps, gpu.sms * residentWarpsPerSm(p));
   b.latency = concurrent > 0 ? p.warpCycles / concurrent / gpu.clock : 0;
   return b;

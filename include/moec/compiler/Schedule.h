@@ -129,6 +129,10 @@ inline bool optimizationOn(const Schedule &s, Optimization o) {
 
 enum class TargetKind { CPU, GPU, Ascend };
 
+/// GPU: the lanes of a warp (NVIDIA's 32; the compiler's ballots and shuffles, the launch geometry and the PTX
+/// emulator all count them).
+constexpr int64_t kWarpSize = 32;
+
 /// GPU: a group of rows (moe-group-rows) is at most this many consecutive members (lane i of the block's
 /// warps computes member i's row; the warps split the row 32 lanes at a time); a kernel that runs groups
 /// takes a block per group, and the runtime counts ceil(members / 16) groups for each index of the dims
@@ -165,7 +169,7 @@ inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool re
   int64_t least = requested ? 0 : 1;
   if (s.threads < least || s.threads > kMaxBlockThreads)
     return range("threads", s.threads, least, kMaxBlockThreads);
-  if (target == TargetKind::GPU && s.threads % 32 != 0)
+  if (target == TargetKind::GPU && s.threads % kWarpSize != 0)
     return "'threads': " + std::to_string(s.threads) + " is not a multiple of 32 (a warp)";
   int64_t maxRows = kMaxBlockThreads / std::max<int64_t>(s.threads, 1);
   if (s.rowsPerBlock < least || s.rowsPerBlock > maxRows)
