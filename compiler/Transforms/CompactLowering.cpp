@@ -9,6 +9,8 @@
 #include "moec/compiler/Schedule.h"
 #include "BodyEmitter.h"
 
+using namespace mlir;
+
 namespace moec::moe {
 
 namespace {

@@ -9,6 +9,8 @@
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+using namespace mlir;
+
 namespace moec::moe {
 
 Value emitGroupCount(OpBuilder &b, DomainOp op) {

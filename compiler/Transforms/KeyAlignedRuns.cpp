@@ -11,6 +11,8 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+using namespace mlir;
+
 namespace moec::moe {
 
 namespace {

@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/MapVector.h"
 
+using namespace mlir;
+
 namespace moec::moe {
 
 Value emitPointCount(OpBuilder &b, DomainOp op) {

@@ -9,6 +9,8 @@
 
 #include "moec/compiler/Transforms/ErrorPaths.h"
 
+using namespace mlir;
+
 namespace moec::moe {
 
 void BodyEmitter::emitStepTables() {

@@ -5,15 +5,16 @@
 // branches back, so only one step's loads are ever in flight. moe-lower-to-gpu marks such a loop where every
 // lane runs the same constant number of steps (kLaneLoopAttr: from the lane's offset, below the step, to a
 // whole number of steps). This pass, after the passes that version the loop and guard its loads, unrolls it by
-// the largest power of two that divides its steps and keeps at most kLoadsInFlight (8) vector loads per lane in
-// one step, running it from 0 with the offset added in its body. The steps' loads then issue back to back (a
-// GPU thread issues in order, and a load does not wait for an earlier store it does not depend on). A loop it
-// does not unroll stays as it is: from the lane's offset it has no constant count that LLVM unrolls unasked.
+// the largest power of two that divides its steps and keeps at most kRowLoopLoadsInFlight (8) vector loads per
+// lane in one step, running it from 0 with the offset added in its body. The steps' loads then issue back to
+// back (a GPU thread issues in order, and a load does not wait for an earlier store it does not depend on). A
+// loop it does not unroll stays as it is: from the lane's offset it has no constant count that LLVM unrolls unasked.
 // The steps compute and store what they did before, in the same order: results do not change.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "UnrollBudgets.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -26,13 +27,6 @@ namespace moec::moe {
 #include "moec/compiler/Transforms/Passes.h.inc"
 
 namespace {
-
-/// Vector loads per lane in one unrolled step: at most 32 registers of loaded data, so that the unroll does not
-/// cost the kernel its warps per SM. B2 with active_num at Qwen3 (8 gathers a step) unrolled by 2 took 16:
-/// its registers then allowed 24 warps per SM instead of 32, and its bound fell from 85.5 to 83.8 % of copy.
-/// (A dot product's loop takes 32, BodyEmitter::kLoadsInFlight: its kernels run 8 warps per SM anyway.)
-constexpr int64_t kLoadsInFlight = 8;
-constexpr int64_t kMaxUnrolledOps = 4096; // the unrolled body's ops
 
 /// The unroll factor of a marked loop (from a lane's offset below its step to a constant end): 1 where its end
 /// is no whole number of steps, or it loads nothing.
@@ -50,7 +44,7 @@ int64_t unrollFactor(scf::ForOp loop) {
   int64_t factor = 1;
   // A loop without loads has none to put in flight (a version of C2's that only reports failed checks:
   // unrolled, its registers cost the kernel 16 of its 64 warps per SM).
-  while (loads > 0 && steps % (2 * factor) == 0 && 2 * factor * loads <= kLoadsInFlight &&
+  while (loads > 0 && steps % (2 * factor) == 0 && 2 * factor * loads <= kRowLoopLoadsInFlight &&
          2 * factor * ops <= kMaxUnrolledOps)
     factor *= 2;
   return factor;

@@ -24,13 +24,13 @@ MUTATIONS = [
      r"Vectors|GpuCheckCases", None),
     ("fold-reversed",
      "a fold runs its iterations in reverse order",
-     [("compiler/Transforms/BodyEmitter.h",
-       "      Block &body = fold.getBody().front();\n"
-       "      scalars.map(body.getArgument(0), loop.getInductionVar());\n",
-       "      Block &body = fold.getBody().front();\n"
-       "      scalars.map(body.getArgument(0),\n"
-       "                  arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, bound, c1).getResult(),\n"
-       "                                        loop.getInductionVar()).getResult());\n")],
+     [("compiler/Transforms/BodyEmitter.cpp",
+       "    Block &body = fold.getBody().front();\n"
+       "    scalars.map(body.getArgument(0), loop.getInductionVar());\n",
+       "    Block &body = fold.getBody().front();\n"
+       "    scalars.map(body.getArgument(0),\n"
+       "                arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, bound, c1).getResult(),\n"
+       "                                      loop.getInductionVar()).getResult());\n")],
      r"MoeUnpermute", None),
     ("a3-no-row-check",
      "A3 (non-pad, no probs) drops its `row >= 0` check",
@@ -179,9 +179,9 @@ MUTATIONS = [
     ("gpu-shuffle-skips-first-step",
      "the warp reduction's butterfly starts at lanes / 4, skipping the first shuffle (GPU only: only the "
      "PTX emulator runs it)",
-     [("compiler/Transforms/BodyEmitter.h",
-       "    for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {\n",
-       "    for (int64_t offset = lanes / 4; offset > 0; offset /= 2) {\n")],
+     [("compiler/Transforms/SplitSums.cpp",
+       "  for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {\n",
+       "  for (int64_t offset = lanes / 4; offset > 0; offset /= 2) {\n")],
      r"EmulatedGpu|^ptx-emu\..*Vectors", None),
     ("ascend-split-unbalanced",
      "the Ascend core split gives the remainder rows to no core (rows / cores each), so some rows run nowhere",
@@ -251,9 +251,9 @@ MUTATIONS = [
      r"AscendCostModel", None),
     ("interleaved-sums-one-point",
      "interleaved dot products all read the first waiting point's rows",
-     [("compiler/Transforms/BodyEmitter.h",
-       "      pre.scalars = point->scalars;\n",
-       "      pre.scalars = first.scalars;\n")],
+     [("compiler/Transforms/SplitSums.cpp",
+       "    pre.scalars = point->scalars;\n",
+       "    pre.scalars = first.scalars;\n")],
      r"InterleavedReductions", None),
     ("point-kernel-waits-dropped",
      "a CPU point kernel drops the live points still waiting at the end of its range",
@@ -269,9 +269,9 @@ MUTATIONS = [
      r"FusedRowStores|UnpermuteGradRandom", "Transforms/fuse-row-stores"),
     ("fused-row-store-unguarded",
      "a fused row store ignores its guard (writes rows whose slot is dropped or out of range)",
-     [("compiler/Transforms/BodyEmitter.h",
-       "    if (store.getGuard())\n      b.setInsertionPointToStart(",
-       "    if (false)\n      b.setInsertionPointToStart(")],
+     [("compiler/Transforms/BodyEmitter.cpp",
+       "  if (store.getGuard())\n    b.setInsertionPointToStart(",
+       "  if (false)\n    b.setInsertionPointToStart(")],
      r"UnpermuteGrad(Random|Errors|Edge)|FusedRowStores", None),
     ("row-fusion-ignores-conditions",
      "statement fusion fuses rows whose guard does not imply the dot product's condition (rows are then "
@@ -347,9 +347,9 @@ MUTATIONS = [
     ("point-rows-shares-point-values",
      "points' interleaved dot products share any load whose operands are outside the sum (each point then reads "
      "the first point's row)",
-     [("compiler/Transforms/BodyEmitter.h",
-       "        return llvm::all_of(hoisted, [&](IRMapping &m) { return m.lookupOrDefault(v) == hoisted[0].lookupOrDefault(v); });\n",
-       "        return true;\n")],
+     [("compiler/Transforms/SplitSums.cpp",
+       "      return llvm::all_of(hoisted, [&](IRMapping &m) { return m.lookupOrDefault(v) == hoisted[0].lookupOrDefault(v); });\n",
+       "      return true;\n")],
      r"EmulatedGpu", None),
     ("lane-scan-inclusive",
      "a row of points' ballot count gives each lane the lanes up to its own, not those below it (A3's slot "
@@ -490,9 +490,9 @@ MUTATIONS = [
      r"EmulatedGpu\.MoeUnpermute|C2.*ptx", "Transforms/gpu-step-tables"),
     ("ascend-row-store-last-chunk-kept",
      "Ascend: a point row's fused row stores are not copied out after the dot product's last chunk",
-     [("compiler/Transforms/BodyEmitter.h",
-       "    map(sum.getResult(), partials(last, end, 1, 1, acc));\n    staged->copyOutRows(b, rowStores, scalars);\n",
-       "    map(sum.getResult(), partials(last, end, 1, 1, acc));\n")],
+     [("compiler/Transforms/SplitSums.cpp",
+       "  map(sum.getResult(), partials(last, end, 1, 1, acc));\n  staged->copyOutRows(b, rowStores, scalars);\n",
+       "  map(sum.getResult(), partials(last, end, 1, 1, acc));\n")],
      r"AscendSimulator", None),
     ("ascend-row-store-chunk-at-zero",
      "Ascend: a fused row store's chunk is copied out to the start of its row, whatever the chunk",
@@ -769,9 +769,9 @@ MUTATIONS = [
     ("short-list-every-step-live",
      "a short list's step past the row's count of live steps adds its term anyway (the last live step's, "
      "read again at min(j, count - 1))",
-     [("compiler/Transforms/BodyEmitter.h",
-       "      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, count);\n",
-       "      Value live = arith::ConstantIntOp::create(b, loc, 1, 1);\n")],
+     [("compiler/Transforms/BodyEmitter.cpp",
+       "    Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, count);\n",
+       "    Value live = arith::ConstantIntOp::create(b, loc, 1, 1);\n")],
      r"EmulatedGpu\.(ShortListVersions|MoeUnpermute)", "Transforms/lower-to-gpu-short-lists"),
     ("lane-list-table-row-at-entry",
      "a list of at most 32 entries has each live lane write the step table's row at its entry, not at its "
