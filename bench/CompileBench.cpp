@@ -6,9 +6,9 @@
 // the CPU, sm_90 and sm_100.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Pipeline.h"
+#include "moec/contracts/Files.h"
 #include "moec/dsl/Parser.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/Files.h"
 
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>

@@ -2,14 +2,14 @@
 //
 // One benchmark per op, mode, model shape (spec §8.1: DeepSeek-V3 H 7168 top-8 of 256, Qwen3-235B H 4096
 // top-8 of 128, Mixtral H 4096 top-2 of 8) and dtype (bf16, f32), at N = 4096 tokens, on the inputs
-// `moec bench` uses (bench/gpu/Cases.h: random, routed the way the forward op routes). Each iteration
+// `moec bench` uses (moec/cases/Cases.h: random, routed the way the forward op routes). Each iteration
 // times the op's kernels, then a memcpy of half its minimum traffic (read + write = the traffic) on the
 // same thread pool; `vs_memcpy` = memcpy time / kernel time (1.0 = memcpy speed). Select with
 // --benchmark_filter, e.g. 'C2/DeepSeek'.
 //===----------------------------------------------------------------------===//
-#include "CpuBaseline.h"
+#include "moec/cases/CpuBaseline.h"
 
-#include "moec/Runtime.h"
+#include "moec/jit/Runtime.h"
 #include "moec/runtime/ThreadPool.h"
 
 #include <benchmark/benchmark.h>

@@ -4,8 +4,8 @@
 // time); a warm start (new process, kernel on disk) without running MLIR; a cold compile. Ascend: a kept
 // plan, and the plan of a new token count from the cached tilings (what a launch pays per new shape).
 //===----------------------------------------------------------------------===//
-#include "moec/AscendPlanner.h"
-#include "moec/Runtime.h"
+#include "moec/jit/AscendPlanner.h"
+#include "moec/jit/Runtime.h"
 #include "moec/runtime/HostTensor.h"
 
 #include <benchmark/benchmark.h>

@@ -5,8 +5,8 @@
 #   cmake -DROOT=<source dir> -DOUT=<header> -P BuildId.cmake   writes #define MOEC_BUILD_ID "moec-0.1-<hash>"
 #   cmake -DROOT=<source dir> -P BuildId.cmake                  prints the ID only
 #
-# The hashed folders; runtime/jit/CMakeLists.txt globs the same ones for the build's dependencies.
-set(MOEC_BUILD_ID_DIRS compiler dsl ops include runtime)
+# The hashed folders; jit/CMakeLists.txt globs the same ones for the build's dependencies.
+set(MOEC_BUILD_ID_DIRS compiler contracts dsl jit ops include runtime)
 
 function(moec_build_id_sources var root)
   set(globs "")

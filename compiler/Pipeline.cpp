@@ -15,6 +15,7 @@
 // Each stage's passes are the rows of the pipeline table (PipelineTable.cpp) for the target and schedule;
 // moec-opt --moe-pipeline runs the same rows on `moec emit --emit gen`'s IR.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/DefaultSchedule.h"
 #include "moec/compiler/Pipeline.h"
 #include "moec/compiler/PipelineTable.h"
 

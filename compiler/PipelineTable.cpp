@@ -5,11 +5,12 @@
 // its options read, and how to make it. compile() (Pipeline.cpp) builds each stage's pass manager from
 // these rows; moec-opt's --moe-pipeline builds all three stages at once. A new pass is a new row.
 //===----------------------------------------------------------------------===//
+#include "moec/compiler/DefaultSchedule.h"
 #include "moec/compiler/PipelineTable.h"
 
 #include "moec/compiler/Targets/Targets.h"
-#include "moec/runtime/ascend/Chip.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "moec/contracts/ascend/Chip.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/Passes.h"

@@ -4,7 +4,7 @@
 // array must have as many data bytes as its shape says, and must survive writeNpy + readNpy unchanged.
 // std::runtime_error is the reader's error; anything else is a finding.
 //===----------------------------------------------------------------------===//
-#include "moec/runtime/Npy.h"
+#include "moec/contracts/Npy.h"
 
 #include "FuzzUtil.h"
 

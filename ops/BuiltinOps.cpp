@@ -1,8 +1,8 @@
 //===- BuiltinOps.cpp - Finding and loading ops ---------------------------===//
 #include "moec/ops/BuiltinOps.h"
 
+#include "moec/contracts/Files.h"
 #include "moec/dsl/Parser.h"
-#include "moec/runtime/Files.h"
 
 #include <filesystem>
 #include <stdexcept>

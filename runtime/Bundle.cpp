@@ -1,9 +1,9 @@
 //===- Bundle.cpp - Ahead-of-time kernels, loaded without a compiler ------===//
 #include "moec/runtime/Bundle.h"
 
+#include "moec/contracts/Files.h"
 #include "moec/dsl/Parser.h"
 #include "moec/runtime/CudaDriver.h"
-#include "moec/runtime/Files.h"
 #include "moec/runtime/KernelJson.h"
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 //===- HostTensor.cpp ----------------------------------------------------------===//
 #include "moec/runtime/HostTensor.h"
 
-#include "moec/runtime/Half.h"
+#include "moec/contracts/Half.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -8,10 +8,6 @@ namespace moec {
 
 namespace {
 
-std::string range(int64_t value, int64_t min, int64_t max) {
-  return std::to_string(value) + " is not in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-}
-
 std::string stringField(const nlohmann::json &j, const std::string &field, const std::string &where) {
   if (!j.contains(field) || !j.at(field).is_string() || j.at(field).get<std::string>().empty())
     throw std::runtime_error(where + ": '" + field + "' must be a non-empty string");
@@ -19,21 +15,6 @@ std::string stringField(const nlohmann::json &j, const std::string &field, const
 }
 
 } // namespace
-
-int64_t integerField(const nlohmann::json &j, const std::string &field, int64_t min, int64_t max,
-                     const std::string &where) {
-  if (!j.is_object() || !j.contains(field))
-    throw std::runtime_error(where + ": '" + field + "' is missing");
-  const nlohmann::json &v = j.at(field);
-  // A number too big for int64 parses as unsigned or float: both are rejected here.
-  if (!v.is_number_integer() ||
-      (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())))
-    throw std::runtime_error(where + ": '" + field + "' must be an integer, got " + v.dump());
-  int64_t value = v.get<int64_t>();
-  if (value < min || value > max)
-    throw std::runtime_error(where + ": '" + field + "': " + range(value, min, max));
-  return value;
-}
 
 nlohmann::json kernelMetaToJson(const KernelMeta &k) {
   nlohmann::json checks = nlohmann::json::array();

@@ -22,7 +22,7 @@
 // product as f32 multiplies and adds. Against the plain probe it tells how much of the kernel's gap to the
 // traffic's ceiling the arithmetic itself costs.
 //===----------------------------------------------------------------------===//
-#include "CpuBaseline.h"
+#include "moec/cases/CpuBaseline.h"
 
 #include <immintrin.h>
 

@@ -10,7 +10,7 @@
 //      next to the measurement.
 // With MOEC_GPU=emu the whole check runs on the emulator (no timing). The table comes last.
 //===----------------------------------------------------------------------===//
-#include "Cases.h"
+#include "moec/cases/Cases.h"
 
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"

@@ -3,12 +3,12 @@
 // moe.view is the only moe op of the CPU and GPU targets that reaches the LLVM conversion (compute and
 // sum are lowered to loops before). The Ascend ops (moe.ub_alloc, moe.data_copy, ...) reach it when a tiled
 // kernel is compiled for the CPU simulator: each becomes an indirect call through the core's runtime, the
-// hook table of moec/runtime/ascend/SimHooks.h, and #moe.ub buffers become ordinary memory.
+// hook table of moec/contracts/ascend/SimHooks.h, and #moe.ub buffers become ordinary memory.
 // Lowered through the ConvertToLLVMPatternInterface, so both upstream `convert-to-llvm` (CPU) and
 // `convert-gpu-to-nvvm` (GPU) pick them up without a pass of our own.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Dialect/MoeDialect.h"
-#include "moec/runtime/ascend/SimHooks.h"
+#include "moec/contracts/ascend/SimHooks.h"
 
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"

@@ -1,7 +1,7 @@
 //===- CPUTarget.cpp - LLVM IR to host code, JIT-compiled in process -----===//
 #include "moec/compiler/Targets/Targets.h"
 
-#include "moec/runtime/Half.h"
+#include "moec/contracts/Half.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/IRBuilder.h"

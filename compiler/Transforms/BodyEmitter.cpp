@@ -5,7 +5,7 @@
 // them any more), its scf.ifs; and the helpers the lowerings of domain bodies share. Split sums are in
 // SplitSums.cpp, lists in CompactLowering.cpp, step tables in StepTables.cpp.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"
 #include "UnrollBudgets.h"
 

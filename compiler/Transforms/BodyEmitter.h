@@ -8,7 +8,7 @@
 #define MOEC_COMPILER_TRANSFORMS_BODYEMITTER_H
 
 #include "moec/compiler/Transforms/BodyLowering.h"
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

@@ -6,7 +6,7 @@
 // CPU with AVX-512 (RowTarget::compactLanes) the loop tests 16 entries at a time and appends their live
 // indices with one compress: C2's rowmap row at E = 256 in 16 steps, not 256 dependent selects.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"
 
 using namespace mlir;

@@ -15,9 +15,9 @@
 // A moe.sum whose term is `p ? 0.0 : f` (B2's dropped or inactive rows) is split the same way: its f32
 // accumulator starts at +0.0 and so is never -0.0, which makes adding +0.0 exactly the identity.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "moec/contracts/Schedule.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"

@@ -19,9 +19,9 @@
 // holds points of one key, and a one-dim domain runs as runs of kPointRunLength (8) points, a warp each. A key
 // loaded from a tensor declared `unique` never repeats: a term that needs one is not shared.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "moec/contracts/Schedule.h"
 
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"

@@ -4,7 +4,7 @@
 // computes one member's row-invariant values, and along the row the warp computes the value once (again
 // only where a member's keys change) and stores it to every live member's row, broadcast by shuffles.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"

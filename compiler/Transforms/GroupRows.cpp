@@ -21,9 +21,9 @@
 // the guard takes it as a key.
 // GPU only: a CPU thread reads the repeated row from its L1, and its stores stream.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "moec/contracts/Schedule.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"

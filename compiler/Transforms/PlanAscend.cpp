@@ -16,7 +16,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
-#include "moec/runtime/ascend/Plan.h"
+#include "moec/contracts/ascend/Tiling.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -6,7 +6,7 @@
 // per point, its lanes splitting the reduction, or a warp per row of points whose dot products share a row
 // (moe-group-points), up to 8 of them at a time; on Ascend a point at a time through UB buffers.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"
 
 #include "llvm/ADT/MapVector.h"

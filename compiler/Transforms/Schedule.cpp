@@ -4,7 +4,7 @@
 // and let moec::chooseSchedule fill the rest from the domain's last dim (when static), the output's
 // element size, and whether the body vectorizes along that dim.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
+#include "moec/compiler/DefaultSchedule.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 

@@ -4,7 +4,7 @@
 // entry, an index load and its checks, a prob) does that work in the row's prologue, once per step, into
 // shared-memory columns that the steps along the row read (see emitStepTables in BodyEmitter.h).
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"
 
 #include "moec/compiler/Transforms/ErrorPaths.h"

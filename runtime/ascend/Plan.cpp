@@ -12,22 +12,6 @@
 namespace moec::ascend {
 namespace {
 
-int64_t mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r))
-    throw std::overflow_error("ascend plan: " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
-  return r;
-}
-
-int64_t add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r))
-    throw std::overflow_error("ascend plan: " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
-  return r;
-}
-
-int64_t alignUp(int64_t v, int64_t alignment) { return mul((v + alignment - 1) / alignment, alignment); }
-
 int64_t ceilDiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 
 /// The work of a core that runs `rows` rows of `t`, `rowsPerPass` at a time; its row-invariant values
@@ -39,15 +23,16 @@ CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t begin, int64_
   w.liveRows = live;
   w.bufferCount = t.bufferCount;
   int64_t groups = ceilDiv(rows, rowsPerPass);
-  w.passes = mul(groups, t.chunks);
+  w.passes = checkedMul(groups, t.chunks);
   // A pass moves its consecutive rows' data only if one of them is live: at most one copy per live row.
-  int64_t livePasses = std::min(w.passes, mul(live, t.chunks));
-  w.dataCopies = add(mul(mul(live, t.chunks), t.rowCopiesPerChunk), mul(livePasses, t.passCopiesPerChunk));
+  int64_t livePasses = std::min(w.passes, checkedMul(live, t.chunks));
+  w.dataCopies = checkedAdd(checkedMul(checkedMul(live, t.chunks), t.rowCopiesPerChunk),
+                            checkedMul(livePasses, t.passCopiesPerChunk));
   if (scalarRowValues)
-    w.scalarReads = mul(rows, t.rowScalars);
+    w.scalarReads = checkedMul(rows, t.rowScalars);
   else
-    w.dataCopies = add(w.dataCopies, mul(groups, t.passCopies));
-  w.gmBytes = add(mul(live, t.rowBytes), mul(rows - live, deadRowBytes(t)));
+    w.dataCopies = checkedAdd(w.dataCopies, checkedMul(groups, t.passCopies));
+  w.gmBytes = checkedAdd(checkedMul(live, t.rowBytes), checkedMul(rows - live, deadRowBytes(t)));
   // Kept inputs: one copy per group of rows sharing their GM row that this core's rows [begin, end) touch
   // (and no more than its live rows). The UB keeps the row across rows when it is one chunk or the buffer
   // holds whole rows; otherwise each row's chunks replace it, and every live row copies it (as the tiled
@@ -59,45 +44,15 @@ CoreWork coreWork(const KernelTiling &t, const Chip &chip, int64_t begin, int64_
     int64_t group = i < groupRows.size() ? std::max<int64_t>(1, groupRows[i]) : 1;
     int64_t groups =
         t.chunks > 1 && !b.wholeRow ? live : std::min(live, (begin + rows - 1) / group - begin / group + 1);
-    w.dataCopies = add(w.dataCopies, mul(mul(groups, t.chunks), b.copiesPerChunk));
-    w.gmBytes = add(w.gmBytes, mul(mul(groups, b.copiesPerChunk), mul(t.rowLength, b.elementBytes)));
+    w.dataCopies = checkedAdd(w.dataCopies, checkedMul(checkedMul(groups, t.chunks), b.copiesPerChunk));
+    w.gmBytes = checkedAdd(w.gmBytes,
+                           checkedMul(checkedMul(groups, b.copiesPerChunk), checkedMul(t.rowLength, b.elementBytes)));
   }
   w.costNs = rows == 0 ? 0 : coreCostNs(chip, w);
   return w;
 }
 
 } // namespace
-
-int64_t ubBytes(const KernelTiling &t, int64_t rows, int64_t alignment) {
-  int64_t total = 0;
-  for (const UbBuffer &b : t.buffers) {
-    int64_t perCopy = mul(mul(b.elementBytes, b.wholeRow ? t.rowLength : t.chunk), b.perRowOfPass ? rows : 1);
-    total = add(total, add(mul(b.copies, alignUp(perCopy, alignment)), alignUp(mul(b.fixedBytesPerRow, rows), alignment)));
-  }
-  return total;
-}
-
-double coreCostNs(const Chip &chip, const CoreWork &w) {
-  double copyNs = double(w.dataCopies) * chip.dataCopyNs;
-  double moveNs = chip.gmGBpsPerCore > 0 ? double(w.gmBytes) / chip.gmGBpsPerCore : 0;
-  double streamNs = w.bufferCount > 1 && w.passes > 0
-                        ? std::max(copyNs, moveNs) + std::min(copyNs, moveNs) / double(w.passes)
-                        : copyNs + moveNs;
-  return chip.coreLaunchNs + double(w.scalarReads) * chip.scalarReadNs + streamNs;
-}
-
-double copyBoundNs(const Chip &chip, double bytes) {
-  double bandwidth = chip.gmGBpsPerCore * double(chip.vectorCores);
-  return chip.coreLaunchNs + (bandwidth > 0 ? bytes / bandwidth : 0);
-}
-
-int64_t deadRowBytes(const KernelTiling &t) {
-  int64_t bytes = 0;
-  for (const UbBuffer &b : t.buffers)
-    if (b.elementBytes == 0)
-      bytes = add(bytes, b.fixedBytesPerRow);
-  return bytes;
-}
 
 KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows, int64_t liveRows,
                       const std::vector<int64_t> &groupRows) {
@@ -114,7 +69,7 @@ KernelPlan planKernel(const KernelTiling &tiling, const Chip &chip, int64_t rows
   p.liveRows = liveRows;
   // Live rows spread evenly: a core with n rows has ceil(n * live / rows) of them (never fewer than its share).
   auto liveOf = [&](int64_t coreRows) {
-    return rows == 0 ? 0 : std::min(coreRows, ceilDiv(mul(coreRows, liveRows), rows));
+    return rows == 0 ? 0 : std::min(coreRows, ceilDiv(checkedMul(coreRows, liveRows), rows));
   };
   int64_t cores = std::max<int64_t>(1, std::min(rows, chip.vectorCores));
   p.blockDim = cores;
@@ -200,8 +155,8 @@ Plan planOp(const PlanRequest &request, const Chip &chip, const std::vector<Kern
     const dsl::TensorDecl *t = op.findTensor(output);
     int64_t rows = 1;
     for (size_t d = 0; t && d + 1 < t->shape.size(); ++d)
-      rows = mul(rows, eval(*t->shape[d].size));
-    plan.workspaceBytes = add(plan.workspaceBytes, alignUp(rows, dsl::kWorkspaceAlignment));
+      rows = checkedMul(rows, eval(*t->shape[d].size));
+    plan.workspaceBytes = checkedAdd(plan.workspaceBytes, alignUp(rows, dsl::kWorkspaceAlignment));
   }
   for (size_t k = 0; k < tilings.size() && k < domains.size(); ++k) {
     size_t dims = tilings[k].pointRows ? domains[k].size() : domains[k].size() - 1;
@@ -210,12 +165,12 @@ Plan planOp(const PlanRequest &request, const Chip &chip, const std::vector<Kern
       extents.push_back(eval(*domains[k][d]));
     int64_t rows = 1;
     for (int64_t e : extents)
-      rows = mul(rows, e);
+      rows = checkedMul(rows, e);
     std::vector<int64_t> groupRows; // per buffer: the rows that share a kept input's GM row
     for (const UbBuffer &b : tilings[k].buffers) {
       int64_t group = 1;
       for (int64_t d = 0; d < b.reuseDims && d < int64_t(extents.size()); ++d)
-        group = mul(group, extents[extents.size() - 1 - size_t(d)]);
+        group = checkedMul(group, extents[extents.size() - 1 - size_t(d)]);
       groupRows.push_back(group);
     }
     auto live = request.liveRows.find(tilings[k].kernel);

@@ -1,7 +1,7 @@
 //===- SimLauncher.cpp - Tiled Ascend kernels, core by core, on the UB simulator ---===//
 #include "moec/runtime/ascend/SimLauncher.h"
 
-#include "moec/runtime/ascend/SimHooks.h"
+#include "moec/contracts/ascend/SimHooks.h"
 
 #include <fmt/format.h>
 

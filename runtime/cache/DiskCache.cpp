@@ -8,8 +8,8 @@
 // clear() and list() touch only what moec wrote: a directory named by a key hash whose meta.json holds
 // that key, and temp directories named as above.
 //===----------------------------------------------------------------------===//
+#include "moec/contracts/Files.h"
 #include "moec/runtime/DiskCache.h"
-#include "moec/runtime/Files.h"
 
 #include <xxhash.h>
 

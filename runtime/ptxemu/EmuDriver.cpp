@@ -4,8 +4,8 @@
 // driver API hands out are pointers to objects kept here, and each is checked against the live set
 // before use, so a stale or foreign handle is CUDA_ERROR_INVALID_HANDLE, never a crash.
 //===----------------------------------------------------------------------===//
+#include "moec/contracts/Schedule.h"
 #include "moec/runtime/ptxemu/EmuDriver.h"
-#include "moec/compiler/Schedule.h"
 
 #include <chrono>
 #include <cstring>

@@ -1,5 +1,5 @@
 //===- Profile.cpp - Launch counts and the H200 time bound ----------------===//
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 #include "moec/runtime/ptxemu/Emulator.h"
 
 #include <algorithm>

@@ -5,9 +5,9 @@
 // same check toJson applies before writing), so what fromJson accepts toJson writes back byte for byte.
 // Error texts are ASCII: a file's strings are quoted and cut short before they reach a message.
 //===----------------------------------------------------------------------===//
-#include "moec/tune/TuningDb.h"
+#include "moec/contracts/Files.h"
 #include "moec/runtime/DiskCache.h"
-#include "moec/runtime/Files.h"
+#include "moec/tune/TuningDb.h"
 
 #include <nlohmann/json.hpp>
 

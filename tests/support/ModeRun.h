@@ -7,7 +7,7 @@
 
 #include "OpModes.h"
 
-#include "moec/runtime/CpuRun.h"
+#include "moec/jit/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
 
 #include <gtest/gtest.h>

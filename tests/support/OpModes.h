@@ -1,11 +1,11 @@
 //===- OpModes.h - Every op and mode, as random cases of any size, for tests --*- C++ -*-===//
 //
 // The modes tests run every op through (OptimizationsTest, AscendSimulatorTest): each builds fresh random
-// inputs (bench/gpu/Cases.h, no reference) for a token count and a row length H.
+// inputs (moec/cases/Cases.h, no reference) for a token count and a row length H.
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "Cases.h"
+#include "moec/cases/Cases.h"
 
 #include <algorithm>
 #include <functional>

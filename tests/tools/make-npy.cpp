@@ -7,8 +7,8 @@
 // TYPE: float32 | float16 | int32 | int64 | int8 | uint8 | bool. SHAPE: `4,2`, `8`, or `scalar`.
 // float16 values are rounded to nearest even (moec::floatToF16). Exits 1 with a message on bad input.
 //===----------------------------------------------------------------------===//
-#include "moec/runtime/Half.h"
-#include "moec/runtime/Npy.h"
+#include "moec/contracts/Half.h"
+#include "moec/contracts/Npy.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -6,8 +6,8 @@
 // the last dim, values separated by spaces: floats as %.9g (float32 and float16, which round-trips a
 // float32 exactly), float64 as %.17g, integers exactly, bool as True/False.
 //===----------------------------------------------------------------------===//
-#include "moec/runtime/Half.h"
-#include "moec/runtime/Npy.h"
+#include "moec/contracts/Half.h"
+#include "moec/contracts/Npy.h"
 
 #include <cinttypes>
 #include <cstdio>

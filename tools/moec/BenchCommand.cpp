@@ -1,6 +1,6 @@
 //===- BenchCommand.cpp - moec bench ---------------------------------------===//
 //
-// Runs a built-in op on the inputs of bench/gpu/Cases.h (random, routed the way the forward op routes) at
+// Runs a built-in op on the inputs of moec/cases/Cases.h (random, routed the way the forward op routes) at
 // a production token count, and reports against the op's minimum traffic:
 //   --target cpu      the median and minimum time of the kernels, repeated until a time budget is spent,
 //                     alternating with a memcpy of the same bytes on the same threads (--threads) and with
@@ -12,10 +12,10 @@
 #include "Commands.h"
 #include "Common.h"
 
-#include "Cases.h"
-#include "CpuBaseline.h"
+#include "moec/cases/Cases.h"
+#include "moec/cases/CpuBaseline.h"
 
-#include "moec/Runtime.h"
+#include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/ThreadPool.h"

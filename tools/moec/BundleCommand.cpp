@@ -2,8 +2,8 @@
 #include "Commands.h"
 #include "Common.h"
 
+#include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/Runtime.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/DiskCache.h"
 

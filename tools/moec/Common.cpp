@@ -1,7 +1,7 @@
 //===- Common.cpp -----------------------------------------------------------===//
 #include "Common.h"
 
-#include "moec/runtime/Files.h"
+#include "moec/contracts/Files.h"
 
 #include <filesystem>
 #include <unistd.h>
@@ -53,7 +53,7 @@ std::set<std::string> presentTensors(const dsl::OpDef &op, const std::vector<std
 
 void ChipOptions::add(CLI::App &cmd) {
   cmd.add_option("--chip", chip, "Ascend chip: " + ascend::builtinChipNames())->capture_default_str();
-  cmd.add_option("--chip-file", chipFile, "an Ascend chip description (JSON, as runtime/ascend/chips/*.json)");
+  cmd.add_option("--chip-file", chipFile, "an Ascend chip description (JSON, as contracts/ascend/chips/*.json)");
 }
 
 ascend::Chip ChipOptions::load() const {

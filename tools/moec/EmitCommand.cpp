@@ -2,8 +2,9 @@
 #include "Commands.h"
 #include "Common.h"
 
+#include "moec/contracts/Files.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/Files.h"
+#include "moec/runtime/ascend/Plan.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>

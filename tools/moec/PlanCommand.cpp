@@ -10,9 +10,10 @@
 #include "Commands.h"
 #include "Common.h"
 
-#include "moec/Autotuning.h"
+#include "moec/jit/Autotuning.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/DiskCache.h"
+#include "moec/runtime/ascend/Plan.h"
 #include "moec/tune/ConfigSpace.h"
 
 #include <fmt/core.h>

@@ -2,9 +2,9 @@
 #include "Commands.h"
 #include "Common.h"
 
+#include "moec/jit/CpuRun.h"
+#include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/Runtime.h"
-#include "moec/runtime/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/HostTensor.h"

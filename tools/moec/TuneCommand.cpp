@@ -6,7 +6,7 @@
 //   moec tune --merge A.json B.json [--out FILE]   shards merged (into the cache without --out)
 //
 // A sweep runs the configs of the target's space (or a file's) on the inputs `moec bench` uses (bench/gpu/
-// Cases.h), through the Tuner (moec/Tuner.h), then prints a ranked table, writes the tuning file the
+// Cases.h), through the Tuner (moec/jit/Tuner.h), then prints a ranked table, writes the tuning file the
 // Runtime reads, and a CSV and a gnuplot plot of the sweep. On Ascend the tiled kernels of every config
 // run on the UB simulator (the bit-for-bit check) and the plans' cost on the chip ranks them.
 //===----------------------------------------------------------------------===//
@@ -14,14 +14,14 @@
 #include "Common.h"
 #include "TuneReport.h"
 
-#include "TuneCalls.h"
+#include "moec/jit/TuneCalls.h"
 
-#include "moec/Autotuning.h"
-#include "moec/Tuner.h"
+#include "moec/contracts/Files.h"
+#include "moec/jit/Autotuning.h"
+#include "moec/jit/Tuner.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DiskCache.h"
-#include "moec/runtime/Files.h"
 #include "moec/runtime/ThreadPool.h"
 
 #include <fmt/core.h>

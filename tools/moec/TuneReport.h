@@ -1,7 +1,7 @@
 //===- TuneReport.h - What a sweep shows: the ranked table, the CSV, the plot -*- C++ -*-===//
 #pragma once
 
-#include "moec/Tuner.h"
+#include "moec/jit/Tuner.h"
 
 #include <string>
 

@@ -1,11 +1,11 @@
 //===- Pipeline.h - DSL op to PTX or host code -------------------*- C++ -*-===//
 #pragma once
 
-#include "moec/compiler/Schedule.h"
 #include "moec/compiler/Targets/Targets.h"
+#include "moec/contracts/Schedule.h"
+#include "moec/contracts/ascend/Tiling.h"
 #include "moec/dsl/AST.h"
 #include "moec/dsl/KernelPlan.h"
-#include "moec/runtime/ascend/Plan.h"
 
 #include <map>
 #include <memory>

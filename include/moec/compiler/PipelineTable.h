@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 
 #include <cstdint>
 #include <map>

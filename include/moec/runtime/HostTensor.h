@@ -1,7 +1,7 @@
 //===- HostTensor.h - Owned host tensors, converted from and to .npy -*- C++ -*-===//
 #pragma once
 
-#include "moec/runtime/Npy.h"
+#include "moec/contracts/Npy.h"
 #include "moec/runtime/Tensor.h"
 
 #include <memory>

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 #include "moec/dsl/AST.h"
 #include "moec/dsl/KernelPlan.h"
 #include "moec/runtime/Binding.h"

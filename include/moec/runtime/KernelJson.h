@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/contracts/JsonFields.h"
 #include "moec/runtime/Kernel.h"
 
 #include <nlohmann/json.hpp>
@@ -14,18 +15,13 @@
 
 namespace moec {
 
-/// The integer `j[field]`, checked to be an integer (not 1.5, not 1e20) in [min, max]. Throws
-/// std::runtime_error "<where>: '<field>' ..." otherwise.
-int64_t integerField(const nlohmann::json &j, const std::string &field, int64_t min, int64_t max,
-                     const std::string &where);
-
 /// {"name", "output", "rowsPerBlock", "threads", "vector", "unroll", "pointPerWarp", "checks", "rowGroups",
 /// "pointRuns"};
 /// each check is [tensor, line, col] (dsl::IndexCheck).
 nlohmann::json kernelMetaToJson(const KernelMeta &k);
 
 /// The record written by kernelMetaToJson, every field checked (the schedule by scheduleProblem in
-/// moec/compiler/Schedule.h). Throws
+/// moec/contracts/Schedule.h). Throws
 /// std::runtime_error naming `where` (the file and the record) and the field.
 KernelMeta kernelMetaFromJson(const nlohmann::json &j, TargetKind target, const std::string &where);
 

@@ -1,6 +1,6 @@
 //===- ConfigSpace.h - The schedules autotuning may try, per target -*- C++ -*-===//
 //
-// A config is a Schedule (compiler/Schedule.h) written as plain text that prints and parses:
+// A config is a Schedule (moec/contracts/Schedule.h) written as plain text that prints and parses:
 //
 //   vector=8,threads=1,rows=16,unroll=4                (every field; 0 means the compiler's choice)
 //   vector=8,threads=1,rows=16,unroll=4,off=streaming-stores   (optimizations turned off, '+'-joined;
@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/compiler/Schedule.h"
+#include "moec/contracts/Schedule.h"
 
 #include <cstdint>
 #include <stdexcept>

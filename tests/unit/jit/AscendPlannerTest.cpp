@@ -1,5 +1,5 @@
 //===- AscendPlannerTest.cpp - Ascend plans through the C++ API: caches and keys ---===//
-#include "moec/AscendPlanner.h"
+#include "moec/jit/AscendPlanner.h"
 #include "TempDir.h"
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"

@@ -7,10 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include "OpModes.h"
 
-#include "moec/AscendPlanner.h"
-#include "moec/Runtime.h"
+#include "moec/jit/AscendPlanner.h"
+#include "moec/jit/CpuRun.h"
+#include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/CpuRun.h"
 
 #include <gtest/gtest.h>
 

@@ -7,14 +7,14 @@
 // double-buffered passes, and a plan keeps several passes per core when that overlap pays.
 //===----------------------------------------------------------------------===//
 #include "TempDir.h"
-#include "TuneCalls.h"
+#include "moec/jit/TuneCalls.h"
 
-#include "moec/AscendPlanner.h"
-#include "moec/Autotuning.h"
-#include "moec/Runtime.h"
-#include "moec/Tuner.h"
+#include "moec/jit/AscendPlanner.h"
+#include "moec/jit/Autotuning.h"
+#include "moec/jit/CpuRun.h"
+#include "moec/jit/Runtime.h"
+#include "moec/jit/Tuner.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/CpuRun.h"
 #include "moec/runtime/ascend/SimLauncher.h"
 #include "moec/tune/ConfigSpace.h"
 

@@ -1,8 +1,8 @@
 //===- BundleTest.cpp - AOT bundles: written, loaded, launched on a fake driver ===//
 #include "TempDir.h"
 #include "moec/compiler/Pipeline.h"
+#include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/Runtime.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/HostTensor.h"

@@ -3,13 +3,13 @@
 // The GPU path end to end without a GPU: Runtime (target ptx) compiles the op, the PTX emulator loads it
 // through the driver API, Kernel::launch binds, checks and launches it on emulated device memory. Outputs
 // are compared with the CPU kernels on the same fresh random inputs (data outputs bit-exact, dot products
-// within the f32 reordering bound) and with the plain C++ references of bench/gpu/Cases.h. The shapes
+// within the f32 reordering bound) and with the plain C++ references of moec/cases/Cases.h. The shapes
 // stress the launch geometry: H not a multiple of the vector width, one token, K = 1, E = 1, capacity
 // drops, -1 slots, and explicit schedules.
 //===----------------------------------------------------------------------===//
-#include "Cases.h"
+#include "moec/cases/Cases.h"
 
-#include "moec/Runtime.h"
+#include "moec/jit/Runtime.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/ptxemu/EmuDriver.h"
 

@@ -3,10 +3,10 @@
 // bench/gpu/gpu_check runs only where a GPU is; its case builders and references are plain C++, so they
 // are checked here against the CPU kernels: if they agree, a GPU failure is the GPU kernel's.
 //===----------------------------------------------------------------------===//
-#include "Cases.h"
+#include "moec/cases/Cases.h"
 
+#include "moec/jit/CpuRun.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/CpuRun.h"
 
 #include <gtest/gtest.h>
 

@@ -4,11 +4,11 @@
 // that declare no range ran unchecked (SIGSEGV, heap corruption, garbage with exit 0); element counts
 // wrapped to 0; nested reductions compiled in exponential time; schedules and attributes went unchecked.
 //===----------------------------------------------------------------------===//
-#include "moec/Runtime.h"
 #include "moec/compiler/Pipeline.h"
 #include "moec/dsl/Parser.h"
+#include "moec/jit/CpuRun.h"
+#include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/CpuRun.h"
 
 #include <gtest/gtest.h>
 

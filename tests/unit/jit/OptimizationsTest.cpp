@@ -7,13 +7,13 @@
 //===----------------------------------------------------------------------===//
 #include "ModeRun.h"
 
-#include "moec/Runtime.h"
 #include "moec/compiler/PipelineTable.h"
+#include "moec/contracts/Half.h"
 #include "moec/dsl/Parser.h"
+#include "moec/jit/CpuRun.h"
+#include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
-#include "moec/runtime/Half.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 //===- RuntimeTest.cpp - The C++ API: caches, keys, warm starts, launches ----===//
-#include "moec/Runtime.h"
+#include "moec/jit/Runtime.h"
 
+#include "moec/contracts/Half.h"
 #include "moec/dsl/Parser.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DiskCache.h"
-#include "moec/runtime/Half.h"
 #include "moec/runtime/HostTensor.h"
 
 #include <gtest/gtest.h>

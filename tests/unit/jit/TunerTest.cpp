@@ -7,15 +7,15 @@
 //===----------------------------------------------------------------------===//
 #include "ModeRun.h"
 #include "TempDir.h"
-#include "TuneCalls.h"
+#include "moec/jit/TuneCalls.h"
 
-#include "moec/Autotuning.h"
-#include "moec/Runtime.h"
-#include "moec/Tuner.h"
+#include "moec/contracts/Files.h"
+#include "moec/jit/Autotuning.h"
+#include "moec/jit/CpuRun.h"
+#include "moec/jit/Runtime.h"
+#include "moec/jit/Tuner.h"
 #include "moec/ops/BuiltinOps.h"
-#include "moec/runtime/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
-#include "moec/runtime/Files.h"
 #include "moec/runtime/ThreadPool.h"
 #include "moec/tune/ConfigSpace.h"
 

@@ -6,10 +6,10 @@
 // first with every row written by the scatter, then with some slots dropped (out_index -1), must give the
 // second call's rows of zeros. Outputs start as 0xFF bytes (NaN), so a row nothing writes shows.
 //===----------------------------------------------------------------------===//
-#include "Cases.h"
+#include "moec/cases/Cases.h"
 #include "TempDir.h"
 
-#include "moec/Runtime.h"
+#include "moec/jit/Runtime.h"
 #include "moec/runtime/CudaDriver.h"
 
 #include <gtest/gtest.h>

@@ -10,9 +10,9 @@
 #include "OpTestUtil.h"
 
 #include "moec/compiler/Pipeline.h"
+#include "moec/jit/CpuRun.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Binding.h"
-#include "moec/runtime/CpuRun.h"
 
 #include <nlohmann/json.hpp>
 

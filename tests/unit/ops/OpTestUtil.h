@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/runtime/CpuRun.h"
+#include "moec/contracts/Half.h"
+#include "moec/jit/CpuRun.h"
 #include "moec/runtime/CudaDriver.h"
-#include "moec/runtime/Half.h"
 #include "moec/runtime/HostTensor.h"
 #include "moec/runtime/Tensor.h"
 

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/runtime/CpuLauncher.h"
-#include "moec/runtime/ascend/Plan.h"
+#include "moec/contracts/KernelAbi.h"
+#include "moec/contracts/ascend/Tiling.h"
 
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/runtime/ascend/Chip.h"
+#include "moec/contracts/ascend/Chip.h"
 
 #include <atomic>
 #include <cstdint>

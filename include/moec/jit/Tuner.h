@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/Runtime.h"
+#include "moec/jit/Runtime.h"
 #include "moec/tune/ConfigSpace.h"
 #include "moec/tune/TuningDb.h"
 

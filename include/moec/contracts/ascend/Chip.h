@@ -2,7 +2,7 @@
 //
 // A chip is what an Ascend tiling plan depends on: the vector cores, the usable Unified Buffer (UB), its
 // alignment, the copy limits, and the figures of the cost model. The built-in chips are the JSON files
-// in runtime/ascend/chips/, embedded at build time; `--chip-file` reads a user's file by the same rules.
+// in contracts/ascend/chips/, embedded at build time; `--chip-file` reads a user's file by the same rules.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -33,10 +33,10 @@ struct Chip {
   double syncAllNs = 0;
 };
 
-/// One embedded chip file (runtime/ascend/chips/*.json).
+/// One embedded chip file (contracts/ascend/chips/*.json).
 struct BuiltinChipFile {
   const char *name; // "910b3"
-  const char *path; // "runtime/ascend/chips/910b3.json"
+  const char *path; // "contracts/ascend/chips/910b3.json"
   const char *text;
 };
 const std::vector<BuiltinChipFile> &builtinChipFiles();

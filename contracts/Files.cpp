@@ -1,5 +1,5 @@
 //===- Files.cpp - Reading and writing the files a user names -------------===//
-#include "moec/runtime/Files.h"
+#include "moec/contracts/Files.h"
 
 #include <cerrno>
 #include <cstdio>

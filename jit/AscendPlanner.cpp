@@ -1,15 +1,15 @@
 //===- AscendPlanner.cpp - Tilings compiled once per specialization, plans per call ---===//
-#include "moec/AscendPlanner.h"
+#include "moec/jit/AscendPlanner.h"
 
-#include "moec/Autotuning.h"
+#include "moec/jit/Autotuning.h"
 #include "moec/tune/ConfigSpace.h"
 
 #include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
 #include "moec/compiler/Pipeline.h"
+#include "moec/contracts/Files.h"
 #include "moec/dsl/KernelPlan.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/DiskCache.h"
-#include "moec/runtime/Files.h"
 #include "moec/runtime/KernelJson.h"
 
 #include <nlohmann/json.hpp>

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "Cases.h"
+#include "moec/cases/Cases.h"
 
 #include "moec/runtime/Tensor.h"
 #include "moec/runtime/ThreadPool.h"

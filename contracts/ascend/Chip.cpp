@@ -1,8 +1,8 @@
 //===- Chip.cpp - Built-in chip files and the chip file reader ------------===//
-#include "moec/runtime/ascend/Chip.h"
+#include "moec/contracts/ascend/Chip.h"
 
-#include "moec/runtime/Files.h"
-#include "moec/runtime/KernelJson.h"
+#include "moec/contracts/Files.h"
+#include "moec/contracts/JsonFields.h"
 
 #include <nlohmann/json.hpp>
 

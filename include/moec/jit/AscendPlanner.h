@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "moec/runtime/Kernel.h" // moec::bf16 ...
 #include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/Kernel.h" // moec::bf16 ...
 #include "moec/runtime/ascend/Plan.h"
 #include "moec/tune/TuningDb.h"
 

@@ -1,5 +1,5 @@
-//===- Schedule.cpp - The compiler's default schedule ---------------------===//
-#include "moec/compiler/Schedule.h"
+//===- DefaultSchedule.cpp - The compiler's default schedule ---------------------===//
+#include "moec/compiler/DefaultSchedule.h"
 
 #include "llvm/TargetParser/Host.h"
 

@@ -3,9 +3,9 @@
 // A tiling read back from the plan cache decides how much UB a kernel takes and how many copies it makes,
 // and anyone can edit the file: every field is checked, and the whole against the chip.
 //===----------------------------------------------------------------------===//
-#include "moec/runtime/ascend/Plan.h"
+#include "moec/contracts/ascend/Tiling.h"
 
-#include "moec/runtime/KernelJson.h"
+#include "moec/contracts/JsonFields.h"
 
 #include <stdexcept>
 

@@ -1,7 +1,7 @@
 //===- CpuRun.cpp - Compile and run an op on host tensors -----------------===//
-#include "moec/runtime/CpuRun.h"
+#include "moec/jit/CpuRun.h"
 
-#include "moec/Runtime.h"
+#include "moec/jit/Runtime.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 

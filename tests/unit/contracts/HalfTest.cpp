@@ -5,7 +5,7 @@
 // of the table of all finite values (ties to the even pattern), with Inf standing at the next power of
 // two past the largest finite value, as IEEE rounding places it.
 //===----------------------------------------------------------------------===//
-#include "moec/runtime/Half.h"
+#include "moec/contracts/Half.h"
 
 #include <gtest/gtest.h>
 

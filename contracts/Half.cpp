@@ -1,5 +1,5 @@
 //===- Half.cpp - float <-> bf16 / IEEE binary16 conversions -------------===//
-#include "moec/runtime/Half.h"
+#include "moec/contracts/Half.h"
 
 #include <cstring>
 

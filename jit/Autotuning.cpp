@@ -1,10 +1,10 @@
 //===- Autotuning.cpp - Tuning keys and the token dim ----------------------===//
-#include "moec/Autotuning.h"
+#include "moec/jit/Autotuning.h"
 
-#include "moec/tune/ConfigSpace.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/ThreadPool.h"
+#include "moec/tune/ConfigSpace.h"
 
 #include <cctype>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 //===- NpyTest.cpp - Reading and writing .npy files -----------------------===//
-#include "moec/runtime/Npy.h"
+#include "moec/contracts/Npy.h"
 
-#include "moec/runtime/Half.h"
+#include "moec/contracts/Half.h"
 
 #include <gtest/gtest.h>
 

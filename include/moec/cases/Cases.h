@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/contracts/Half.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
-#include "moec/runtime/Half.h"
 #include "moec/runtime/HostTensor.h"
 
 #include <algorithm>

@@ -1,23 +1,23 @@
 //===- TuneCalls.h - A case's call, ready for the Tuner, on the CPU or a GPU -*- C++ -*-===//
 //
-// Shared by `moec tune` and the tuner's tests: a case's tensors (bench/gpu/Cases.h), its baseline (a
+// Shared by `moec tune` and the tuner's tests: a case's tensors (moec/cases/Cases.h), its baseline (a
 // copy of the same bytes on the same hardware), output poisoning and read-back for the bit-for-bit check,
 // a timer, and a cache flush between timed runs. On Ascend the plan's cost on the chip takes the timer's
 // place, and the chip's bandwidth bound the copy's.
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "Cases.h"
-#include "CpuBaseline.h"
+#include "moec/cases/Cases.h"
+#include "moec/cases/CpuBaseline.h"
 
-#include "moec/AscendPlanner.h"
-#include "moec/Tuner.h"
+#include "moec/jit/AscendPlanner.h"
+#include "moec/jit/CpuRun.h"
+#include "moec/jit/Tuner.h"
 #include "moec/runtime/Binding.h"
-#include "moec/runtime/CpuRun.h"
-#include "moec/runtime/ascend/SimLauncher.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DeviceTensors.h"
 #include "moec/runtime/ThreadPool.h"
+#include "moec/runtime/ascend/SimLauncher.h"
 
 #include <cstring>
 #include <unistd.h>

@@ -7,20 +7,20 @@
 //   4. disk: an entry with the PTX or host object file plus metadata loads without running MLIR;
 //   5. otherwise compile, store every stage on disk, and keep the result in memory.
 //===----------------------------------------------------------------------===//
-#include "moec/Runtime.h"
-#include "moec/Autotuning.h"
-#include "moec/tune/ConfigSpace.h"
+#include "moec/jit/Autotuning.h"
+#include "moec/jit/Runtime.h"
 #include "moec/runtime/ascend/SimLauncher.h"
+#include "moec/tune/ConfigSpace.h"
 
 #include "moec/BuildId.h" // generated: MOEC_BUILD_ID, a hash of the compiler sources
 
 #include "moec/compiler/Pipeline.h"
 #include "moec/compiler/PipelineTable.h"
+#include "moec/contracts/Files.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/Bundle.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/DiskCache.h"
-#include "moec/runtime/Files.h"
 #include "moec/runtime/KernelJson.h"
 
 #include "llvm/Config/llvm-config.h"

@@ -1,7 +1,8 @@
 //===- Schedule.h - How a kernel runs, apart from what it computes -*- C++ -*-===//
 //
 // The algorithm (a .moe file) says what to compute; a Schedule says how. The compiler picks one with
-// chooseSchedule(); autotuning sweeps others. It is part of the cache key.
+// chooseSchedule() (moec/compiler/DefaultSchedule.h); autotuning sweeps others. It is part of the cache key.
+// A contract: the compiler, the runtime (bundles, the disk cache) and the PTX emulator read it.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -192,17 +193,5 @@ inline std::string scheduleProblem(const Schedule &s, TargetKind target, bool re
     return range("chunk", s.chunk, 0, kMaxChunk);
   return "";
 }
-
-/// Fills every field of `requested` that is 0 with the compiler's choice for an output whose contiguous
-/// dim has `inner` elements (0 when unknown at compile time) of `elemBytes` bytes each. `vectorizable`
-/// says whether the body allows vector accesses along the contiguous dim at all. `cpuLanes`: the f32
-/// lanes of the CPU's widest vector register (hostVectorLanes()), the CPU's vector width when the row
-/// allows it.
-Schedule chooseSchedule(Schedule requested, TargetKind target, int64_t inner, int64_t elemBytes,
-                        bool vectorizable, int64_t cpuLanes = 8);
-
-/// The f32 lanes of this machine's widest vector register that the CPU JIT uses: 16 with AVX-512, 8
-/// with AVX, else 4.
-int64_t hostVectorLanes();
 
 } // namespace moec

@@ -6,9 +6,9 @@
 //   with spaces and ended by '\n', then the raw data.
 // '<' and '=' descrs are read as-is: every host moec runs on is little-endian.
 //===----------------------------------------------------------------------===//
-#include "moec/runtime/Npy.h"
+#include "moec/contracts/Npy.h"
 
-#include "moec/runtime/Files.h"
+#include "moec/contracts/Files.h"
 
 #include <cctype>
 #include <cstring>

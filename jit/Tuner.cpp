@@ -1,8 +1,8 @@
 //===- Tuner.cpp - Timing a space of schedules -------------------------------===//
-#include "moec/Tuner.h"
+#include "moec/jit/Tuner.h"
 
-#include "moec/Autotuning.h"
 #include "moec/dsl/Eval.h"
+#include "moec/jit/Autotuning.h"
 #include "moec/ops/BuiltinOps.h"
 
 #include <algorithm>
