@@ -113,7 +113,7 @@ MUTATIONS = [
      r"StreamingStores|FusedRowStores", "Transforms/lower-to-loops"),
     ("accumulated-steps-reordered",
      "a pass over an accumulated row adds its steps' terms in reverse order",
-     [("compiler/Transforms/BodyLowering.cpp",
+     [("compiler/Transforms/AccumulatedRows.cpp",
        "      for (auto [start, isLive] : llvm::zip(stepStarts, live)) {\n",
        "      for (auto [start, isLive] : llvm::zip(llvm::reverse(stepStarts), live)) {\n")],
      r"Optimizations\.LeaveEveryResultBitIdentical/C2", "Transforms/accumulate-rows"),
