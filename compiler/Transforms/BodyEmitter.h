@@ -1,8 +1,9 @@
 //===- BodyEmitter.h - Cloning a domain body into loops (private to Transforms) ---===//
 //
-// What the lowerings of domain bodies share (BodyLowering.cpp: rows; GroupRowLowering.cpp: GPU row groups;
-// PointLowering.cpp: point kernels): VaryingAnalysis, which values vary along the contiguous index, and
-// BodyEmitter, which clones a body for one position along it (see BodyLowering.cpp's file comment).
+// What the lowerings of domain bodies share (BodyLowering.cpp and AccumulatedRows.cpp: rows;
+// GroupRowLowering.cpp: GPU row groups; PointLowering.cpp, InterleavedPoints.cpp and WarpPointRows.cpp: point
+// kernels): VaryingAnalysis, which values vary along the contiguous index, and BodyEmitter, which clones a
+// body for one position along it (see BodyLowering.cpp's file comment).
 //===----------------------------------------------------------------------===//
 #ifndef MOEC_COMPILER_TRANSFORMS_BODYEMITTER_H
 #define MOEC_COMPILER_TRANSFORMS_BODYEMITTER_H

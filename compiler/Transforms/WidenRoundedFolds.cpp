@@ -7,7 +7,7 @@
 // exact value of the T one: `f32(acc)` becomes the f32 accumulator itself, and the yielded value
 // `T(y)` becomes `f32(T(y))` (a rounding that stays in f32 registers: integer add and mask). A branch that
 // yields the accumulator or a rounded value is widened through. The fold's result is rounded to T once,
-// after it. Every value is the same, so every result is. (Passes.td has a before and after.)
+// after it. Every value is the same, so every result is. (MoePasses.td has a before and after.)
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
