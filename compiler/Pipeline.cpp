@@ -327,7 +327,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
                               pointPerWarp, checks, rowGroups, pointRuns});
   }
 
-  if (auto outputs = (*module)->getAttrOfType<ArrayAttr>("moe.workspace"))
+  if (auto outputs = (*module)->getAttrOfType<ArrayAttr>(moe::MoeDialect::WorkspaceAttrHelper::getNameStr()))
     for (auto name : outputs.getAsValueRange<StringAttr>())
       result.workspace.push_back(name.str());
   if (wants(Stage::Moe))

@@ -11,6 +11,7 @@ using namespace mlir;
 using namespace moec::moe;
 
 #include "moec/compiler/Dialect/MoeDialect.cpp.inc"
+#include "moec/compiler/Dialect/MoeEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "moec/compiler/Dialect/MoeAttrs.cpp.inc"

@@ -161,27 +161,27 @@ void KernelEmitter::createFunction(ModuleOp module, const std::string &name, con
   MLIRContext *ctx = b.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   SmallVector<Type> argTypes;
-  SmallVector<std::string> argNames;
+  SmallVector<moe::ArgAttr> argRoles;
   for (const TensorDecl &t : op.tensors) {
     argTypes.push_back(ptrType);
-    argNames.push_back("tensor:" + t.name);
+    argRoles.push_back(moe::ArgAttr::get(ctx, moe::ArgRole::Tensor, t.name));
   }
   argTypes.push_back(ptrType);
-  argNames.push_back("status");
+  argRoles.push_back(moe::ArgAttr::get(ctx, moe::ArgRole::Status, ""));
   for (const DimDecl &d : op.dims)
     if (!d.isStatic) {
       argTypes.push_back(b.getIndexType());
-      argNames.push_back("dim:" + d.name);
+      argRoles.push_back(moe::ArgAttr::get(ctx, moe::ArgRole::Dim, d.name));
     }
   for (const AttrDecl &a : op.attrs)
     if (!a.isStatic) {
       argTypes.push_back(b.getIndexType());
-      argNames.push_back("attr:" + a.name);
+      argRoles.push_back(moe::ArgAttr::get(ctx, moe::ArgRole::Attr, a.name));
     }
   b.setInsertionPointToEnd(module.getBody());
   func = func::FuncOp::create(b, loc(at), name, b.getFunctionType(argTypes, {}));
-  for (auto [i, argName] : llvm::enumerate(argNames))
-    func.setArgAttr(i, "moe.arg", b.getStringAttr(argName));
+  for (auto [i, role] : llvm::enumerate(argRoles))
+    func.setArgAttr(i, moe::kArgRoleAttrName, role);
   // Tensors never alias (the runtime checks outputs against every other tensor at launch), and inputs are
   // only read: LLVM may then keep loads across stores, vectorize without runtime alias checks, and on the
   // GPU read inputs through the non-coherent cache (ld.global.nc).
@@ -190,7 +190,7 @@ void KernelEmitter::createFunction(ModuleOp module, const std::string &name, con
     if (!t.isOutput)
       func.setArgAttr(i, LLVM::LLVMDialect::getReadonlyAttrName(), b.getUnitAttr());
     if (t.unique) // its values never repeat: nothing keyed on one is shared (moe-group-points)
-      func.setArgAttr(i, "moe.unique", b.getUnitAttr());
+      func.setArgAttr(i, moe::kUniqueArgAttrName, b.getUnitAttr());
   }
   func.setArgAttr(op.tensors.size(), LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr()); // status
   Block *entry = func.addEntryBlock();
@@ -436,8 +436,8 @@ MoeModule genMoe(MLIRContext &context, const OpDef &op, DType typeArg, const std
   OpBuilder b(&context);
   MoeModule result;
   result.module = ModuleOp::create(b.getUnknownLoc());
-  (*result.module)->setAttr("moe.op", b.getStringAttr(op.name));
-  (*result.module)->setAttr("moe.dtype", b.getStringAttr(dtypeName(typeArg)));
+  (*result.module)->setAttr(moe::MoeDialect::OpAttrHelper::getNameStr(), b.getStringAttr(op.name));
+  (*result.module)->setAttr(moe::MoeDialect::DtypeAttrHelper::getNameStr(), b.getStringAttr(dtypeName(typeArg)));
 
   Bindings known = specializationBindings(op, present, statics);
   result.kernels = planKernels(op, known, fuseRowStores);

@@ -47,10 +47,10 @@ std::string viewedTensorName(Value memref) {
   if (!arg)
     return "";
   auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-  auto text = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : StringAttr();
-  if (!text || !text.getValue().starts_with("tensor:"))
+  ArgAttr role = func ? argRole(func, arg.getArgNumber()) : nullptr;
+  if (!role || role.getRole() != ArgRole::Tensor)
     return "";
-  return text.getValue().drop_front(7).str();
+  return role.getName().str();
 }
 
 bool isVectorizable(DomainOp op) { return VaryingAnalysis(op).blocker() == nullptr; }

@@ -1,6 +1,6 @@
 //===- ErrorPaths.cpp - Which branches report a failed check ---------------===//
-#include "moec/compiler/Transforms/ErrorPaths.h"
 #include "moec/compiler/Dialect/MoeDialect.h"
+#include "moec/compiler/Transforms/ErrorPaths.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -31,8 +31,8 @@ bool isStatus(Value v) {
   }
   auto arg = dyn_cast<BlockArgument>(v);
   auto func = kernelArgumentOwner(arg);
-  auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg") : nullptr;
-  return name && name.getValue() == "status";
+  ArgAttr role = func ? argRole(func, arg.getArgNumber()) : nullptr;
+  return role && role.getRole() == ArgRole::Status;
 }
 
 bool reportsError(Region &region) {

@@ -104,10 +104,10 @@ std::optional<Candidate> asFill(func::FuncOp func) {
       !sameExtents(view.getSizes(), compute.getBounds()) || !llvm::all_of(view.getSizes(), rebuildable) ||
       !readsOnlyInputs(func, compute.getBody().front()))
     return std::nullopt;
-  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "moe.arg");
-  if (!name || !name.getValue().starts_with("tensor:"))
+  ArgAttr role = argRole(func, arg.getArgNumber());
+  if (!role || role.getRole() != ArgRole::Tensor)
     return std::nullopt;
-  return Candidate{func, compute, view, arg.getArgNumber(), name.getValue().drop_front(7).str(), {}};
+  return Candidate{func, compute, view, arg.getArgNumber(), role.getName().str(), {}};
 }
 
 /// The scatter writing through `view` when it writes whole rows of the view, else null.
@@ -274,7 +274,7 @@ struct FillUncoveredRowsPass : impl::MoeFillUncoveredRowsBase<FillUncoveredRowsP
       if (llvm::none_of(outputs, [&](const Candidate &o) { return o.arg == c->arg; }))
         outputs.push_back(std::move(*c));
     }
-    if (outputs.empty() || module->hasAttr("moe.workspace"))
+    if (outputs.empty() || module->hasAttr(MoeDialect::WorkspaceAttrHelper::getNameStr()))
       return;
 
     // Every kernel takes the workspace, so that all kernels of an op share one argument list.
@@ -286,7 +286,8 @@ struct FillUncoveredRowsPass : impl::MoeFillUncoveredRowsBase<FillUncoveredRowsP
     auto pointer = LLVM::LLVMPointerType::get(module.getContext());
     for (func::FuncOp func : funcs) {
       DictionaryAttr attrs = b.getDictionaryAttr(
-          {b.getNamedAttr("llvm.noalias", b.getUnitAttr()), b.getNamedAttr("moe.arg", b.getStringAttr("workspace"))});
+          {b.getNamedAttr("llvm.noalias", b.getUnitAttr()),
+           b.getNamedAttr(kArgRoleAttrName, ArgAttr::get(b.getContext(), ArgRole::Workspace, ""))});
       if (failed(func.insertArgument(position, pointer, attrs, func.getLoc())))
         return signalPassFailure();
     }
@@ -304,7 +305,7 @@ struct FillUncoveredRowsPass : impl::MoeFillUncoveredRowsBase<FillUncoveredRowsP
       c.fill->moveAfter(c.writers.back()->getParentOfType<func::FuncOp>());
       names.push_back(b.getStringAttr(c.tensor));
     }
-    module->setAttr("moe.workspace", b.getArrayAttr(names));
+    module->setAttr(MoeDialect::WorkspaceAttrHelper::getNameStr(), b.getArrayAttr(names));
   }
 };
 

@@ -58,7 +58,7 @@ bool loadedFromUniqueTensor(Value v) {
   auto view = load ? load.getMemRef().getDefiningOp<ViewOp>() : ViewOp();
   auto arg = view ? dyn_cast<BlockArgument>(view.getPtr()) : BlockArgument();
   auto func = arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()) : FunctionOpInterface();
-  return func && func.getArgAttr(arg.getArgNumber(), "moe.unique");
+  return func && func.getArgAttr(arg.getArgNumber(), kUniqueArgAttrName);
 }
 
 /// At most this many keys: each is compared for every live point.

@@ -453,10 +453,10 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
   LogicalResult lowerKernel(func::FuncOp func, ArrayRef<DomainOp> domains) {
     OpBuilder b(func);
     unsigned n = func.getNumArguments();
-    auto attrs = [&](const char *name) { return b.getDictionaryAttr(b.getNamedAttr("moe.arg", b.getStringAttr(name))); };
+    auto attrs = [&](ArgRole role) { return argRoleDictionary(b.getContext(), role); };
     Location loc = func.getLoc();
     if (failed(func.insertArguments({n, n, n}, {LLVM::LLVMPointerType::get(b.getContext()), b.getIndexType(), b.getIndexType()},
-                                    {attrs("ascend:runtime"), attrs("ascend:core"), attrs("ascend:cores")},
+                                    {attrs(ArgRole::AscendRuntime), attrs(ArgRole::AscendCore), attrs(ArgRole::AscendCores)},
                                     {loc, loc, loc})))
       return func.emitError("cannot add the Ascend core arguments");
     Value runtime = func.getArgument(n), core = func.getArgument(n + 1), cores = func.getArgument(n + 2);

@@ -64,7 +64,8 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
       kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
           {static_cast<int32_t>(schedule.getThreads()), static_cast<int32_t>(schedule.getRowsPerBlock()), 1}));
-      kernel->setAttr("moe.rows_per_block", b.getI64IntegerAttr(schedule.getRowsPerBlock()));
+      kernel->setAttr(MoeDialect::RowsPerBlockAttrHelper::getNameStr(),
+                      b.getI64IntegerAttr(schedule.getRowsPerBlock()));
       if (ArrayAttr argAttrs = func.getAllArgAttrs())
         kernel.setAllArgAttrs(argAttrs);
 

@@ -66,9 +66,9 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   LogicalResult lowerKernel(func::FuncOp func, ArrayRef<DomainOp> domains) {
     OpBuilder b(func);
     unsigned n = func.getNumArguments();
-    auto attrs = [&](const char *name) { return b.getDictionaryAttr(b.getNamedAttr("moe.arg", b.getStringAttr(name))); };
+    auto attrs = [&](ArgRole role) { return argRoleDictionary(b.getContext(), role); };
     if (failed(func.insertArguments({n, n}, {b.getIndexType(), b.getIndexType()},
-                                    {attrs("row:begin"), attrs("row:end")}, {func.getLoc(), func.getLoc()})))
+                                    {attrs(ArgRole::RowBegin), attrs(ArgRole::RowEnd)}, {func.getLoc(), func.getLoc()})))
       return func.emitError("cannot add the row-range arguments");
     Value rowBegin = func.getArgument(n), rowEnd = func.getArgument(n + 1);
 

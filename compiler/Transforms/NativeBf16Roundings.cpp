@@ -32,7 +32,7 @@ namespace {
 /// vfpclassps classes: quiet NaN (bit 0), subnormal (bit 5), signaling NaN (bit 7).
 constexpr int32_t kNanOrSubnormal = 0x01 | 0x20 | 0x80;
 constexpr int64_t kLanes = 16; // one zmm of f32
-constexpr llvm::StringLiteral kExactAttr = "moe.exact_rounding";
+constexpr llvm::StringLiteral kExactAttr = MoeDialect::ExactRoundingAttrHelper::getNameStr();
 
 /// The roundings this pass rewrites: vector<16k x f32> to vector<16k x bf16> (k a power of two), not its own.
 bool isVectorRounding(arith::TruncFOp rounding) {

@@ -801,4 +801,11 @@ MUTATIONS = [
        "       kStreamingStores | kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n",
        "       kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n")],
      r"PipelineTable\.", None),
+    ("attr-verifier-lane-loop-anywhere",
+     "the moe dialect's verifier takes moe.lane_loop on any op, so a pass that marks the wrong loop (or an if) "
+     "is not caught",
+     [("compiler/Dialect/MoeAttrVerifiers.cpp",
+       "    return unitOn(op, attr, isa<scf::ForOp>(op), \"an scf.for\");\n",
+       "    return unitOn(op, attr, true, \"an scf.for\");\n")],
+     None, "Dialect/attributes"),
 ]

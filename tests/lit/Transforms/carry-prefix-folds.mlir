@@ -58,8 +58,8 @@
 // LOOPS: scf.for %{{.*}} = %c0 to %{{.*}} step %c8 iter_args
 
 module {
-  func.func @rows(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly}, %dy: !llvm.ptr {moe.arg = "tensor:dy"},
-                  %T: index {moe.arg = "dim:T"}) {
+  func.func @rows(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly}, %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">},
+                  %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
@@ -83,8 +83,8 @@ module {
     }
     return
   }
-  func.func @elements(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly}, %dy: !llvm.ptr {moe.arg = "tensor:dy"},
-                      %T: index {moe.arg = "dim:T"}) {
+  func.func @elements(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly}, %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">},
+                      %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
@@ -107,8 +107,8 @@ module {
     }
     return
   }
-  func.func @uses_e(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly}, %dy: !llvm.ptr {moe.arg = "tensor:dy"},
-                    %T: index {moe.arg = "dim:T"}) {
+  func.func @uses_e(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly}, %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">},
+                    %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c4 = arith.constant 4 : index
     %c16 = arith.constant 16 : index
@@ -126,8 +126,8 @@ module {
     }
     return
   }
-  func.func @vector(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly}, %dy: !llvm.ptr {moe.arg = "tensor:dy"},
-                    %T: index {moe.arg = "dim:T"}) {
+  func.func @vector(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly}, %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">},
+                    %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index

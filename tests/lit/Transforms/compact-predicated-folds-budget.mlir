@@ -13,7 +13,7 @@
 // CPU-COUNT-2: moe.compact %c640 : memref<640xi32>
 
 module attributes {moe.dtype = "f32", moe.op = "two_folds"} {
-  func.func @two_folds(%arg0: !llvm.ptr {moe.arg = "tensor:x"}, %arg1: !llvm.ptr {moe.arg = "tensor:rowmap"}, %arg2: !llvm.ptr {moe.arg = "tensor:out"}, %arg3: index {moe.arg = "dim:R"}, %arg4: index {moe.arg = "dim:T"}) {
+  func.func @two_folds(%arg0: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">}, %arg1: !llvm.ptr {moe.arg = #moe.arg<tensor, "rowmap">}, %arg2: !llvm.ptr {moe.arg = #moe.arg<tensor, "out">}, %arg3: index {moe.arg = #moe.arg<dim, "R">}, %arg4: index {moe.arg = #moe.arg<dim, "T">}) {
     %cst = arith.constant 0.000000e+00 : f32
     %c0 = arith.constant 0 : index
     %c640 = arith.constant 640 : index

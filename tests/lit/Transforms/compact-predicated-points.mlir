@@ -54,10 +54,10 @@
 // LOOPS-LABEL: func.func @dead_reads(
 
 module {
-  func.func @live_points(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly},
-                         %xs: !llvm.ptr {moe.arg = "tensor:x", llvm.readonly},
-                         %gs: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly},
-                         %pg: !llvm.ptr {moe.arg = "tensor:pg"}, %T: index {moe.arg = "dim:T"}) {
+  func.func @live_points(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly},
+                         %xs: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, llvm.readonly},
+                         %gs: !llvm.ptr {moe.arg = #moe.arg<tensor, "g">, llvm.readonly},
+                         %pg: !llvm.ptr {moe.arg = #moe.arg<tensor, "pg">}, %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
@@ -96,10 +96,10 @@ module {
     }
     return
   }
-  func.func @dead_reads(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly},
-                        %xs: !llvm.ptr {moe.arg = "tensor:x", llvm.readonly},
-                        %ps: !llvm.ptr {moe.arg = "tensor:probs", llvm.readonly},
-                        %pg: !llvm.ptr {moe.arg = "tensor:pg"}, %T: index {moe.arg = "dim:T"}) {
+  func.func @dead_reads(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly},
+                        %xs: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, llvm.readonly},
+                        %ps: !llvm.ptr {moe.arg = #moe.arg<tensor, "probs">, llvm.readonly},
+                        %pg: !llvm.ptr {moe.arg = #moe.arg<tensor, "pg">}, %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
@@ -136,10 +136,10 @@ module {
     }
     return
   }
-  func.func @other_map(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly},
-                       %map2: !llvm.ptr {moe.arg = "tensor:map2", llvm.readonly},
-                       %xs: !llvm.ptr {moe.arg = "tensor:x", llvm.readonly},
-                       %pg: !llvm.ptr {moe.arg = "tensor:pg"}, %T: index {moe.arg = "dim:T"}) {
+  func.func @other_map(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly},
+                       %map2: !llvm.ptr {moe.arg = #moe.arg<tensor, "map2">, llvm.readonly},
+                       %xs: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, llvm.readonly},
+                       %pg: !llvm.ptr {moe.arg = #moe.arg<tensor, "pg">}, %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
@@ -176,9 +176,9 @@ module {
     }
     return
   }
-  func.func @first_expert(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly},
-                       %xs: !llvm.ptr {moe.arg = "tensor:x", llvm.readonly},
-                       %pg: !llvm.ptr {moe.arg = "tensor:pg"}, %T: index {moe.arg = "dim:T"}) {
+  func.func @first_expert(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly},
+                       %xs: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, llvm.readonly},
+                       %pg: !llvm.ptr {moe.arg = #moe.arg<tensor, "pg">}, %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
@@ -214,10 +214,10 @@ module {
     }
     return
   }
-  func.func @body_row(%map: !llvm.ptr {moe.arg = "tensor:map", llvm.readonly},
-                         %xs: !llvm.ptr {moe.arg = "tensor:x", llvm.readonly},
-                         %gs: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly},
-                         %pg: !llvm.ptr {moe.arg = "tensor:pg"}, %T: index {moe.arg = "dim:T"}) {
+  func.func @body_row(%map: !llvm.ptr {moe.arg = #moe.arg<tensor, "map">, llvm.readonly},
+                         %xs: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, llvm.readonly},
+                         %gs: !llvm.ptr {moe.arg = #moe.arg<tensor, "g">, llvm.readonly},
+                         %pg: !llvm.ptr {moe.arg = #moe.arg<tensor, "pg">}, %T: index {moe.arg = #moe.arg<dim, "T">}) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index

@@ -25,7 +25,7 @@
 // SHORT: moe.sum %c8 : f32
 
 module attributes {moe.dtype = "f32", moe.op = "moe_init_routing_v2_grad"} {
-  func.func @moe_init_routing_v2_grad(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:grad_expanded_x"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:expanded_row_idx"}, %arg2: !llvm.ptr {llvm.noalias, moe.arg = "tensor:grad_x"}, %arg3: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg4: index {moe.arg = "dim:N"}, %arg5: index {moe.arg = "dim:R"}, %arg6: index {moe.arg = "attr:active_num"}) {
+  func.func @moe_init_routing_v2_grad(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "grad_expanded_x">}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "expanded_row_idx">}, %arg2: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<tensor, "grad_x">}, %arg3: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>}, %arg4: index {moe.arg = #moe.arg<dim, "N">}, %arg5: index {moe.arg = #moe.arg<dim, "R">}, %arg6: index {moe.arg = #moe.arg<attr, "active_num">}) {
     %cst = arith.constant 0.000000e+00 : f32
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index

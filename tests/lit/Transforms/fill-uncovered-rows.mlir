@@ -8,7 +8,7 @@
 // RUN: moec-opt %s --moe-fill-uncovered-rows --moe-schedule=target=cpu --moe-hoist-row-invariants --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
 
 // CHECK: module attributes {moe.workspace = ["dy"]}
-// CHECK: func.func @scatter({{.*}}, %{{.*}}: !llvm.ptr {moe.arg = "status"}, %[[WS:.*]]: !llvm.ptr {llvm.noalias, moe.arg = "workspace"}, %{{.*}}: index {moe.arg = "dim:T"}, %[[R:.*]]: index {moe.arg = "dim:R"})
+// CHECK: func.func @scatter({{.*}}, %{{.*}}: !llvm.ptr {moe.arg = #moe.arg<status>}, %[[WS:.*]]: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<workspace>}, %{{.*}}: index {moe.arg = #moe.arg<dim, "T">}, %[[R:.*]]: index {moe.arg = #moe.arg<dim, "R">})
 // CHECK: %[[BASE:.*]] = llvm.getelementptr %[[WS]]
 // CHECK: %[[COVERED:.*]] = moe.view %[[BASE]][%[[R]]] : !llvm.ptr -> memref<?xi8>
 // CHECK: moe.scatter
@@ -21,7 +21,7 @@
 // CHECK: moe.write %{{.*}} to [%[[ROW]], %{{.*}}] if %[[LIVE]] : f32
 
 // CHECK: func.func @fill(
-// CHECK-SAME: moe.arg = "workspace"
+// CHECK-SAME: moe.arg = #moe.arg<workspace>
 // CHECK: %[[COVERED2:.*]] = moe.view %{{.*}} : !llvm.ptr -> memref<?xi8>
 // CHECK: moe.scatter %{{.*}}[%{{.*}}, %c16] : memref<?x16xf32> {
 // CHECK-NEXT: ^bb0(%[[I:.*]]: index, %[[H:.*]]: index):
@@ -46,9 +46,9 @@
 // LOOPS: vector.store
 
 module {
-  func.func @fill(%g: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly}, %idx: !llvm.ptr {moe.arg = "tensor:idx", llvm.readonly},
-                  %dy: !llvm.ptr {moe.arg = "tensor:dy"}, %o: !llvm.ptr {moe.arg = "tensor:other"}, %pt: !llvm.ptr {moe.arg = "tensor:pt"},
-                  %status: !llvm.ptr {moe.arg = "status"}, %T: index {moe.arg = "dim:T"}, %R: index {moe.arg = "dim:R"}) {
+  func.func @fill(%g: !llvm.ptr {moe.arg = #moe.arg<tensor, "g">, llvm.readonly}, %idx: !llvm.ptr {moe.arg = #moe.arg<tensor, "idx">, llvm.readonly},
+                  %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">}, %o: !llvm.ptr {moe.arg = #moe.arg<tensor, "other">}, %pt: !llvm.ptr {moe.arg = #moe.arg<tensor, "pt">},
+                  %status: !llvm.ptr {moe.arg = #moe.arg<status>}, %T: index {moe.arg = #moe.arg<dim, "T">}, %R: index {moe.arg = #moe.arg<dim, "R">}) {
     %c16 = arith.constant 16 : index
     %zero = arith.constant 0.0 : f32
     %out = moe.view %dy[%R, %c16] : !llvm.ptr -> memref<?x16xf32>
@@ -58,9 +58,9 @@ module {
     }
     return
   }
-  func.func @scatter(%g: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly}, %idx: !llvm.ptr {moe.arg = "tensor:idx", llvm.readonly},
-                     %dy: !llvm.ptr {moe.arg = "tensor:dy"}, %o: !llvm.ptr {moe.arg = "tensor:other"}, %pt: !llvm.ptr {moe.arg = "tensor:pt"},
-                     %status: !llvm.ptr {moe.arg = "status"}, %T: index {moe.arg = "dim:T"}, %R: index {moe.arg = "dim:R"}) {
+  func.func @scatter(%g: !llvm.ptr {moe.arg = #moe.arg<tensor, "g">, llvm.readonly}, %idx: !llvm.ptr {moe.arg = #moe.arg<tensor, "idx">, llvm.readonly},
+                     %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">}, %o: !llvm.ptr {moe.arg = #moe.arg<tensor, "other">}, %pt: !llvm.ptr {moe.arg = #moe.arg<tensor, "pt">},
+                     %status: !llvm.ptr {moe.arg = #moe.arg<status>}, %T: index {moe.arg = #moe.arg<dim, "T">}, %R: index {moe.arg = #moe.arg<dim, "R">}) {
     %c0 = arith.constant 0 : index
     %c16 = arith.constant 16 : index
     %out = moe.view %dy[%R, %c16] : !llvm.ptr -> memref<?x16xf32>
@@ -76,9 +76,9 @@ module {
     }
     return
   }
-  func.func @other(%g: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly}, %idx: !llvm.ptr {moe.arg = "tensor:idx", llvm.readonly},
-                   %dy: !llvm.ptr {moe.arg = "tensor:dy"}, %o: !llvm.ptr {moe.arg = "tensor:other"}, %pt: !llvm.ptr {moe.arg = "tensor:pt"},
-                   %status: !llvm.ptr {moe.arg = "status"}, %T: index {moe.arg = "dim:T"}, %R: index {moe.arg = "dim:R"}) {
+  func.func @other(%g: !llvm.ptr {moe.arg = #moe.arg<tensor, "g">, llvm.readonly}, %idx: !llvm.ptr {moe.arg = #moe.arg<tensor, "idx">, llvm.readonly},
+                   %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">}, %o: !llvm.ptr {moe.arg = #moe.arg<tensor, "other">}, %pt: !llvm.ptr {moe.arg = #moe.arg<tensor, "pt">},
+                   %status: !llvm.ptr {moe.arg = #moe.arg<status>}, %T: index {moe.arg = #moe.arg<dim, "T">}, %R: index {moe.arg = #moe.arg<dim, "R">}) {
     %c16 = arith.constant 16 : index
     %zero = arith.constant 0.0 : f32
     %out = moe.view %o[%R, %c16] : !llvm.ptr -> memref<?x16xf32>
@@ -88,9 +88,9 @@ module {
     }
     return
   }
-  func.func @point_fill(%g: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly}, %idx: !llvm.ptr {moe.arg = "tensor:idx", llvm.readonly},
-                        %dy: !llvm.ptr {moe.arg = "tensor:dy"}, %o: !llvm.ptr {moe.arg = "tensor:other"}, %pt: !llvm.ptr {moe.arg = "tensor:pt"},
-                        %status: !llvm.ptr {moe.arg = "status"}, %T: index {moe.arg = "dim:T"}, %R: index {moe.arg = "dim:R"}) {
+  func.func @point_fill(%g: !llvm.ptr {moe.arg = #moe.arg<tensor, "g">, llvm.readonly}, %idx: !llvm.ptr {moe.arg = #moe.arg<tensor, "idx">, llvm.readonly},
+                        %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">}, %o: !llvm.ptr {moe.arg = #moe.arg<tensor, "other">}, %pt: !llvm.ptr {moe.arg = #moe.arg<tensor, "pt">},
+                        %status: !llvm.ptr {moe.arg = #moe.arg<status>}, %T: index {moe.arg = #moe.arg<dim, "T">}, %R: index {moe.arg = #moe.arg<dim, "R">}) {
     %c16 = arith.constant 16 : index
     %zero = arith.constant 0.0 : f32
     %out = moe.view %pt[%T, %c16] : !llvm.ptr -> memref<?x16xf32>
@@ -100,9 +100,9 @@ module {
     }
     return
   }
-  func.func @point(%g: !llvm.ptr {moe.arg = "tensor:g", llvm.readonly}, %idx: !llvm.ptr {moe.arg = "tensor:idx", llvm.readonly},
-                   %dy: !llvm.ptr {moe.arg = "tensor:dy"}, %o: !llvm.ptr {moe.arg = "tensor:other"}, %pt: !llvm.ptr {moe.arg = "tensor:pt"},
-                   %status: !llvm.ptr {moe.arg = "status"}, %T: index {moe.arg = "dim:T"}, %R: index {moe.arg = "dim:R"}) {
+  func.func @point(%g: !llvm.ptr {moe.arg = #moe.arg<tensor, "g">, llvm.readonly}, %idx: !llvm.ptr {moe.arg = #moe.arg<tensor, "idx">, llvm.readonly},
+                   %dy: !llvm.ptr {moe.arg = #moe.arg<tensor, "dy">}, %o: !llvm.ptr {moe.arg = #moe.arg<tensor, "other">}, %pt: !llvm.ptr {moe.arg = #moe.arg<tensor, "pt">},
+                   %status: !llvm.ptr {moe.arg = #moe.arg<status>}, %T: index {moe.arg = #moe.arg<dim, "T">}, %R: index {moe.arg = #moe.arg<dim, "R">}) {
     %c16 = arith.constant 16 : index
     %out = moe.view %pt[%T, %c16] : !llvm.ptr -> memref<?x16xf32>
     %gv = moe.view %g[%T, %c16] : !llvm.ptr -> memref<?x16xf32>

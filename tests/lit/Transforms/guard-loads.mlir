@@ -253,7 +253,7 @@ func.func @summed_unknown(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !ll
 // CHECK-NOT:   moe.guarded_load
 // CHECK:       memref.store
 func.func @error_branch(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
-                        %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %rows: index, %row: index, %inside: i1) {
+                        %sp: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>}, %rows: index, %row: index, %inside: i1) {
   %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   %c64 = arith.constant 64 : index

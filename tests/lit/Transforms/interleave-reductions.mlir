@@ -34,7 +34,7 @@
 // OFF-NOT: -> (vector<32xf32>, vector<32xf32>
 
 module attributes {moe.dtype = "f32", moe.op = "moe_token_unpermute_with_routing_map_grad"} {
-  func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad(%arg0: !llvm.ptr {moe.arg = "tensor:unpermuted_tokens_grad"}, %arg1: !llvm.ptr {moe.arg = "tensor:out_index"}, %arg2: !llvm.ptr {moe.arg = "tensor:permute_token_id"}, %arg3: !llvm.ptr {moe.arg = "tensor:routing_map"}, %arg4: !llvm.ptr {moe.arg = "tensor:permuted_tokens"}, %arg5: !llvm.ptr {moe.arg = "tensor:probs"}, %arg6: !llvm.ptr {moe.arg = "tensor:permuted_tokens_grad"}, %arg7: !llvm.ptr {moe.arg = "tensor:probs_grad"}, %arg8: index {moe.arg = "dim:Tk"}, %arg9: index {moe.arg = "dim:R"}) {
+  func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad(%arg0: !llvm.ptr {moe.arg = #moe.arg<tensor, "unpermuted_tokens_grad">}, %arg1: !llvm.ptr {moe.arg = #moe.arg<tensor, "out_index">}, %arg2: !llvm.ptr {moe.arg = #moe.arg<tensor, "permute_token_id">}, %arg3: !llvm.ptr {moe.arg = #moe.arg<tensor, "routing_map">}, %arg4: !llvm.ptr {moe.arg = #moe.arg<tensor, "permuted_tokens">}, %arg5: !llvm.ptr {moe.arg = #moe.arg<tensor, "probs">}, %arg6: !llvm.ptr {moe.arg = #moe.arg<tensor, "permuted_tokens_grad">}, %arg7: !llvm.ptr {moe.arg = #moe.arg<tensor, "probs_grad">}, %arg8: index {moe.arg = #moe.arg<dim, "Tk">}, %arg9: index {moe.arg = #moe.arg<dim, "R">}) {
     %c-1 = arith.constant -1 : index
     %cst = arith.constant 0.000000e+00 : f32
     %c1 = arith.constant 1 : index

@@ -17,7 +17,7 @@
 // Without a plan there is nothing to lower to.
 // RUN: not moec-opt %S/plan-ascend.mlir --moe-lower-to-ascend 2>&1 | FileCheck %s --check-prefix=NOPLAN
 
-// UB64: func.func @moe_init_routing_v2_grad({{.*}}%[[RT:arg7]]: !llvm.ptr {moe.arg = "ascend:runtime"}, %[[CORE:arg8]]: index {moe.arg = "ascend:core"}, %[[CORES:arg9]]: index {moe.arg = "ascend:cores"})
+// UB64: func.func @moe_init_routing_v2_grad({{.*}}%[[RT:arg7]]: !llvm.ptr {moe.arg = #moe.arg<ascend_runtime>}, %[[CORE:arg8]]: index {moe.arg = #moe.arg<ascend_core>}, %[[CORES:arg9]]: index {moe.arg = #moe.arg<ascend_cores>})
 // UB64: %[[X:.*]] = moe.view %arg0[%arg5, %c3000] : !llvm.ptr -> memref<?x3000xf32>
 // UB64: %[[INRAW:.*]] = moe.ub_alloc %[[RT]], %[[CORE]] "in.grad_expanded_x" at 0 : memref<24000xi8, #moe.ub>
 // UB64-NEXT: %[[IN:.*]] = memref.view %[[INRAW]][%c0][] : memref<24000xi8, #moe.ub> to memref<2x3000xf32, #moe.ub>

@@ -14,7 +14,7 @@
 // f32, H = 7, vector 4: a 4-wide main loop over [0, 4) and a scalar remainder over [4, 7). K = 2 <= unroll
 // is fully unrolled: two loads, two adds, no reduction loop.
 // CHECK-LABEL: func.func @f32_h7_k2
-// CHECK-SAME: %[[N:arg3]]: index, %{{.*}}: index, %{{.*}}: index, %[[BEGIN:.*]]: index {moe.arg = "row:begin"}, %[[END:.*]]: index {moe.arg = "row:end"})
+// CHECK-SAME: %[[N:arg3]]: index, %{{.*}}: index, %{{.*}}: index, %[[BEGIN:.*]]: index {moe.arg = #moe.arg<row_begin>}, %[[END:.*]]: index {moe.arg = #moe.arg<row_end>})
 // CHECK: %[[OUT:.*]] = moe.view %arg2
 // CHECK: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[N]] : index
 // CHECK: %[[LAST:.*]] = arith.minsi %[[END]], %[[ROWS]] : index
@@ -43,7 +43,7 @@
 // bf16, H = 1023, vector 8: 127 vectors then a 7-element remainder. K = 64 > unroll: a reduction loop
 // stepping by 8 with a vector<8xf32> accumulator and 8 bf16 vector loads per trip, truncated on store.
 // CHECK-LABEL: func.func @bf16_h1023_k64
-// CHECK-SAME: %{{.*}}: index {moe.arg = "row:begin"}, %{{.*}}: index {moe.arg = "row:end"})
+// CHECK-SAME: %{{.*}}: index {moe.arg = #moe.arg<row_begin>}, %{{.*}}: index {moe.arg = #moe.arg<row_end>})
 // CHECK: arith.divui %c1023, %{{.*}} : index
 // CHECK: scf.for %[[H:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>

@@ -33,7 +33,7 @@
 // COST-LABEL: func.func @scaled
 // COST: chunk = 8192, chunks = 2, bufferCount = 2,
 
-func.func @scatter_copy(%x: !llvm.ptr {moe.arg = "tensor:x"}, %index: !llvm.ptr {moe.arg = "tensor:index"}, %y: !llvm.ptr {moe.arg = "tensor:y"}, %T: index, %R: index) {
+func.func @scatter_copy(%x: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">}, %index: !llvm.ptr {moe.arg = #moe.arg<tensor, "index">}, %y: !llvm.ptr {moe.arg = #moe.arg<tensor, "y">}, %T: index, %R: index) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c16384 = arith.constant 16384 : index
@@ -59,7 +59,7 @@ func.func @scatter_copy(%x: !llvm.ptr {moe.arg = "tensor:x"}, %index: !llvm.ptr 
   return
 }
 
-func.func @guarded_copy(%x: !llvm.ptr {moe.arg = "tensor:x"}, %index: !llvm.ptr {moe.arg = "tensor:index"}, %token: !llvm.ptr {moe.arg = "tensor:token"}, %y: !llvm.ptr {moe.arg = "tensor:y"}, %T: index, %R: index) {
+func.func @guarded_copy(%x: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">}, %index: !llvm.ptr {moe.arg = #moe.arg<tensor, "index">}, %token: !llvm.ptr {moe.arg = #moe.arg<tensor, "token">}, %y: !llvm.ptr {moe.arg = #moe.arg<tensor, "y">}, %T: index, %R: index) {
   %c0 = arith.constant 0 : index
   %c16384 = arith.constant 16384 : index
   %cst = arith.constant 0.0 : f32
@@ -91,7 +91,7 @@ func.func @guarded_copy(%x: !llvm.ptr {moe.arg = "tensor:x"}, %index: !llvm.ptr 
   return
 }
 
-func.func @kept_guarded_copy(%x: !llvm.ptr {moe.arg = "tensor:x"}, %index: !llvm.ptr {moe.arg = "tensor:index"}, %y: !llvm.ptr {moe.arg = "tensor:y"}, %T: index, %R: index) {
+func.func @kept_guarded_copy(%x: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">}, %index: !llvm.ptr {moe.arg = #moe.arg<tensor, "index">}, %y: !llvm.ptr {moe.arg = #moe.arg<tensor, "y">}, %T: index, %R: index) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c16384 = arith.constant 16384 : index
@@ -116,7 +116,7 @@ func.func @kept_guarded_copy(%x: !llvm.ptr {moe.arg = "tensor:x"}, %index: !llvm
   return
 }
 
-func.func @scaled(%x: !llvm.ptr {moe.arg = "tensor:x"}, %y: !llvm.ptr {moe.arg = "tensor:y"}, %T: index) {
+func.func @scaled(%x: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">}, %y: !llvm.ptr {moe.arg = #moe.arg<tensor, "y">}, %T: index) {
   %c16384 = arith.constant 16384 : index
   %two = arith.constant 2.0 : f32
   %xv = moe.view %x[%T, %c16384] : !llvm.ptr -> memref<?x16384xf32>

@@ -55,7 +55,7 @@
 // GUARD-NEXT:    %[[B:.*]] = moe.guarded_load %{{.*}}[%{{.*}}, %[[H2]]] if %arg7 readonly : memref<?x64xf32>, vector<4xf32>
 // GUARD-NEXT:    arith.addf %[[A]], %[[B]] : vector<4xf32>
 func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
-                   %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"},
+                   %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>},
                    %rows: index, %n: index, %lane: index, %live: i1) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -113,7 +113,7 @@ func.func @gathers(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
 // CHECK:        scf.if
 // CHECK-NOT:  scf.for
 func.func @written(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias},
-                   %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"},
+                   %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>},
                    %rows: index, %n: index, %lane: index) {
   %c0 = arith.constant 0 : index
   %c32 = arith.constant 32 : index
@@ -154,7 +154,7 @@ func.func @written(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
 // CHECK-NEXT: }
 // CHECK-NEXT: vector.store %[[SUM]]
 func.func @carried(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
-                   %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %rows: index, %lane: index,
+                   %sp: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>}, %rows: index, %lane: index,
                    %out: memref<4xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -199,7 +199,7 @@ func.func @carried(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr 
 // CHECK:          vector.load %{{.*}}[%arg5, %{{.*}}]
 // CHECK:          vector.store
 func.func @nested_check(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %ip: !llvm.ptr {llvm.noalias, llvm.readonly},
-                        %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"},
+                        %op: !llvm.ptr {llvm.noalias}, %sp: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>},
                         %rows: index, %n: index, %lane: index, %single: i1) {
   %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index

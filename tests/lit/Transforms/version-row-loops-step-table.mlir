@@ -25,7 +25,7 @@
 // CHECK:      scf.for
 // CHECK:        scf.if %{{.*}} -> (vector<4xf32>) {
 func.func @table(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
-                 %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %rowsTable: memref<16xi32>,
+                 %sp: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>}, %rowsTable: memref<16xi32>,
                  %checkTable: memref<16xi32>, %count: index, %all: i1, %h: index, %rows: index, %t: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -57,7 +57,7 @@ func.func @table(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {l
 }
 
 func.func @mixed(%xp: !llvm.ptr {llvm.noalias, llvm.readonly}, %op: !llvm.ptr {llvm.noalias},
-                 %sp: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %rowsTable: memref<16xi32>,
+                 %sp: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>}, %rowsTable: memref<16xi32>,
                  %checkTable: memref<16xi32>, %count: index, %h: index, %rows: index, %t: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

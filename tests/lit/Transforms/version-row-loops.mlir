@@ -29,7 +29,7 @@
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 func.func @terms(%x: memref<?x64xf32>, %idx: memref<?xi32>, %out: memref<?x64xf32>,
-                 %status: memref<2xi64> {moe.arg = "status"}, %rows: index, %begin: index, %end: index,
+                 %status: memref<2xi64> {moe.arg = #moe.arg<status>}, %rows: index, %begin: index, %end: index,
                  %counts: memref<?xindex>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -86,7 +86,7 @@ func.func @terms(%x: memref<?x64xf32>, %idx: memref<?xi32>, %out: memref<?x64xf3
 // CHECK:        scf.yield %[[SLOW]] : vector<16xf32>
 // CHECK:      vector.store %[[SUM]], %arg2[%c0] : memref<16xf32>, vector<16xf32>
 func.func @carried(%x: memref<?x64xf32>, %row: index, %out: memref<16xf32>,
-                   %status: memref<2xi64> {moe.arg = "status"}, %rows: index) {
+                   %status: memref<2xi64> {moe.arg = #moe.arg<status>}, %rows: index) {
   %c0 = arith.constant 0 : index
   %c16 = arith.constant 16 : index
   %c64 = arith.constant 64 : index
@@ -134,7 +134,7 @@ func.func @both_work(%x: memref<?x64xf32>, %y: memref<?x64xf32>, %out: memref<?x
 // CHECK-NOT: scf.for
 // CHECK:     return
 func.func @varying(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %n: index,
-                   %status: memref<2xi64> {moe.arg = "status"}) {
+                   %status: memref<2xi64> {moe.arg = #moe.arg<status>}) {
   %c0 = arith.constant 0 : index
   %c16 = arith.constant 16 : index
   %c64 = arith.constant 64 : index
@@ -193,7 +193,7 @@ func.func @varying(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %n: index,
 // CHECK:      } else {
 // CHECK-NEXT:   scf.for
 // CHECK:          scf.if %{{.*}} -> (vector<16xf32>) {
-func.func @count(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %status: memref<2xi64> {moe.arg = "status"},
+func.func @count(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %status: memref<2xi64> {moe.arg = #moe.arg<status>},
                  %n: index, %r0: index, %r1: index, %r2: index, %rows: index, %count: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -279,7 +279,7 @@ func.func @written(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %copy: memref<?
 // CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[OK1]], %[[IN2]] : i1
 // CHECK-NEXT: scf.if %[[BOTH]] {
 // CHECK:        scf.index_switch
-func.func @read_elsewhere(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %status: memref<2xi64> {moe.arg = "status"},
+func.func @read_elsewhere(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %status: memref<2xi64> {moe.arg = #moe.arg<status>},
                           %n: index, %r0: index, %r1: index, %r2: index, %rows: index, %count: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -50,7 +50,7 @@
 // KEEP: moe.fold %c8, %cst : bf16 {
 
 module attributes {moe.dtype = "bf16", moe.op = "moe_unpermute"} {
-  func.func @moe_unpermute__0_hidden_states(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:hidden_states_unzipped"}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:zipped_expertwise_rowmap"}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:expert_routemap_topk"}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = "tensor:token_prob_unzipped"}, %arg4: !llvm.ptr {llvm.noalias, moe.arg = "tensor:hidden_states"}, %arg5: !llvm.ptr {llvm.noalias, moe.arg = "tensor:expert_prob_topk"}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = "status"}, %arg7: index {moe.arg = "dim:R"}, %arg8: index {moe.arg = "dim:Tk"}, %arg9: index {moe.arg = "attr:total_zipped_tokens"}) {
+  func.func @moe_unpermute__0_hidden_states(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "hidden_states_unzipped">}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "zipped_expertwise_rowmap">}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "expert_routemap_topk">}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "token_prob_unzipped">}, %arg4: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<tensor, "hidden_states">}, %arg5: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<tensor, "expert_prob_topk">}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>}, %arg7: index {moe.arg = #moe.arg<dim, "R">}, %arg8: index {moe.arg = #moe.arg<dim, "Tk">}, %arg9: index {moe.arg = #moe.arg<attr, "total_zipped_tokens">}) {
     %cst = arith.constant 0.000000e+00 : bf16
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index

@@ -8,9 +8,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "moec/compiler/Dialect/MoeDialect.h.inc"
+#include "moec/compiler/Dialect/MoeEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "moec/compiler/Dialect/MoeAttrs.h.inc"
@@ -19,6 +21,16 @@
 #include "moec/compiler/Dialect/MoeOps.h.inc"
 
 namespace moec::moe {
+/// A kernel argument's role (#moe.arg) and, on a tensor whose values never repeat, moe.unique: the argument
+/// attributes that MoeDialect::verifyRegionArgAttribute checks.
+inline constexpr llvm::StringLiteral kArgRoleAttrName = "moe.arg";
+inline constexpr llvm::StringLiteral kUniqueArgAttrName = "moe.unique";
+/// The role of argument `index` of `func`, or null when it has none.
+inline ArgAttr argRole(mlir::FunctionOpInterface func, unsigned index) {
+  return func.getArgAttrOfType<ArgAttr>(index, kArgRoleAttrName);
+}
+/// The role as an argument attribute dictionary, for func.insertArguments.
+mlir::DictionaryAttr argRoleDictionary(mlir::MLIRContext *ctx, ArgRole role, llvm::StringRef name = "");
 /// The bytes a moe.guarded_load or moe.guarded_store of `accessed` moves: its elements' bytes when it is a 1-D
 /// vector of 4, 8 or 16 bytes or a scalar of 2 or 4 (the sizes their PTX moves as one access); else 0.
 int64_t guardedAccessBytes(mlir::Type accessed);

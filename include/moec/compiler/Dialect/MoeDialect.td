@@ -10,6 +10,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 
 def Moe_Dialect : Dialect {
   let name = "moe";
@@ -21,6 +22,45 @@ def Moe_Dialect : Dialect {
   }];
   let cppNamespace = "::moec::moe";
   let useDefaultAttributePrinterParser = 1;
+
+  // The facts one pass hands to a later one, as attributes on the ops they are about. Each is declared here
+  // and checked by verifyOperationAttribute (MoeDialect.cpp: its type and the ops it may sit on), like the
+  // kernel arguments' `moe.arg` and `moe.unique` by verifyRegionArgAttribute.
+  let discardableAttrs = (ins
+    // moe-hoist-row-invariants: a top-level op of a domain body that does not depend on the contiguous
+    // index (computed once per row), and a moe.write whose guard does not (the whole row is skipped).
+    "::mlir::UnitAttr":$row_invariant,
+    "::mlir::UnitAttr":$row_guard,
+    // moe-compact-predicated-points: the moe.compact of a row's live points, the moe.fold that is a live
+    // point's rank in it, and on the domain the constant its dead points write.
+    "::mlir::UnitAttr":$live_list,
+    "::mlir::UnitAttr":$live_rank,
+    "::mlir::TypedAttr":$dead_value,
+    // moe-lower-to-gpu: an scf.for along a row that every lane runs equally often (moe-unroll-row-loops).
+    "::mlir::UnitAttr":$lane_loop,
+    // moe-group-rows / moe-group-points (GPU): a domain run a block per group of rows or a warp per row of
+    // points, and the row-invariant ops that compute a group's keys.
+    "::mlir::UnitAttr":$row_group,
+    "::mlir::UnitAttr":$group_key,
+    "::mlir::UnitAttr":$point_rows,
+    // moe-lane-point-access (GPU): a prefix-count moe.fold that a warp of points counts with a ballot.
+    "::mlir::UnitAttr":$lane_scan,
+    // moe-widen-rounded-folds: an arith.truncf whose operand cannot be NaN (moe-expand-unchecked-roundings).
+    "::mlir::UnitAttr":$nan_unchecked,
+    // step tables (GPU): a warp vote whose result says that a fold's exact check held for every lane.
+    "::mlir::UnitAttr":$exact_check_vote,
+    // moe-native-bf16-roundings: an arith.truncf that must stay exact (not the native instruction).
+    "::mlir::UnitAttr":$exact_rounding,
+    // moe-lower-to-gpu: a kernel's rows per block (the runtime's launch geometry).
+    "::mlir::IntegerAttr":$rows_per_block,
+    // On the module: the op and dtype it computes (genMoe), and the outputs whose rows a kernel marks in
+    // the workspace (moe-fill-uncovered-rows).
+    "::mlir::StringAttr":$op,
+    "::mlir::StringAttr":$dtype,
+    "::mlir::ArrayAttr":$workspace
+  );
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::memref::MemRefDialect",
@@ -118,6 +158,48 @@ def Moe_UbSpaceAttr : AttrDef<Moe_Dialect, "UbSpace"> {
     %raw = moe.ub_alloc %rt, %core "in.x" at 0 : memref<28672xi8, #moe.ub>
     %in = memref.view %raw[%c0][] : memref<28672xi8, #moe.ub> to memref<2x7168xbf16, #moe.ub>
     ```
+  }];
+}
+
+def Moe_ArgRole : I32EnumAttr<"ArgRole", "what a kernel argument is", [
+    I32EnumAttrCase<"Tensor", 0, "tensor">,
+    I32EnumAttrCase<"Status", 1, "status">,
+    I32EnumAttrCase<"Workspace", 2, "workspace">,
+    I32EnumAttrCase<"Dim", 3, "dim">,
+    I32EnumAttrCase<"Attr", 4, "attr">,
+    I32EnumAttrCase<"RowBegin", 5, "row_begin">,
+    I32EnumAttrCase<"RowEnd", 6, "row_end">,
+    I32EnumAttrCase<"AscendRuntime", 7, "ascend_runtime">,
+    I32EnumAttrCase<"AscendCore", 8, "ascend_core">,
+    I32EnumAttrCase<"AscendCores", 9, "ascend_cores">]> {
+  let cppNamespace = "::moec::moe";
+  let genSpecializedAttr = 0;
+}
+
+def Moe_ArgAttr : AttrDef<Moe_Dialect, "Arg"> {
+  let mnemonic = "arg";
+  let summary = "The role of a kernel argument (the `moe.arg` of each func argument)";
+  let description = [{
+    What the runtime passes in an argument of a kernel, in the lean ABI's order: a `tensor` (a pointer to
+    the tensor's data; `name` is the op's tensor), the `status` buffer, the `workspace` (moe-fill-uncovered-
+    rows), a runtime `dim` or `attr` (an index; `name` is the op's), on the CPU the range of rows a call
+    runs, `row_begin` and `row_end`, and on Ascend the simulator's runtime (`ascend_runtime`), the core and
+    the cores (`ascend_core`, `ascend_cores`). Pointers are `!llvm.ptr`, the rest `index` (or an integer after
+    convert-to-llvm); only a tensor, dim or attr has a name.
+
+    ```mlir
+    func.func @k(%x: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">}, %s: !llvm.ptr {moe.arg = #moe.arg<status>},
+                 %h: index {moe.arg = #moe.arg<dim, "H">})
+    ```
+  }];
+  let parameters = (ins EnumParameter<Moe_ArgRole>:$role, StringRefParameter<"the op's name for it", "\"\"">:$name);
+  let assemblyFormat = "`<` $role (`,` $name^)? `>`";
+  let extraClassDeclaration = [{
+    /// Whether the argument is a pointer (a tensor, the status or the workspace), not an index.
+    bool isPointer() const {
+      return getRole() == ArgRole::Tensor || getRole() == ArgRole::Status || getRole() == ArgRole::Workspace ||
+             getRole() == ArgRole::AscendRuntime;
+    }
   }];
 }
 

@@ -40,7 +40,7 @@ public:
 ///    one index per runtime dim, in declaration order,
 ///    one index per runtime attribute, in declaration order)
 ///
-/// Each argument carries `moe.arg = "tensor:NAME" | "status" | "dim:NAME" | "attr:NAME"`.
+/// Each argument carries its role, `moe.arg = #moe.arg<tensor, "NAME">` (or `<status>`, `<dim, "NAME">`, `<attr, "NAME">`).
 /// (moe-fill-uncovered-rows may add a `workspace` pointer after the status buffer to every kernel.)
 ///
 /// Every gather and scatter index that is not provably inside its dim (a domain, for, sum or fold

@@ -50,19 +50,19 @@ bool isVectorizable(DomainOp op);
 /// contiguous index (kRowInvariantAttr), and on a moe.write whose guard does not (kRowGuardAttr). emitRow
 /// computes the first once per row, before the loop along the row, and skips the whole row when the second
 /// is false.
-constexpr llvm::StringLiteral kRowInvariantAttr = "moe.row_invariant";
-constexpr llvm::StringLiteral kRowGuardAttr = "moe.row_guard";
+constexpr llvm::StringLiteral kRowInvariantAttr = MoeDialect::RowInvariantAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kRowGuardAttr = MoeDialect::RowGuardAttrHelper::getNameStr();
 
 /// Set by moe-compact-predicated-points on a point domain whose dead points only write a constant: the
 /// moe.compact of a row's live points (kLiveListAttr), the prefix count that is a live point's position in
 /// that list (kLiveRankAttr), and, on the domain, the constant (kDeadValueAttr). See emitPointRange.
-constexpr llvm::StringLiteral kLiveListAttr = "moe.live_list";
-constexpr llvm::StringLiteral kLiveRankAttr = "moe.live_rank";
-constexpr llvm::StringLiteral kDeadValueAttr = "moe.dead_value";
+constexpr llvm::StringLiteral kLiveListAttr = MoeDialect::LiveListAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kLiveRankAttr = MoeDialect::LiveRankAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kDeadValueAttr = MoeDialect::DeadValueAttrHelper::getNameStr();
 
 /// Set by moe-lower-to-gpu on a loop along a row from a lane's offset, below its step, to a constant end that is a
 /// whole number of steps: every lane runs it the same number of times. moe-unroll-row-loops unrolls it.
-constexpr llvm::StringLiteral kLaneLoopAttr = "moe.lane_loop";
+constexpr llvm::StringLiteral kLaneLoopAttr = MoeDialect::LaneLoopAttrHelper::getNameStr();
 
 /// Such a loop runs from 0 instead, the lane's offset added in its body: its count is then a constant, and no
 /// lane runs a remainder loop that the others skip when it unrolls.
@@ -72,18 +72,18 @@ void startLaneLoopAtZero(mlir::OpBuilder &b, mlir::scf::ForOp loop);
 /// members) write values that depend on that index at most through a few row-invariant values, the keys
 /// (kGroupKeyAttr on the ops that compute them): moe-lower-to-gpu runs a block per group of up to
 /// kRowGroupMembers consecutive members (emitGroupRow), and the launch covers groups.
-constexpr llvm::StringLiteral kRowGroupAttr = "moe.row_group";
-constexpr llvm::StringLiteral kGroupKeyAttr = "moe.group_key";
+constexpr llvm::StringLiteral kRowGroupAttr = MoeDialect::RowGroupAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kGroupKeyAttr = MoeDialect::GroupKeyAttrHelper::getNameStr();
 
 /// Set by moe-group-points (GPU) on a point kernel whose dot products read a row that does not depend on
 /// the point's last index (A3: token t's gradient row, for each of its experts e): moe-lower-to-gpu runs a
 /// row of points per warp (emitWarpPointRow), and the launch covers rows.
-constexpr llvm::StringLiteral kPointRowsAttr = "moe.point_rows";
+constexpr llvm::StringLiteral kPointRowsAttr = MoeDialect::PointRowsAttrHelper::getNameStr();
 
 /// Set by moe-lane-point-access (GPU) on a prefix count of a row of points (its bound the point's last
 /// index, each step adding a constant or nothing: countingFoldIncrement): emitWarpPointRow, which runs 32
 /// points at once, a lane each, counts for the 32 with a ballot, continued from the 32 before.
-constexpr llvm::StringLiteral kLaneScanAttr = "moe.lane_scan";
+constexpr llvm::StringLiteral kLaneScanAttr = MoeDialect::LaneScanAttrHelper::getNameStr();
 
 /// Whether each step of `fold` is `acc + x` or `p ? acc + x : acc` (either way round) on integers (index,
 /// i32, i64), with nothing else reading the accumulator: a sum, which any split of the steps computes
@@ -104,7 +104,7 @@ bool hasRowInvariantGuard(DomainOp op, llvm::ArrayRef<mlir::Operation *> invaria
 /// The values of the body that depend on the contiguous (last) index, the block argument included.
 llvm::DenseSet<mlir::Value> valuesAlongRow(DomainOp op);
 
-/// The tensor a memref views (a moe.view of the kernel argument "tensor:grad_expanded_x" gives
+/// The tensor a memref views (a moe.view of the kernel argument #moe.arg<tensor, "grad_expanded_x"> gives
 /// "grad_expanded_x"), or "" for a kernel-local one (a compacted list).
 std::string viewedTensorName(mlir::Value memref);
 

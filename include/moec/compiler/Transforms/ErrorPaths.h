@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/compiler/Dialect/MoeDialect.h"
+
 #include "mlir/IR/Region.h"
 #include "mlir/IR/Value.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -19,7 +21,7 @@ mlir::FunctionOpInterface kernelArgumentOwner(mlir::BlockArgument arg);
 /// Whether `memref` views a tensor argument that the kernel only reads (`llvm.readonly`).
 bool viewsReadOnlyTensor(mlir::Value memref);
 
-/// Whether `v` is the kernel's status buffer, or a view of it (func argument `moe.arg = "status"`).
+/// Whether `v` is the kernel's status buffer, or a view of it (func argument `moe.arg = #moe.arg<status>`).
 bool isStatus(mlir::Value v);
 
 /// Whether `region` is an error path: it writes the status buffer itself (not in a branch nested in it, which is that
@@ -31,6 +33,6 @@ bool isCheckCondition(mlir::Value condition);
 
 /// Marks a GPU step table's "the check holds at every step" vote (moe-lower-to-gpu) that is false only where a
 /// step that runs the check fails it: a row whose vote is false reports an error (moe-version-row-loops).
-inline constexpr llvm::StringLiteral kExactCheckVote = "moe.exact_check_vote";
+inline constexpr llvm::StringLiteral kExactCheckVote = MoeDialect::ExactCheckVoteAttrHelper::getNameStr();
 
 } // namespace moec::moe

@@ -53,7 +53,7 @@ def MoeFillUncoveredRows : Pass<"moe-fill-uncovered-rows", "::mlir::ModuleOp"> {
       moe.scatter %out[%Tk, %K, %c64] : memref<?x64xbf16> { ...; moe.write %v to [%row, %h] if %live : bf16 }
     }
     // becomes
-    func.func @scatter(..., %ws: !llvm.ptr {moe.arg = "workspace"}, ...) {
+    func.func @scatter(..., %ws: !llvm.ptr {moe.arg = #moe.arg<workspace>}, ...) {
       %covered = moe.view %ws_at_0[%R] : !llvm.ptr -> memref<?xi8>
       moe.scatter %out[%Tk, %K, %c64] ... {
         ...
@@ -61,7 +61,7 @@ def MoeFillUncoveredRows : Pass<"moe-fill-uncovered-rows", "::mlir::ModuleOp"> {
         moe.write %v to [%row, %h] if %live : bf16
       }
     }
-    func.func @fill(..., %ws: !llvm.ptr {moe.arg = "workspace"}, ...) {
+    func.func @fill(..., %ws: !llvm.ptr {moe.arg = #moe.arg<workspace>}, ...) {
       moe.scatter %out[%R, %c64] ... {
       ^bb0(%r: index, %h: index):
         %m = memref.load %covered[%r] : memref<?xi8>

@@ -12,7 +12,7 @@ namespace moec::moe {
 
 /// On an arith.truncf to bf16 whose NaN result need not be the canonical one (moe-widen-rounded-folds marks
 /// it, moe-expand-unchecked-roundings rounds it without the NaN case).
-constexpr llvm::StringLiteral kNanUncheckedAttr = "moe.nan_unchecked";
+constexpr llvm::StringLiteral kNanUncheckedAttr = MoeDialect::NanUncheckedAttrHelper::getNameStr();
 
 #define GEN_PASS_DECL
 #include "moec/compiler/Transforms/Passes.h.inc"

@@ -1,0 +1,128 @@
+// The facts passes hand to each other are declared attributes (MoeDialect.td: discardableAttrs, #moe.arg),
+// checked for their type and for what they sit on (MoeAttrVerifiers.cpp): each case below is one error, and
+// the first shows the forms that verify and print back unchanged.
+// RUN: moec-opt %s -verify-diagnostics -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @roles
+// CHECK-SAME: (%{{.*}}: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, moe.unique}, %{{.*}}: !llvm.ptr {moe.arg = #moe.arg<status>},
+// CHECK-SAME: %{{.*}}: index {moe.arg = #moe.arg<dim, "H">}, %{{.*}}: index {moe.arg = #moe.arg<row_begin>}, %{{.*}}: f32)
+// CHECK: arith.truncf %{{.*}} {moe.exact_rounding} : f32 to bf16
+// CHECK: scf.for {{.*}} {
+// CHECK: } {moe.lane_loop}
+module attributes {moe.op = "op", moe.dtype = "bf16", moe.workspace = ["out"]} {
+  func.func @roles(%x: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, moe.unique}, %s: !llvm.ptr {moe.arg = #moe.arg<status>},
+                   %h: index {moe.arg = #moe.arg<dim, "H">}, %b: index {moe.arg = #moe.arg<row_begin>}, %f: f32) {
+    %r = arith.truncf %f {moe.exact_rounding} : f32 to bf16
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    scf.for %i = %c0 to %h step %c1 {
+    } {moe.lane_loop}
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'moe.arg' needs the name of its tensor}}
+func.func @tensor_without_name(%x: !llvm.ptr {moe.arg = #moe.arg<tensor>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'moe.arg' takes no name for its status}}
+func.func @status_with_name(%x: !llvm.ptr {moe.arg = #moe.arg<status, "s">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'moe.arg' a dim is an index, not '!llvm.ptr'}}
+func.func @dim_as_pointer(%x: !llvm.ptr {moe.arg = #moe.arg<dim, "H">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'moe.arg' must be a #moe.arg}}
+func.func @role_as_text(%x: !llvm.ptr {moe.arg = "tensor:x"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'moe.unique' is a unit attribute on a tensor argument}}
+func.func @unique_dim(%h: index {moe.arg = #moe.arg<dim, "H">, moe.unique}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: 'moe.uniq' is not an argument attribute of the moe dialect}}
+func.func @misspelled_argument_attribute(%x: !llvm.ptr {moe.uniq}) {
+  return
+}
+
+// -----
+
+func.func @misspelled(%f: f32) {
+  // expected-error @+1 {{'arith.truncf' op 'moe.exact_roundings' is not an attribute of the moe dialect}}
+  %r = arith.truncf %f {moe.exact_roundings} : f32 to bf16
+  return
+}
+
+// -----
+
+func.func @lane_loop_on_an_if(%p: i1) {
+  // expected-error @+1 {{'scf.if' op 'moe.lane_loop' belongs on an scf.for}}
+  scf.if %p {
+  } {moe.lane_loop}
+  return
+}
+
+// -----
+
+func.func @exact_rounding_not_unit(%f: f32) {
+  // expected-error @+1 {{'arith.truncf' op 'moe.exact_rounding' must be a unit attribute}}
+  %r = arith.truncf %f {moe.exact_rounding = 1 : i64} : f32 to bf16
+  return
+}
+
+// -----
+
+func.func @row_group_on_a_function() attributes {moe.row_group} {
+  // expected-error @-1 {{'func.func' op 'moe.row_group' belongs on a moe.compute or moe.scatter}}
+  return
+}
+
+// -----
+
+func.func @dead_value_of_another_type(%out: memref<?xbf16>, %n: index) {
+  // expected-error @+1 {{'moe.compute' op 'moe.dead_value' must be a constant of the output's element type 'bf16'}}
+  moe.compute %out[%n] {moe.dead_value = 0.0 : f32} : memref<?xbf16> {
+  ^bb0(%i: index):
+    %z = arith.constant 0.0 : bf16
+    moe.yield %z : bf16
+  }
+  return
+}
+
+// -----
+
+func.func @rows_per_block_zero() attributes {moe.rows_per_block = 0 : i64} {
+  // expected-error @-1 {{'func.func' op 'moe.rows_per_block' must be a positive integer}}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op 'moe.workspace' must be a non-empty list of output names}}
+module attributes {moe.workspace = []} {
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'moe.op' belongs on the module}}
+func.func @op_on_a_function() attributes {moe.op = "x"} {
+  return
+}
