@@ -265,8 +265,13 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   std::map<std::string, int64_t> statics = resolveStatics(op, spec);
   std::set<std::string> present = resolvePresence(op, spec.present, statics);
   auto wants = [&](Stage s) { return options.dump.count(s) > 0; };
+  auto finished = [&](Stage s) {
+    return options.stopAfterDumps && !options.dump.empty() && s == *options.dump.rbegin();
+  };
   if (wants(Stage::Ast))
     result.dumps[Stage::Ast] = dsl::printAst(op);
+  if (finished(Stage::Ast))
+    return result;
 
   // 1. AST -> moe dialect.
   auto start = Clock::now();
@@ -284,6 +289,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   OwningOpRef<ModuleOp> module = std::move(generated.module);
   if (wants(Stage::Gen))
     result.dumps[Stage::Gen] = printIR(*module);
+  if (finished(Stage::Gen))
+    return result;
   result.times.frontend = msSince(start);
 
   // 2. moe passes: bind static values, choose the schedule, rewrite how rows run (PipelineTable.cpp).
@@ -332,6 +339,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
       result.workspace.push_back(name.str());
   if (wants(Stage::Moe))
     result.dumps[Stage::Moe] = printIR(*module);
+  if (finished(Stage::Moe))
+    return result;
   if (isAscend) {
     std::vector<std::string> names;
     for (const KernelInfo &k : result.kernels)
@@ -352,6 +361,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
     diagnostics.fail(op.name + ": lowering to loops failed");
   if (wants(Stage::Loops))
     result.dumps[Stage::Loops] = printIR(*module);
+  if (finished(Stage::Loops))
+    return result;
   if (isAscend && !spec.target.simulated)
     return result;
 
@@ -380,6 +391,8 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   optimizeModule(*llvmModule, tm, 2);
   if (wants(Stage::LLVM))
     result.dumps[Stage::LLVM] = printIR(*llvmModule);
+  if (finished(Stage::LLVM))
+    return result;
   result.times.llvm = msSince(start);
 
   // 6. Code: PTX text, or host code in this process.

@@ -88,6 +88,7 @@ void runEmit(const EmitOptions &o) {
   }
   CompileOptions options;
   options.dump.insert(wanted);
+  options.stopAfterDumps = true; // the stages' text is all emit prints
   if (!o.dumpDir.empty())
     options.dump.insert(stages.begin(), stages.end());
   CompiledOp compiled = compile(*op, spec, options);

@@ -104,6 +104,9 @@ struct CompiledOp {
 
 struct CompileOptions {
   std::set<Stage> dump; // stages whose text to keep in CompiledOp::dumps
+  /// Stop once the last stage in `dump` is printed (`moec emit --emit loops` needs no code): the result then
+  /// has no PTX or CPU code, and its kernels, workspace and tilings only as far as the stages before made them.
+  bool stopAfterDumps = false;
 };
 
 /// A specialization that does not fit the op (unknown or missing static values, a static require that
