@@ -11,6 +11,28 @@
 using namespace mlir;
 
 namespace moec {
+namespace {
+
+/// The dialect's role as the contract's: two enums because the contracts depend on no MLIR.
+ascend::UbRole contractRole(moe::UbRole role) {
+  switch (role) {
+  case moe::UbRole::Input:
+    return ascend::UbRole::Input;
+  case moe::UbRole::Output:
+    return ascend::UbRole::Output;
+  case moe::UbRole::RowStore:
+    return ascend::UbRole::RowStore;
+  case moe::UbRole::Accumulator:
+    return ascend::UbRole::Accumulator;
+  case moe::UbRole::Index:
+    return ascend::UbRole::Index;
+  case moe::UbRole::Cast:
+    return ascend::UbRole::Cast;
+  }
+  throw std::logic_error("unknown #moe.ub_buffer role");
+}
+
+} // namespace
 
 std::vector<ascend::KernelTiling> ascendTilings(Operation *module, const std::vector<std::string> &kernels) {
   std::vector<ascend::KernelTiling> tilings;
@@ -36,9 +58,9 @@ std::vector<ascend::KernelTiling> ascendTilings(Operation *module, const std::ve
     t.rowScalars = plan.getRowScalars();
     t.rowBytes = plan.getRowBytes();
     for (auto buffer : plan.getBuffers().getAsRange<moe::UbBufferAttr>())
-      t.buffers.push_back({buffer.getName().str(), buffer.getElementBytes(), buffer.getCopies(),
-                           buffer.getPerRowOfPass(), buffer.getFixedBytesPerRow(), buffer.getReuseDims(),
-                           buffer.getCopiesPerChunk(), buffer.getWholeRow()});
+      t.buffers.push_back({contractRole(buffer.getRole()), buffer.getTensor().str(), buffer.getElementBytes(),
+                           buffer.getCopies(), buffer.getPerRowOfPass(), buffer.getFixedBytesPerRow(),
+                           buffer.getReuseDims(), buffer.getCopiesPerChunk(), buffer.getWholeRow()});
     tilings.push_back(std::move(t));
   }
   return tilings;

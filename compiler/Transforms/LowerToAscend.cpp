@@ -33,6 +33,16 @@ namespace moec::moe {
 
 namespace {
 
+/// A plan's buffer by its role and tensor (#moe.ub_buffer's), as the lowering looks one up.
+using BufferKey = std::pair<UbRole, std::string>;
+
+/// The buffer's name, "<role>.<tensor>", for moe.ub_alloc and the messages.
+std::string bufferName(const BufferKey &key) { return (stringifyUbRole(key.first) + "." + key.second).str(); }
+
+/// Whether this lowering places a buffer of `role` in the UB: it reads row-invariant values (idx) as scalars
+/// and casts in registers, so the plan counts those buffers' bytes but they are never allocated.
+bool placedInUb(UbRole role) { return role != UbRole::Index && role != UbRole::Cast; }
+
 /// A buffer of the plan, placed: `copies x chunk` elements (a 1-D chunk when there is one copy), or
 /// `copies x rowLength` for a kept input that holds whole rows.
 struct PlacedBuffer {
@@ -49,7 +59,7 @@ class UbStaging : public StagedRow {
 public:
   /// A row of a domain runs along its last index; a point row along the index of its contiguous
   /// reduction (a dot product over H).
-  UbStaging(DomainOp domain, AscendPlanAttr plan, Value runtime, Value core, std::map<std::string, PlacedBuffer> buffers)
+  UbStaging(DomainOp domain, AscendPlanAttr plan, Value runtime, Value core, std::map<BufferKey, PlacedBuffer> buffers)
       : domain(domain), plan(plan), runtime(runtime), core(core), buffers(std::move(buffers)) {
     if (!plan.getPointRows()) {
       along = valuesAlongRow(domain);
@@ -113,7 +123,7 @@ public:
   }
 
   Value accumulators(Type element) override {
-    auto it = buffers.find("acc.f32");
+    auto it = buffers.find({UbRole::Accumulator, "f32"});
     if (it == buffers.end() || !it->second.raw || element.getIntOrFloatBitWidth() > 32) {
       fail(domain.op(), "the plan has no acc.f32 buffer to hold the reduction along the row");
       OpBuilder b(domain.op());
@@ -179,10 +189,10 @@ public:
 
   void storeRow(OpBuilder &b, RowStoreOp store, Value value, Value j, int64_t width) override {
     Location loc = store.getLoc();
-    std::string name = "row." + viewedTensorName(store.getOutput());
-    auto it = buffers.find(name);
+    BufferKey key{UbRole::RowStore, viewedTensorName(store.getOutput())};
+    auto it = buffers.find(key);
     if (it == buffers.end())
-      return fail(store, "stores a row, but the plan has no buffer '" + name + "'");
+      return fail(store, "stores a row, but the plan has no buffer '" + bufferName(key) + "'");
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value local = arith::SubIOp::create(b, loc, j, offset);
     if (width == 1)
@@ -207,7 +217,7 @@ public:
         return;
       at.push_back(offset);
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      auto buffer = buffers.find("row." + viewedTensorName(store.getOutput()));
+      auto buffer = buffers.find({UbRole::RowStore, viewedTensorName(store.getOutput())});
       if (buffer == buffers.end())
         return; // storeRow reported it
       DataCopyOp::create(b, loc, runtime, core, buffer->second.memref, ValueRange{c0, c0}, store.getOutput(), at,
@@ -224,13 +234,14 @@ private:
   /// Emits the DataCopy of the row `load` reads in this chunk, into copy `index` of its tensor's buffer
   /// (alternating with the steps of a reduction), under the conditions of the scf.if ops around it in `block`.
   void stage(OpBuilder &b, memref::LoadOp load, Block &block, const IRMapping &scalars, Value step, int64_t index) {
-    std::string name = "in." + viewedTensorName(load.getMemRef());
-    auto found = buffers.find(name);
+    BufferKey key{UbRole::Input, viewedTensorName(load.getMemRef())};
+    auto found = buffers.find(key);
     if (found == buffers.end())
-      return fail(load, "reads along the row, but the plan has no buffer '" + name + "'");
+      return fail(load, "reads along the row, but the plan has no buffer '" + bufferName(key) + "'");
     PlacedBuffer buffer = found->second;
     if (index >= buffer.copies)
-      return fail(load, "needs more copies of '" + name + "' than the plan's " + std::to_string(buffer.copies));
+      return fail(load, "needs more copies of '" + bufferName(key) + "' than the plan's " +
+                            std::to_string(buffer.copies));
     Location loc = load.getLoc();
     OpBuilder::InsertionGuard guard(b);
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
@@ -327,11 +338,11 @@ private:
   }
 
   PlacedBuffer outputBuffer() {
-    std::string name = "out." + viewedTensorName(domain.output());
-    auto it = buffers.find(name);
+    BufferKey key{UbRole::Output, viewedTensorName(domain.output())};
+    auto it = buffers.find(key);
     if (it == buffers.end()) {
-      fail(domain.op(), "the plan has no buffer for the output '" + name + "'");
-      it = buffers.emplace(name, PlacedBuffer{placeholder(domain.output()), 1}).first;
+      fail(domain.op(), "the plan has no buffer for the output '" + bufferName(key) + "'");
+      it = buffers.emplace(key, PlacedBuffer{placeholder(domain.output()), 1}).first;
     }
     return it->second;
   }
@@ -353,7 +364,7 @@ private:
   DomainOp domain;
   AscendPlanAttr plan;
   Value runtime, core;
-  std::map<std::string, PlacedBuffer> buffers;
+  std::map<BufferKey, PlacedBuffer> buffers;
   llvm::DenseSet<Value> along;
   Value inner;
   Value offset, length;
@@ -393,7 +404,7 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
   /// the first as scalars and casts in registers. In the in-place layout (no out. buffer) the output is
   /// staged in the accumulators' bytes: element h of the output is written after element h of the
   /// accumulators is read, and is never wider, so it only overwrites accumulators already consumed.
-  FailureOr<std::map<std::string, PlacedBuffer>> placeBuffers(OpBuilder &b, DomainOp domain, AscendPlanAttr plan,
+  FailureOr<std::map<BufferKey, PlacedBuffer>> placeBuffers(OpBuilder &b, DomainOp domain, AscendPlanAttr plan,
                                                               Value runtime, Value core,
                                                               const std::map<std::string, Type> &types) {
     Location loc = domain.op()->getLoc();
@@ -403,17 +414,18 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       auto type = MemRefType::get(shape, element, MemRefLayoutAttrInterface(), ub);
       return memref::ViewOp::create(b, loc, type, raw, c0, ValueRange{});
     };
-    std::map<std::string, PlacedBuffer> placed;
-    std::map<std::string, Value> raw;
+    std::map<BufferKey, PlacedBuffer> placed;
+    Value accumulatorsRaw;
     int64_t offset = 0;
     for (auto buffer : plan.getBuffers().getAsRange<UbBufferAttr>()) {
-      StringRef name = buffer.getName();
-      if (name.starts_with("idx.") || name == "cast.f32")
+      if (!placedInUb(buffer.getRole()))
         continue;
+      bool accumulators = buffer.getRole() == UbRole::Accumulator;
+      std::string name = buffer.fullName();
       bool onePerPoint = buffer.getElementBytes() == 0; // a point row's value
       Type element = b.getF32Type();
-      if (!name.starts_with("acc.")) {
-        auto it = types.find(name.substr(name.find('.') + 1).str());
+      if (!accumulators) {
+        auto it = types.find(buffer.getTensor().str());
         if (it == types.end())
           return domain.op()->emitOpError("moe-lower-to-ascend: no tensor for the plan's buffer '") << name << "'";
         element = it->second;
@@ -422,12 +434,14 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       int64_t elements = onePerPoint ? 1 : buffer.getWholeRow() ? plan.getRowLength() : plan.getChunk();
       int64_t bytes = onePerPoint ? buffer.getFixedBytesPerRow() : buffer.getElementBytes() * elements * copies;
       auto rawType = MemRefType::get({bytes}, b.getI8Type(), MemRefLayoutAttrInterface(), ub);
-      raw[name.str()] = UbAllocOp::create(b, loc, rawType, runtime, core, name, offset);
+      Value raw = UbAllocOp::create(b, loc, rawType, runtime, core, name, offset);
+      if (accumulators)
+        accumulatorsRaw = raw;
       SmallVector<int64_t> shape{elements};
-      if (!name.starts_with("acc."))
+      if (!accumulators)
         shape.insert(shape.begin(), copies);
-      PlacedBuffer &placedBuffer = placed[name.str()];
-      placedBuffer = {view(raw[name.str()], shape, element), copies, raw[name.str()], {}, buffer.getWholeRow()};
+      PlacedBuffer &placedBuffer = placed[{buffer.getRole(), buffer.getTensor().str()}];
+      placedBuffer = {view(raw, shape, element), copies, raw, {}, buffer.getWholeRow()};
       for (int64_t copy = 0; buffer.getReuseDims() > 0 && copy < copies; ++copy) { // scalars of the core
         Value held = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
         memref::StoreOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, -1), held, ValueRange{c0});
@@ -435,15 +449,15 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       }
       offset += (bytes + ubAlignment - 1) / ubAlignment * ubAlignment;
     }
-    std::string output = "out." + viewedTensorName(domain.output());
-    if (!plan.getPointRows() && !placed.count(output) && raw.count("acc.f32"))
-      placed[output] = {view(raw["acc.f32"], {1, plan.getChunk()},
+    BufferKey output{UbRole::Output, viewedTensorName(domain.output())};
+    if (!plan.getPointRows() && !placed.count(output) && accumulatorsRaw)
+      placed[output] = {view(accumulatorsRaw, {1, plan.getChunk()},
                              cast<MemRefType>(domain.output().getType()).getElementType()),
-                        1, raw["acc.f32"]};
+                        1, accumulatorsRaw};
     // A row copied unchanged from an input goes out from the input's buffer, from the copy it was staged
     // in (the first: the only load of that tensor along the row).
     if (CopiedRow copied = copiedRow(domain); copied.load && !plan.getPointRows() && !placed.count(output)) {
-      auto input = placed.find("in." + viewedTensorName(copied.load.getMemRef()));
+      auto input = placed.find({UbRole::Input, viewedTensorName(copied.load.getMemRef())});
       if (input != placed.end())
         placed[output] = input->second;
     }
@@ -469,7 +483,7 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
       loc = domain.op()->getLoc();
       b.setInsertionPoint(domain.op());
       auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-      FailureOr<std::map<std::string, PlacedBuffer>> buffers = placeBuffers(b, domain, plan, runtime, core, types);
+      FailureOr<std::map<BufferKey, PlacedBuffer>> buffers = placeBuffers(b, domain, plan, runtime, core, types);
       if (failed(buffers))
         return failure();
       // The core's rows: floor(rows / cores) each, and one more for each of the first rows % cores.
@@ -499,8 +513,8 @@ struct LowerToAscendPass : impl::MoeLowerToAscendBase<LowerToAscendPass> {
         return failure();
       b.setInsertionPointAfter(rowLoop);
       for (auto buffer : plan.getBuffers().getAsRange<UbBufferAttr>())
-        if (!buffer.getName().starts_with("idx.") && buffer.getName() != "cast.f32")
-          UbFreeOp::create(b, loc, runtime, core, buffer.getName());
+        if (placedInUb(buffer.getRole()))
+          UbFreeOp::create(b, loc, runtime, core, buffer.fullName());
       domain.op()->erase();
     }
     return success();

@@ -227,7 +227,8 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     MLIRContext *ctx = &getContext();
     int64_t rowCopies = 0, passCopiesPerChunk = 0, passCopies = 0;
     struct ElementBuffer {
-      std::string name;
+      UbRole role;
+      std::string tensor; // the element type for the accumulators and the cast buffer
       int64_t bytes;
       bool queued; // a copy-in/copy-out queue: double-buffered when pipelined
       bool perRowOfPass;
@@ -238,8 +239,8 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     SmallVector<ElementBuffer> elementBuffers;
     for (const auto &[name, s] : streams) {
       bool reused = !s.own && s.reuseDims > 0; // copied once per group of rows that share it
-      elementBuffers.push_back({"in." + name, s.elementBytes, true, s.own, 1, reused ? s.reuseDims : 0,
-                                reused ? s.gathers : 0});
+      elementBuffers.push_back(
+          {UbRole::Input, name, s.elementBytes, true, s.own, 1, reused ? s.reuseDims : 0, reused ? s.gathers : 0});
       if (reused)
         continue;
       (s.own ? passCopiesPerChunk : rowCopies) += s.own ? 1 : s.gathers;
@@ -250,7 +251,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     bool outputOwnRow = !domain.isScatter() ||
                         indexesOwnRow(cast<WriteOp>(body.getTerminator()).getIndices(), body);
     int64_t fixedBytesPerRow = 0;
-    std::string outputSource; // the input buffer the output row goes out from, if any
+    std::string outputSource; // the tensor of the input buffer the output row goes out from, if any
     if (pointRows) {
       fixedBytesPerRow += outputBytes; // one value per point
       passCopies += 1;
@@ -264,9 +265,9 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       bool fromInput = source != streams.end() && (!outputOwnRow || source->second.own) &&
                        !(copied.overwrites && !source->second.own && source->second.reuseDims > 0);
       if (!fromInput)
-        elementBuffers.push_back({"out." + output, outputBytes, true, outputOwnRow, 1});
+        elementBuffers.push_back({UbRole::Output, output, outputBytes, true, outputOwnRow, 1});
       else
-        outputSource = "in." + source->first;
+        outputSource = source->first;
       (outputOwnRow ? passCopiesPerChunk : rowCopies) += 1;
       rowBytes += rowLength * outputBytes;
     }
@@ -276,15 +277,15 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       std::map<std::string, int64_t> stored;
       op->walk([&](RowStoreOp store) { stored[viewedTensorName(store.getOutput())] = elementBytes(store.getOutput()); });
       for (const auto &[name, bytes] : stored) {
-        elementBuffers.push_back({"row." + name, bytes, false, false, 1});
+        elementBuffers.push_back({UbRole::RowStore, name, bytes, false, false, 1});
         rowCopies += 1;
         rowBytes += rowLength * bytes;
       }
     }
     if (accumulates)
-      elementBuffers.push_back({"acc.f32", 4, false, false, 1});
+      elementBuffers.push_back({UbRole::Accumulator, "f32", 4, false, false, 1});
     if (castsToF32 && llvm::any_of(elementBuffers, [](const ElementBuffer &b) { return b.bytes != 4; }))
-      elementBuffers.push_back({"cast.f32", 4, false, false, 1});
+      elementBuffers.push_back({UbRole::Cast, "f32", 4, false, false, 1});
 
     // The chunk: the largest granule multiple whose buffers, with the row-invariant ones, fit the UB.
     auto align = [&](int64_t v) { return (v + ubAlignment - 1) / ubAlignment * ubAlignment; };
@@ -305,13 +306,13 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       b.copies = b.queued ? 2 : 1;
     bool outputInAccumulator = false;
     for (ElementBuffer b : elementBuffers) {
-      if (b.name == "cast.f32")
+      if (b.role == UbRole::Cast)
         continue;
-      if (accumulates && StringRef(b.name).starts_with("out.")) {
+      if (accumulates && b.role == UbRole::Output) {
         outputInAccumulator = true;
         continue;
       }
-      if (castsToF32 && StringRef(b.name).starts_with("in."))
+      if (castsToF32 && b.role == UbRole::Input)
         b.bytes = std::max<int64_t>(b.bytes, 4);
       inPlace.push_back(b);
     }
@@ -381,7 +382,7 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
       SmallVector<ElementBuffer> whole = elementBuffers;
       bool holds = false;
       for (ElementBuffer &b : whole)
-        if (b.reuseDims > 0 && b.name != outputSource) {
+        if (b.reuseDims > 0 && !(b.role == UbRole::Input && b.tensor == outputSource)) {
           b.wholeRow = holds = true;
           b.copies = 1;
         }
@@ -400,12 +401,13 @@ struct PlanAscendPass : impl::MoePlanAscendBase<PlanAscendPass> {
     int64_t chunk = ((rowLength + chunks - 1) / chunks + granule - 1) / granule * granule;
 
     for (const ElementBuffer &b : elementBuffers)
-      buffers.push_back(UbBufferAttr::get(ctx, b.name, b.bytes, b.copies, b.perRowOfPass, 0, b.reuseDims,
+      buffers.push_back(UbBufferAttr::get(ctx, b.role, b.tensor, b.bytes, b.copies, b.perRowOfPass, 0, b.reuseDims,
                                           b.copiesPerChunk, b.wholeRow));
     for (const auto &[name, s] : rowValues)
-      buffers.push_back(UbBufferAttr::get(ctx, "idx." + name, 0, 1, true, s.gathers * s.elementBytes, 0, 0, false));
+      buffers.push_back(
+          UbBufferAttr::get(ctx, UbRole::Index, name, 0, 1, true, s.gathers * s.elementBytes, 0, 0, false));
     if (pointRows)
-      buffers.push_back(UbBufferAttr::get(ctx, "out." + output, 0, 1, true, outputBytes, 0, 0, false));
+      buffers.push_back(UbBufferAttr::get(ctx, UbRole::Output, output, 0, 1, true, outputBytes, 0, 0, false));
 
     // Rows per pass: only worth it when something moves a pass at a time. A chunked row shares its pass's
     // row-invariant values with the pass's other rows as well (A3's dot products over H = 16384 in two

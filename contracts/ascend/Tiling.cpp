@@ -2,9 +2,26 @@
 #include "moec/contracts/ascend/Tiling.h"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace moec::ascend {
+
+namespace {
+// Indexed by UbRole: the prefixes are the names' text of before the role was a field, kept so that every
+// tiling file, table and header reads as it did.
+constexpr const char *kUbRolePrefixes[] = {"in", "out", "row", "acc", "idx", "cast"};
+static_assert(std::size(kUbRolePrefixes) == size_t(UbRole::Cast) + 1, "a prefix for every UbRole");
+} // namespace
+
+const char *ubRolePrefix(UbRole role) { return kUbRolePrefixes[size_t(role)]; }
+
+std::optional<UbRole> ubRoleFromPrefix(std::string_view prefix) {
+  for (size_t i = 0; i < std::size(kUbRolePrefixes); ++i)
+    if (prefix == kUbRolePrefixes[i])
+      return UbRole(i);
+  return std::nullopt;
+}
 
 int64_t checkedMul(int64_t a, int64_t b) {
   int64_t r;

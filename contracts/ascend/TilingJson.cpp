@@ -28,12 +28,25 @@ std::string nameField(const nlohmann::json &j, const std::string &field, const s
   return j.at(field).get<std::string>();
 }
 
+/// A buffer's "name", "<prefix>.<tensor>", as its role and tensor: the role decides how the buffer is
+/// placed, so a prefix no role has is an error rather than a buffer of no role.
+void bufferNameField(const nlohmann::json &j, const std::string &where, UbBuffer &b) {
+  std::string name = nameField(j, "name", where);
+  size_t dot = name.find('.');
+  std::optional<UbRole> role = dot == std::string::npos ? std::nullopt : ubRoleFromPrefix(name.substr(0, dot));
+  if (!role || dot + 1 == name.size())
+    throw std::runtime_error(where + ": 'name' must be <role>.<tensor> with a role of in, out, row, acc, idx or "
+                                     "cast, got '" + name + "'");
+  b.role = *role;
+  b.tensor = name.substr(dot + 1);
+}
+
 } // namespace
 
 nlohmann::json tilingToJson(const KernelTiling &t) {
   nlohmann::json buffers = nlohmann::json::array();
   for (const UbBuffer &b : t.buffers)
-    buffers.push_back({{"name", b.name},
+    buffers.push_back({{"name", b.name()},
                        {"element_bytes", b.elementBytes},
                        {"copies", b.copies},
                        {"per_row_of_pass", b.perRowOfPass},
@@ -87,14 +100,18 @@ KernelTiling tilingFromJson(const nlohmann::json &j, const Chip &chip, const std
     std::string at = where + ": buffers[" + std::to_string(i) + "]";
     if (!b.is_object())
       throw std::runtime_error(at + " must be an object");
-    t.buffers.push_back(
-        {nameField(b, "name", at), integerField(b, "element_bytes", 0, 8, at), integerField(b, "copies", 1, 2, at),
-         boolField(b, "per_row_of_pass", at), integerField(b, "fixed_bytes_per_row", 0, chip.ubBytes, at),
-         integerField(b, "reuse_dims", 0, 16, at), integerField(b, "copies_per_chunk", 0, kMaxCount, at),
-         b.contains("whole_row") && boolField(b, "whole_row", at)});
-    if (t.buffers.back().wholeRow && (t.buffers.back().reuseDims == 0 || t.buffers.back().elementBytes == 0))
+    UbBuffer &buffer = t.buffers.emplace_back();
+    bufferNameField(b, at, buffer);
+    buffer.elementBytes = integerField(b, "element_bytes", 0, 8, at);
+    buffer.copies = integerField(b, "copies", 1, 2, at);
+    buffer.perRowOfPass = boolField(b, "per_row_of_pass", at);
+    buffer.fixedBytesPerRow = integerField(b, "fixed_bytes_per_row", 0, chip.ubBytes, at);
+    buffer.reuseDims = integerField(b, "reuse_dims", 0, 16, at);
+    buffer.copiesPerChunk = integerField(b, "copies_per_chunk", 0, kMaxCount, at);
+    buffer.wholeRow = b.contains("whole_row") && boolField(b, "whole_row", at);
+    if (buffer.wholeRow && (buffer.reuseDims == 0 || buffer.elementBytes == 0))
       throw std::runtime_error(at + ": 'whole_row' is for a kept input ('reuse_dims' > 0, 'element_bytes' > 0)");
-    if (t.buffers.back().elementBytes * t.chunk > chip.maxCopyBytes)
+    if (buffer.elementBytes * t.chunk > chip.maxCopyBytes)
       throw std::runtime_error(at + ": a chunk of " + std::to_string(t.chunk) + " elements is over the chip's " +
                                std::to_string(chip.maxCopyBytes) + " B copy limit");
   }

@@ -75,7 +75,7 @@ std::string planTable(const Plan &plan) {
     row("row-invariant values", k.scalarRowValues ? "scalar loads" : "a DataCopy per pass");
     row("UB used", fmt::format("{} B", k.ubBytesUsed));
     for (const UbBuffer &b : t.buffers)
-      row("  " + b.name, b.elementBytes
+      row("  " + b.name(), b.elementBytes
                              ? fmt::format("{} B/element x {}{}{}", b.elementBytes, b.copies,
                                            b.perRowOfPass ? " per row of the pass" : "",
                                            b.reuseDims ? (b.wholeRow ? ", kept whole across the rows that share it"

@@ -12,19 +12,19 @@
 // CHECK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // CHECK: ascend_plan = #moe.ascend_plan<chip = "ut", rowLength = 16, chunk = 16, chunks = 1,
 // CHECK-SAME: pointRows = true, guardedRows = true, rowCopiesPerChunk = 1,
-// CHECK-SAME: #moe.ub_buffer<name = "in.permuted_tokens", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 0, copiesPerChunk = 0>
-// CHECK-SAME: #moe.ub_buffer<name = "in.unpermuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>
-// CHECK-SAME: #moe.ub_buffer<name = "acc.f32", elementBytes = 4
-// CHECK-SAME: #moe.ub_buffer<name = "out.probs_grad", elementBytes = 0, copies = 1, perRowOfPass = true, fixedBytesPerRow = 2,
+// CHECK-SAME: #moe.ub_buffer<in, "permuted_tokens", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 0, copiesPerChunk = 0>
+// CHECK-SAME: #moe.ub_buffer<in, "unpermuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>
+// CHECK-SAME: #moe.ub_buffer<acc, "f32", elementBytes = 4
+// CHECK-SAME: #moe.ub_buffer<out, "probs_grad", elementBytes = 0, copies = 1, perRowOfPass = true, fixedBytesPerRow = 2,
 
 // CHECK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__5_permuted_tokens_grad
 // CHECK: pointRows = false, guardedRows = true, rowCopiesPerChunk = 1,
-// CHECK-SAME: #moe.ub_buffer<name = "in.unpermuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>
-// CHECK-SAME: #moe.ub_buffer<name = "out.permuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = false
+// CHECK-SAME: #moe.ub_buffer<in, "unpermuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>
+// CHECK-SAME: #moe.ub_buffer<out, "permuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = false
 
 // CHECK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__0_permuted_tokens_grad
 // CHECK: guardedRows = true, rowCopiesPerChunk = 0, passCopiesPerChunk = 1,
-// CHECK-SAME: #moe.ub_buffer<name = "out.permuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = true
+// CHECK-SAME: #moe.ub_buffer<out, "permuted_tokens_grad", elementBytes = 2, copies = 2, perRowOfPass = true
 
 module attributes {moe.dtype = "bf16", moe.op = "moe_token_unpermute_with_routing_map_grad", moe.workspace = ["permuted_tokens_grad"]} {
   func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad(%arg0: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "unpermuted_tokens_grad">}, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "out_index">}, %arg2: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "permute_token_id">}, %arg3: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "routing_map">}, %arg4: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "permuted_tokens">}, %arg5: !llvm.ptr {llvm.noalias, llvm.readonly, moe.arg = #moe.arg<tensor, "probs">}, %arg6: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<tensor, "permuted_tokens_grad">}, %arg7: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<tensor, "probs_grad">}, %arg8: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<status>}, %arg9: !llvm.ptr {llvm.noalias, moe.arg = #moe.arg<workspace>}, %arg10: index {moe.arg = #moe.arg<dim, "Tk">}, %arg11: index {moe.arg = #moe.arg<dim, "R">}) {

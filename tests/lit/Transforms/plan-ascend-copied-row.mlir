@@ -16,18 +16,18 @@
 // CHECK-LABEL: func.func @scatter_copy
 // CHECK: chunk = 16384, chunks = 1, bufferCount = 2,
 // CHECK-SAME: rowCopiesPerChunk = 1,
-// CHECK-SAME: buffers = [#moe.ub_buffer<name = "in.x", elementBytes = 4, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>, #moe.ub_buffer<name = "idx.index"
+// CHECK-SAME: buffers = [#moe.ub_buffer<in, "x", elementBytes = 4, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>, #moe.ub_buffer<idx, "index"
 // CHECK-NOT: out.y
 // CHECK-LABEL: func.func @guarded_copy
 // CHECK: chunk = 16384, chunks = 1, bufferCount = 2,
-// CHECK-SAME: buffers = [#moe.ub_buffer<name = "in.x", elementBytes = 4, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 0, copiesPerChunk = 0>, #moe.ub_buffer<name = "idx.
+// CHECK-SAME: buffers = [#moe.ub_buffer<in, "x", elementBytes = 4, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 0, copiesPerChunk = 0>, #moe.ub_buffer<idx, "
 // CHECK-NOT: out.y
 // CHECK-LABEL: func.func @kept_guarded_copy
 // CHECK: chunk = 16384, chunks = 1, bufferCount = 1,
-// CHECK-SAME: #moe.ub_buffer<name = "out.y"
+// CHECK-SAME: #moe.ub_buffer<out, "y"
 // CHECK-LABEL: func.func @scaled
 // CHECK: chunk = 16384, chunks = 1, bufferCount = 1,
-// CHECK-SAME: #moe.ub_buffer<name = "out.y"
+// CHECK-SAME: #moe.ub_buffer<out, "y"
 // COST-LABEL: func.func @scatter_copy
 // COST: chunk = 16384, chunks = 1, bufferCount = 2,
 // COST-LABEL: func.func @scaled

@@ -13,11 +13,11 @@
 
 // WHOLE-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // WHOLE: rowLength = 3001, chunk = 1024, chunks = 3,
-// WHOLE-SAME: #moe.ub_buffer<name = "in.unpermuted_tokens_grad", elementBytes = 2, copies = 1, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1, wholeRow = true>
+// WHOLE-SAME: #moe.ub_buffer<in, "unpermuted_tokens_grad", elementBytes = 2, copies = 1, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1, wholeRow = true>
 
 // CHUNK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // CHUNK: rowLength = 3001, chunk = 512, chunks = 6,
-// CHUNK-SAME: #moe.ub_buffer<name = "in.unpermuted_tokens_grad", elementBytes = 4, copies = 1, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>
+// CHUNK-SAME: #moe.ub_buffer<in, "unpermuted_tokens_grad", elementBytes = 4, copies = 1, perRowOfPass = false, fixedBytesPerRow = 0, reuseDims = 1, copiesPerChunk = 1>
 // CHUNK-NOT: wholeRow
 
 // LOWER-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad

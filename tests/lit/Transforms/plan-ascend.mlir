@@ -24,10 +24,10 @@
 
 // UB64: ascend_plan = #moe.ascend_plan<chip = "ut", rowLength = 3000, chunk = 3000, chunks = 1, bufferCount = 2,
 // UB64-SAME: rowCopiesPerChunk = 6, passCopiesPerChunk = 1, passCopies = 1, rowScalars = 6, rowBytes = 84024
-// UB64-SAME: #moe.ub_buffer<name = "in.grad_expanded_x", elementBytes = 4, copies = 2, perRowOfPass = false
-// UB64-SAME: #moe.ub_buffer<name = "out.grad_x", elementBytes = 4, copies = 2, perRowOfPass = true
-// UB64-SAME: #moe.ub_buffer<name = "acc.f32", elementBytes = 4, copies = 1
-// UB64-SAME: #moe.ub_buffer<name = "idx.expanded_row_idx", elementBytes = 0, copies = 1, perRowOfPass = true, fixedBytesPerRow = 24, reuseDims = 0, copiesPerChunk = 0>
+// UB64-SAME: #moe.ub_buffer<in, "grad_expanded_x", elementBytes = 4, copies = 2, perRowOfPass = false
+// UB64-SAME: #moe.ub_buffer<out, "grad_x", elementBytes = 4, copies = 2, perRowOfPass = true
+// UB64-SAME: #moe.ub_buffer<acc, "f32", elementBytes = 4, copies = 1
+// UB64-SAME: #moe.ub_buffer<idx, "expanded_row_idx", elementBytes = 0, copies = 1, perRowOfPass = true, fixedBytesPerRow = 24, reuseDims = 0, copiesPerChunk = 0>
 
 // UB32: chunk = 3000, chunks = 1, bufferCount = 1, maxRowsPerPass = 360, pointRows = false, guardedRows = false, rowCopiesPerChunk = 7, passCopiesPerChunk = 0
 // UB32-NOT: out.grad_x

@@ -201,7 +201,7 @@ void expectSound(const Plan &plan, const Chip &chip) {
     EXPECT_GE(t.chunk * t.chunks, t.rowLength);
     EXPECT_LT(t.chunk * (t.chunks - 1), t.rowLength);
     for (const UbBuffer &b : t.buffers)
-      EXPECT_LE(b.elementBytes * t.chunk, chip.maxCopyBytes) << b.name;
+      EXPECT_LE(b.elementBytes * t.chunk, chip.maxCopyBytes) << b.name();
   }
 }
 
@@ -338,6 +338,31 @@ TEST(AscendTilingJson, RoundTripsAndRejectsWhatDoesNotFitTheChip) {
     FAIL() << "a 7168-element bf16 tiling fit a 16 KiB UB";
   } catch (const std::runtime_error &e) {
     EXPECT_NE(std::string(e.what()).find("has 16384"), std::string::npos) << e.what();
+  }
+}
+
+// A buffer's "name" is its role's prefix and its tensor: the lowering places a buffer by its role, so a
+// prefix of no role is refused, naming the buffer and the field, not read as a buffer of some role.
+TEST(AscendTilingJson, ReadsBufferRolesAndRejectsAnUnknownPrefix) {
+  Chip chip = builtinChip("910b");
+  B2Plan ours(chip, dsl::DType::BF16, 100, 8, 7168);
+  nlohmann::json j = tilingToJson(ours.plan.kernels[0].tiling);
+  ASSERT_EQ(j["buffers"][0]["name"], "in.grad_expanded_x");
+  KernelTiling read = tilingFromJson(j, chip, "t");
+  EXPECT_EQ(read.buffers[0].role, UbRole::Input);
+  EXPECT_EQ(read.buffers[0].tensor, "grad_expanded_x");
+  for (const char *name : {"tmp.grad_expanded_x", "grad_expanded_x", "in.", ".x", "In.grad_expanded_x"}) {
+    nlohmann::json bad = j;
+    bad["buffers"][0]["name"] = name;
+    try {
+      tilingFromJson(bad, chip, "tiling.json[0]");
+      ADD_FAILURE() << "accepted buffer name '" << name << "'";
+    } catch (const std::runtime_error &e) {
+      EXPECT_NE(std::string(e.what()).find("tiling.json[0]: buffers[0]: 'name' must be <role>.<tensor>"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("got '") + name + "'"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -95,10 +95,26 @@ def Moe_ScheduleAttr : AttrDef<Moe_Dialect, "Schedule"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Moe_UbRole : I32EnumAttr<"UbRole", "what an Ascend UB buffer holds (ascend::UbRole, same order)", [
+    I32EnumAttrCase<"Input", 0, "in">,
+    I32EnumAttrCase<"Output", 1, "out">,
+    I32EnumAttrCase<"RowStore", 2, "row">,
+    I32EnumAttrCase<"Accumulator", 3, "acc">,
+    I32EnumAttrCase<"Index", 4, "idx">,
+    I32EnumAttrCase<"Cast", 5, "cast">]> {
+  let cppNamespace = "::moec::moe";
+  let genSpecializedAttr = 0;
+}
+
 def Moe_UbBufferAttr : AttrDef<Moe_Dialect, "UbBuffer"> {
   let mnemonic = "ub_buffer";
   let summary = "One buffer of an Ascend core's Unified Buffer in a tiled kernel";
   let description = [{
+    Its `role` and the tensor it holds: `in` (an input's row, streamed along it), `out` (the output's row,
+    or a point row's value), `row` (a point row's fused row store), `acc` (the reduction's accumulators),
+    `idx` (a tensor's row-invariant values, such as indices or probs) or `cast` (the f32 copy of a narrower
+    input); for `acc` and `cast` the "tensor" is the element type, "f32". Its name, `<role>.<tensor>`
+    (`fullName()`: "in.grad_expanded_x"), is what moe.ub_alloc and the tiling files call it.
     `elementBytes` per element of a row chunk (0 for a buffer of row-invariant values, which holds
     `fixedBytesPerRow` bytes per row instead), `copies` (2: a double-buffered queue), and `perRowOfPass`:
     whether it holds every row of a UB pass or one row at a time. An input whose GM row does not depend on
@@ -108,14 +124,23 @@ def Moe_UbBufferAttr : AttrDef<Moe_Dialect, "UbBuffer"> {
     row, every chunk of it, so that a row of several chunks is still copied once per group.
 
     ```mlir
-    #moe.ub_buffer<name = "in.grad_expanded_x", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0,
+    #moe.ub_buffer<in, "grad_expanded_x", elementBytes = 2, copies = 2, perRowOfPass = false, fixedBytesPerRow = 0,
                    reuseDims = 0, copiesPerChunk = 0>
     ```
   }];
-  let parameters = (ins StringRefParameter<>:$name, "int64_t":$elementBytes, "int64_t":$copies,
-                        "bool":$perRowOfPass, "int64_t":$fixedBytesPerRow, "int64_t":$reuseDims,
-                        "int64_t":$copiesPerChunk, DefaultValuedParameter<"bool", "false">:$wholeRow);
-  let assemblyFormat = "`<` struct(params) `>`";
+  let parameters = (ins EnumParameter<Moe_UbRole>:$role,
+                        StringRefParameter<"the tensor (the element type for acc and cast)">:$tensor,
+                        "int64_t":$elementBytes, "int64_t":$copies, "bool":$perRowOfPass, "int64_t":$fixedBytesPerRow,
+                        "int64_t":$reuseDims, "int64_t":$copiesPerChunk,
+                        DefaultValuedParameter<"bool", "false">:$wholeRow);
+  let assemblyFormat = [{
+    `<` $role `,` $tensor `,` struct($elementBytes, $copies, $perRowOfPass, $fixedBytesPerRow, $reuseDims,
+                                     $copiesPerChunk, $wholeRow) `>`
+  }];
+  let extraClassDeclaration = [{
+    /// "<role>.<tensor>" ("in.x", "acc.f32"): the name moe.ub_alloc places it under, as the tiling files name it.
+    std::string fullName() const { return (stringifyUbRole(getRole()) + "." + getTensor()).str(); }
+  }];
 }
 
 def Moe_AscendPlanAttr : AttrDef<Moe_Dialect, "AscendPlan"> {

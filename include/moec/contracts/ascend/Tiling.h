@@ -11,16 +11,35 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moec::ascend {
+
+/// What a UB buffer holds. The lowering decides by it where a buffer is placed and what it is viewed as;
+/// its prefix ("in", "out", ...) starts the buffer's name in the tiling JSON, the plan tables and the IR.
+enum class UbRole {
+  Input,       // "in.<tensor>": a row (chunk) of an input streamed along the row
+  Output,      // "out.<tensor>": the output's row (chunk), or a point row's one value per row
+  RowStore,    // "row.<tensor>": a point row's fused row store (moe.row_store), copied out per chunk
+  Accumulator, // "acc.f32": the reduction's accumulators along the row
+  Index,       // "idx.<tensor>": a tensor's row-invariant values (indices, probs), copied once per pass
+  Cast,        // "cast.f32": the f32 copy of a narrower input that a reduction reads
+};
+
+/// The prefix of `role`'s buffer names: "in", "out", "row", "acc", "idx" or "cast".
+const char *ubRolePrefix(UbRole role);
+/// The role whose prefix is `prefix`, if one is.
+std::optional<UbRole> ubRoleFromPrefix(std::string_view prefix);
 
 /// One buffer in a core's UB. Its bytes for a pass of `rows` rows and `chunk` elements per row are
 /// copies * align(elementBytes * chunk * (perRowOfPass ? rows : 1)) + align(fixedBytesPerRow * rows), with
 /// the row's length in place of `chunk` for a kept input that holds whole rows.
 struct UbBuffer {
-  std::string name;         // "in.grad_expanded_x", "out.grad_x", "acc.f32", "idx.expanded_row_idx"
+  UbRole role = UbRole::Input;
+  std::string tensor;       // the tensor it holds; for an accumulator or cast buffer, its element type ("f32")
   int64_t elementBytes = 0; // per element of the chunk; 0 for a buffer of row-invariant values
   int64_t copies = 1;       // 2: a double-buffered queue
   bool perRowOfPass = false; // holds every row of the pass, not one at a time
@@ -33,6 +52,9 @@ struct UbBuffer {
   // A kept input that holds its whole row (every chunk of it): a row of several chunks is still copied
   // once per group of rows that share it, chunk by chunk, by the group's first live row.
   bool wholeRow = false;
+
+  /// "<prefix>.<tensor>" ("in.grad_expanded_x", "acc.f32"): how files, tables and moe.ub_alloc name it.
+  std::string name() const { return std::string(ubRolePrefix(role)) + "." + tensor; }
 };
 
 /// A kernel's tiling for one chip: what the compiler derives from the scheduled IR.
