@@ -6,75 +6,124 @@
 #include "moec/runtime/DeviceTensors.h"
 
 #include <cstring>
+#include <sstream>
 
 namespace moec {
 
+std::shared_ptr<const CompiledRuns::Entry> CompiledRuns::get(const std::string &key,
+                                                             const std::function<Entry()> &make) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = entries.find(key);
+  if (it == entries.end())
+    it = entries.emplace(key, std::make_shared<const Entry>(make())).first;
+  return it->second;
+}
+
+size_t CompiledRuns::size() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return entries.size();
+}
+
 namespace {
 
-/// Compiles for a host-run target (the CPU, or the Ascend simulator) and launches on host tensors;
-/// `prepare` (if set) sees the loaded specialization first (to replace its launcher).
-CpuRunResult runOnHost(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
-                       const std::map<std::string, TensorView> &inputs, const Schedule &schedule, const Target &target,
-                       const std::function<void(LoadedOp &, const CompiledOp &, CpuRunResult &)> &prepare) {
-  BoundCall call = bindCall(op, dtype, attrs, inputs);
-  Specialization spec{dtype, call.statics(op), target, schedule, call.present};
-  CompiledOp compiled = compile(op, spec);
+/// What a compiled run depends on: the op object, every field of the specialization, and the driver whose
+/// context holds the loaded module.
+std::string runKey(const dsl::OpDef &op, const Specialization &spec, const CudaDriver *driver) {
+  std::ostringstream key;
+  key << static_cast<const void *>(&op) << '|' << dsl::dtypeName(spec.dtype) << '|' << spec.target.str() << '|'
+      << spec.schedule.str() << '|' << static_cast<const void *>(driver) << "|statics";
+  for (const auto &[name, value] : spec.statics)
+    key << ' ' << name << '=' << value;
+  key << "|present";
+  for (const std::string &tensor : spec.present)
+    key << ' ' << tensor;
+  return key.str();
+}
 
-  CpuRunResult result;
-  result.compileTimes = compiled.times;
-  // The caller owns `op` for the whole call; the kernel only borrows it.
-  std::shared_ptr<const dsl::OpDef> borrowed(&op, [](const dsl::OpDef *) {});
-  std::shared_ptr<LoadedOp> loaded =
-      makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.workspace, "", std::move(compiled.cpu), nullptr);
-  if (prepare)
-    prepare(*loaded, compiled, result);
-  Kernel kernel(loaded, attrs);
+/// `make`'s entry, from `reuse` when it has one for the same op and specialization.
+std::shared_ptr<const CompiledRuns::Entry> compiledRun(CompiledRuns *reuse, const dsl::OpDef &op,
+                                                       const Specialization &spec, const CudaDriver *driver,
+                                                       const std::function<CompiledRuns::Entry()> &make) {
+  if (!reuse)
+    return std::make_shared<const CompiledRuns::Entry>(make());
+  return reuse->get(runKey(op, spec, driver), make);
+}
+
+/// Launches `loaded` on host tensors: the outputs are allocated with every byte 0xFF (NaN in every float
+/// type), so that an element the kernels never write shows.
+void launchOnHost(const dsl::OpDef &op, DType dtype, const BoundCall &call, std::shared_ptr<const LoadedOp> loaded,
+                  const std::map<std::string, int64_t> &attrs, const std::map<std::string, TensorView> &inputs,
+                  CpuRunResult &result) {
+  Kernel kernel(std::move(loaded), attrs);
   std::map<std::string, TensorView> tensors = inputs;
   for (const auto &[name, shape] : call.outputShapes) {
     auto [it, _] = result.outputs.emplace(name, HostTensor(op.findTensor(name)->elem.resolve(dtype), shape));
-    // All bytes 0xFF (NaN in every float type): an element the kernels never write shows.
     std::memset(it->second.raw(), 0xFF, it->second.bytes());
     tensors[name] = it->second.view();
   }
   kernel.launch(tensors);
-  return result;
+}
+
+/// The caller owns `op` for the whole call (or, with a CompiledRuns, as long as it): kernels only borrow it.
+std::shared_ptr<const dsl::OpDef> borrow(const dsl::OpDef &op) {
+  return std::shared_ptr<const dsl::OpDef>(&op, [](const dsl::OpDef *) {});
 }
 
 } // namespace
 
 CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
-                      const std::map<std::string, TensorView> &inputs, const Schedule &schedule) {
-  return runOnHost(op, dtype, attrs, inputs, schedule, Target::cpu(), nullptr);
+                      const std::map<std::string, TensorView> &inputs, const Schedule &schedule,
+                      CompiledRuns *reuse) {
+  BoundCall call = bindCall(op, dtype, attrs, inputs);
+  Specialization spec{dtype, call.statics(op), Target::cpu(), schedule, call.present};
+  auto entry = compiledRun(reuse, op, spec, nullptr, [&] {
+    CompiledOp compiled = compile(op, spec);
+    return CompiledRuns::Entry{makeLoadedOp(borrow(op), spec, kernelMetas(compiled), compiled.workspace, "",
+                                            std::move(compiled.cpu), nullptr),
+                               compiled.times, nullptr};
+  });
+  CpuRunResult result;
+  result.compileTimes = entry->times;
+  launchOnHost(op, dtype, call, entry->loaded, attrs, inputs, result);
+  return result;
 }
 
 CpuRunResult runOnAscendSimulator(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
                                   const std::map<std::string, TensorView> &inputs, const ascend::Chip &chip,
                                   const Schedule &schedule) {
+  BoundCall call = bindCall(op, dtype, attrs, inputs);
+  Specialization spec{dtype, call.statics(op), Target::ascendSimulator(chip), schedule, call.present};
+  CompiledOp compiled = compile(op, spec);
+  CpuRunResult result;
+  result.compileTimes = compiled.times;
+  result.tilings = compiled.ascend;
+  std::shared_ptr<LoadedOp> loaded =
+      makeLoadedOp(borrow(op), spec, kernelMetas(compiled), compiled.workspace, "", std::move(compiled.cpu), nullptr);
+  std::vector<std::string> names;
+  for (const KernelMeta &k : loaded->kernels)
+    names.push_back(k.name);
   auto log = std::make_shared<ascend::SimulationLog>();
-  CpuRunResult result = runOnHost(
-      op, dtype, attrs, inputs, schedule, Target::ascendSimulator(chip),
-      [&](LoadedOp &loaded, const CompiledOp &compiled, CpuRunResult &out) {
-        out.tilings = compiled.ascend;
-        std::vector<std::string> names;
-        for (const KernelMeta &k : loaded.kernels)
-          names.push_back(k.name);
-        loaded.cpuLauncher = ascend::simulatorLauncher(chip, std::move(names), log); // and keep what each did
-      });
+  loaded->cpuLauncher = ascend::simulatorLauncher(chip, std::move(names), log); // and keep what each did
+  launchOnHost(op, dtype, call, loaded, attrs, inputs, result);
   result.simulated = log->launches();
   return result;
 }
 
 CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
                          const std::map<std::string, TensorView> &inputs, const Schedule &schedule,
-                         const Target &target, const CudaDriver &driver) {
+                         const Target &target, const CudaDriver &driver, CompiledRuns *reuse) {
   BoundCall call = bindCall(op, dtype, attrs, inputs);
   Specialization spec{dtype, call.statics(op), target, schedule, call.present};
-  CompiledOp compiled = compile(op, spec);
+  auto entry = compiledRun(reuse, op, spec, &driver, [&] {
+    CompiledOp compiled = compile(op, spec);
+    auto context = std::make_shared<const CudaContext>(driver, 0);
+    return CompiledRuns::Entry{makeLoadedOp(borrow(op), spec, kernelMetas(compiled), compiled.workspace,
+                                            compiled.ptx, nullptr, &driver, context),
+                               compiled.times, context};
+  });
   CpuRunResult result;
-  result.compileTimes = compiled.times;
-  auto context = std::make_shared<const CudaContext>(driver, 0);
-  std::shared_ptr<const dsl::OpDef> borrowed(&op, [](const dsl::OpDef *) {});
-  Kernel kernel(makeLoadedOp(borrowed, spec, kernelMetas(compiled), compiled.workspace, compiled.ptx, nullptr, &driver, context), attrs);
+  result.compileTimes = entry->times;
+  Kernel kernel(entry->loaded, attrs);
 
   DeviceTensors device(driver);
   std::map<std::string, TensorView> tensors;
@@ -86,7 +135,7 @@ CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::
     tensors[name] = device.allocate(it->second.type(), shape, 0xFF); // as in runOnCpu
   }
   {
-    CudaContext::Scope current(driver, context.get());
+    CudaContext::Scope current(driver, entry->context.get());
     kernel.launch(tensors);
     driver.check(driver.api().ctxSynchronize(), "cuCtxSynchronize");
   }

@@ -808,4 +808,11 @@ MUTATIONS = [
        "    return unitOn(op, attr, isa<scf::ForOp>(op), \"an scf.for\");\n",
        "    return unitOn(op, attr, true, \"an scf.for\");\n")],
      None, "Dialect/attributes"),
+    ("compiled-runs-key-ignores-schedule",
+     "runOnCpu's reuse keys a specialization without its schedule: a run asking for another schedule gets the "
+     "kernels compiled for the first",
+     [("jit/CpuRun.cpp",
+       "<< spec.schedule.str() << '|' << static_cast<const void *>(driver)",
+       "<< static_cast<const void *>(driver)")],
+     r"CompiledRuns\.", None),
 ]

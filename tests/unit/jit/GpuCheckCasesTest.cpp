@@ -72,3 +72,33 @@ TEST(GpuCheckCases, A3MovesEachTokensGradientOnce) {
   ASSERT_GT(slots, 0);
   EXPECT_EQ(pad.bytesMoved, double(E * 4 * row + int64_t(tokens.size()) * row + slots * row));
 }
+
+// CompiledRuns: a run at another token count reuses the specialization's kernels (one compile, the same
+// loaded op), and its results are still right; another specialization (dtype, schedule, op) compiles anew.
+TEST(CompiledRuns, CompileASpecializationOnceAcrossTokenCounts) {
+  std::mt19937 rng(std::random_device{}());
+  auto op = loadOp("moe_unpermute");
+  CompiledRuns runs;
+  auto run = [&](DType dtype, int64_t tokens, const Schedule &schedule) {
+    Case c = paddleUnpermute(dtype, tokens, 8, 4, 72, true, rng);
+    std::map<std::string, TensorView> inputs;
+    for (auto &[name, t] : c.inputs)
+      inputs[name] = t.view();
+    CpuRunResult result = runOnCpu(*op, dtype, c.attrs, inputs, schedule, &runs);
+    for (const auto &[name, expected] : c.expected) {
+      auto [err, allowed] = outputError(c, name, result.outputs.at(name));
+      EXPECT_GE(err, 0) << name << " at " << tokens << " tokens: NaN mismatch";
+      EXPECT_LE(err, allowed) << name << " at " << tokens << " tokens";
+    }
+    return result.compileTimes.total();
+  };
+  double first = run(DType::BF16, 37, {});
+  EXPECT_EQ(run(DType::BF16, 5, {}), first) << "the second token count compiled again";
+  EXPECT_EQ(run(DType::BF16, 300, {}), first);
+  EXPECT_EQ(runs.size(), 1u);
+  run(DType::F32, 37, {});
+  Schedule unrolled;
+  unrolled.unroll = 2;
+  run(DType::BF16, 37, unrolled);
+  EXPECT_EQ(runs.size(), 3u);
+}

@@ -31,13 +31,17 @@ namespace moec::test {
 using dsl::DType;
 
 /// Runs an op the way every op test does: through the CPU JIT, or, when ctest sets MOEC_TEST_TARGET=ptx-emu,
-/// through the GPU path (PTX, Kernel::launch, device memory) on the PTX emulator.
+/// through the GPU path (PTX, Kernel::launch, device memory) on the PTX emulator. A specialization is
+/// compiled once per test process, as a Runtime compiles it once, and run again at each token count
+/// (CompiledRuns: the op tests' ops are static, alive as long as the process).
 inline CpuRunResult runOp(const dsl::OpDef &op, DType dtype, const std::map<std::string, int64_t> &attrs,
                           const std::map<std::string, TensorView> &inputs, const Schedule &schedule = {}) {
+  // Never destroyed: its device entries' contexts would outlive the emulator's driver at exit.
+  static CompiledRuns &compiled = *new CompiledRuns;
   const char *target = std::getenv("MOEC_TEST_TARGET");
   if (target && std::string(target) == "ptx-emu")
-    return runOnDevice(op, dtype, attrs, inputs, schedule, Target::ptx("sm_90"), CudaDriver::emulator());
-  return runOnCpu(op, dtype, attrs, inputs, schedule);
+    return runOnDevice(op, dtype, attrs, inputs, schedule, Target::ptx("sm_90"), CudaDriver::emulator(), &compiled);
+  return runOnCpu(op, dtype, attrs, inputs, schedule, &compiled);
 }
 
 inline const char *typeName(DType t) {
