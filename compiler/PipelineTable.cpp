@@ -135,13 +135,15 @@ const std::vector<Row> &table() {
        }},
       // A list's live entries 16 at a time (C2's live experts in its rowmap row): AVX-512 compresses a vector
       // of indices in one instruction; without it LLVM would expand the compress lane by lane.
-      {Stage::Loops, "moe-lower-to-loops", 0, kCpu,
-       kStreamingStores | kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,
+      {Stage::Loops, "moe-lower-to-loops", 0, kCpu, kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,
        [](OpPassManager &pm, const PipelineConfig &c) {
          pm.addPass(moe::createMoeLowerToLoops(
-             {c.on(kStreamingStores), c.on(kAccumulateRows), c.on(kInterleaveReductions),
+             {c.on(kAccumulateRows), c.on(kInterleaveReductions),
               /*compactLanes=*/c.on(kCompressLists) && c.vectorLanes >= 16 ? 16 : 0}));
        }},
+      // CPU: the output's vector stores are non-temporal where it is large and its base is aligned.
+      {Stage::Loops, "moe-streaming-stores", kStreamingStores, kCpu, 0, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeStreamingStores()); }},
       // A loop along a row runs without the branches its row decides (bounds checks, live terms) where they
       // take their usual values. On the GPU this also lets a thread issue all of a row's gathers before it
       // waits on one: behind a branch each ran alone (B2 at top-8 on an H200: 75 % of a device copy).

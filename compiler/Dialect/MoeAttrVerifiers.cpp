@@ -8,6 +8,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
@@ -51,6 +52,14 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
     return unitOn(op, attr, isa<arith::TruncFOp>(op), "an arith.truncf");
   if (name == ExactCheckVoteAttrHelper::getNameStr())
     return unitOn(op, attr, isa<NVVM::VoteSyncOp>(op), "an nvvm.vote.sync");
+  if (name == StreamableAttrHelper::getNameStr()) {
+    auto alignment = dyn_cast<IntegerAttr>(value);
+    if (!isa<vector::StoreOp>(op))
+      return error() << "belongs on a vector.store";
+    if (!alignment || alignment.getValue().getSExtValue() < 16 || !llvm::isPowerOf2_64(alignment.getInt()))
+      return error() << "must be a power of two of at least 16 (bytes)";
+    return success();
+  }
   if (name == DeadValueAttrHelper::getNameStr()) {
     if (!isDomain(op))
       return error() << "belongs on a moe.compute or moe.scatter";

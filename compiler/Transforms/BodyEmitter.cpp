@@ -32,6 +32,13 @@ Value emitRunCount(OpBuilder &b, Location loc, Value n, int64_t length) {
   return arith::DivUIOp::create(b, loc, rounded, arith::ConstantIndexOp::create(b, loc, length));
 }
 
+void markStreamable(vector::StoreOp store) {
+  int64_t alignment =
+      vectorAccessAlignment(store.getBase(), store.getVectorType().getNumElements(), kMaxNontemporalAlignment);
+  if (alignment >= 16) // x86's non-temporal vector stores need aligned addresses (see moe-streaming-stores)
+    store->setAttr(kStreamableAttr, IntegerAttr::get(IntegerType::get(store.getContext(), 64), alignment));
+}
+
 OpBuilder builderAtFunctionEntry(OpBuilder &b) {
   Operation *func = b.getInsertionBlock()->getParentOp();
   while (!isa<FunctionOpInterface>(func))
@@ -76,9 +83,7 @@ void BodyEmitter::setRowTarget(RowTarget t) {
   onGpu = t.onGpu;
   staged = t.staged;
   compactLanes = t.compactLanes;
-  streamingStores = t.streamingStores;
-  outputAligned = t.outputAligned;
-  outputAlignment = t.outputAlignment;
+  streamableStores = t.streamableStores;
   if (onGpu && part == Part::RowPrologue) {
     Location loc = domain.op()->getLoc();
     warpLane = arith::RemUIOp::create(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
@@ -177,27 +182,10 @@ void BodyEmitter::emitStore(Value value, ValueRange indices, Location loc) {
     b.setInsertionPointToStart(scf::IfOp::create(b, loc, storeGuard, false).thenBlock());
   }
   if (width > 1) {
-    // CPU: outputs are written once and not read back by the kernel; streaming stores skip the read for
-    // ownership that a cached store of a line costs (as memcpy does for large copies). They need an
-    // aligned address and pay only for a large output: where `outputAligned` is known only at run time,
-    // each store branches on it (the same way every time) instead of the loop running in two copies.
-    auto plainStore = [&] {
-      auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
-      store.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(domain.output(), width, maxAlignment)));
-    };
-    if (!streamingStores)
-      return plainStore();
-    OpBuilder::InsertionGuard guard(b);
-    if (outputAligned) {
-      auto aligned = scf::IfOp::create(b, loc, outputAligned, /*withElseRegion=*/true);
-      b.setInsertionPointToStart(aligned.elseBlock());
-      plainStore();
-      b.setInsertionPointToStart(aligned.thenBlock());
-    }
     auto store = vector::StoreOp::create(b, loc, value, domain.output(), indices);
-    store.setAlignmentAttr(b.getI64IntegerAttr(
-        vectorAccessAlignment(domain.output(), width, std::max(maxAlignment, outputAlignment))));
-    store.setNontemporal(true);
+    store.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(domain.output())));
+    if (streamableStores)
+      markStreamable(store);
   } else {
     memref::StoreOp::create(b, loc, value, domain.output(), indices);
   }
@@ -226,21 +214,10 @@ void BodyEmitter::emitRowStore(RowStoreOp store) {
     memref::StoreOp::create(b, loc, value, output, at);
     return;
   }
-  if (!rowStores.streaming) {
-    auto plain = vector::StoreOp::create(b, loc, value, output, at);
-    plain.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(output, width, maxAlignment)));
-    return;
-  }
-  // Streaming where the outputs take it (see emitStore): a branch per store, the same way every time.
-  auto aligned = scf::IfOp::create(b, loc, rowStores.aligned, /*withElseRegion=*/true);
-  b.setInsertionPointToStart(aligned.elseBlock());
-  auto plain = vector::StoreOp::create(b, loc, value, output, at);
-  plain.setAlignmentAttr(b.getI64IntegerAttr(vectorAccessAlignment(output, width, maxAlignment)));
-  b.setInsertionPointToStart(aligned.thenBlock());
   auto vectorStore = vector::StoreOp::create(b, loc, value, output, at);
-  vectorStore.setAlignmentAttr(
-      b.getI64IntegerAttr(vectorAccessAlignment(output, width, std::max(maxAlignment, rowStores.alignment))));
-  vectorStore.setNontemporal(true);
+  vectorStore.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(output)));
+  if (streamableRowStores)
+    markStreamable(vectorStore);
 }
 
 Value BodyEmitter::get(Value orig, bool wantVector) {

@@ -82,6 +82,11 @@ enum class Part { All, RowPrologue, AfterPrologue };
 /// multiple of its stride.
 int64_t vectorAccessAlignment(mlir::Value memref, int64_t width, int64_t baseAlignment);
 
+/// CPU: marks a vector store of a kernel output (written once, never read back) with kStreamableAttr, the
+/// alignment it has where the output's base pointer is aligned to kMaxNontemporalAlignment, when that is
+/// enough for a non-temporal store (moe-streaming-stores decides).
+void markStreamable(mlir::vector::StoreOp store);
+
 /// ceil(n / length): the runs of up to `length` consecutive indices of a dim of n (a row group's members, a
 /// one-dim row of points).
 mlir::Value emitRunCount(mlir::OpBuilder &b, mlir::Location loc, mlir::Value n, int64_t length);
@@ -209,13 +214,9 @@ private:
   void emitRowStore(RowStoreOp store);
 
 public:
-  /// How moe.row_store writes its vectors (see emitPointRange): with `streaming`, non-temporal where
-  /// `aligned` (an i1 computed before the range) holds, plain elsewhere.
-  struct RowStoreTarget {
-    bool streaming = false;
-    int64_t alignment = 1; // what the outputs' base pointers are aligned to where `aligned` holds
-    mlir::Value aligned;
-  } rowStores;
+  /// CPU point kernels (emitPointRange): moe.row_store's vector stores are marked for moe-streaming-stores
+  /// (markStreamable).
+  bool streamableRowStores = false;
 
 private:
   mlir::VectorType vectorOf(mlir::Type t) const { return mlir::VectorType::get({width}, t); }
@@ -384,11 +385,9 @@ private:
   ReductionSplit split;
   mlir::Value storeGuard;
   Part part;
-  bool onGpu = false, streamingStores = false;
-  mlir::Value outputAligned; // streamingStores: an i1 that the streaming stores need (see RowTarget)
+  bool onGpu = false, streamableStores = false; // see RowTarget
   StagedRow *staged = nullptr;
   bool skipMapped = false; // set by premap()
-  int64_t outputAlignment = 0; // what the output's base pointer is known to be aligned to (a versioned loop)
   int64_t compactLanes = 0;    // see RowTarget
   mlir::Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   mlir::IRMapping scalars, vectors;

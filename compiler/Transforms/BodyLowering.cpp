@@ -121,12 +121,6 @@ private:
   int64_t steps = kJammedSteps; // the most a row runs directly
 };
 
-int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment) {
-  VaryingAnalysis analysis(op);
-  int64_t width = analysis.blocker() ? 1 : op.schedule().getVector();
-  return vectorAccessAlignment(op.output(), width, baseAlignment);
-}
-
 /// A staged row (Ascend), chunk by chunk: each chunk's reduction steps (copy in a gathered row, add it to
 /// the accumulators), the copy-in of what the rest reads, the loop along the chunk into the output
 /// buffer, the copy-out. A reduction inside one branch of a condition of the row (C2's single-row copy)
@@ -419,20 +413,6 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     directSlots = direct->mostSteps();
     emitLoops(rowTarget);
   }
-}
-
-Value emitStreamingCondition(OpBuilder &b, Location loc, Value output, int64_t alignment) {
-  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output);
-  Value misalignment = arith::RemUIOp::create(b, loc, base, cst(alignment));
-  Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment, cst(0));
-  auto type = cast<MemRefType>(output.getType());
-  Value elements = cst(1);
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    elements = arith::MulIOp::create(b, loc, elements, memref::DimOp::create(b, loc, output, d));
-  Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, elements,
-                                      cst(kStreamingStoreBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8)));
-  return arith::AndIOp::create(b, loc, aligned, large);
 }
 
 } // namespace moec::moe

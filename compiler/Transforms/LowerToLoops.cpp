@@ -8,11 +8,10 @@
 // 3. A moe.sum that reads along its own index (a dot product over H) keeps 32 f32 partial sums. A domain
 //    whose points each run one and that does not vectorize along its last dim runs by point (the range
 //    is of points), up to four points' dot products interleaved (interleave-reductions).
-// 4. With streaming-stores (the default), vector stores of a large output are non-temporal: the output is
-//    written once, and a cached store would first read each line it writes (as memcpy avoids too).
+// 4. The vector stores of the output are marked kStreamableAttr with the alignment they have where the
+//    output's base pointer is aligned: moe-streaming-stores makes them non-temporal where it is.
 // Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
-// may come from anywhere. Streaming stores are the exception: the loop along the row is versioned on the
-// output's alignment and size, with aligned non-temporal stores in one version and plain stores in the other.
+// may come from anywhere.
 //===----------------------------------------------------------------------===//
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
@@ -44,22 +43,10 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
     getOperation().walk([](Operation *op) { op->removeAttr(kRowInvariantAttr); });
   }
 
-  /// Streaming stores need aligned vectors (see RowTarget) and pay off for outputs larger than the caches:
-  /// where the vector stores can be 16-byte aligned or more, the loop along the row is versioned on "the
-  /// output is aligned and at least kStreamingStoreBytes", tested once per kernel call before the row loop;
-  /// otherwise the stores stay plain.
-  RowTarget rowTarget(OpBuilder &b, DomainOp domain, scf::ForOp rowLoop) {
-    RowTarget target{/*onGpu=*/false, /*streamingStores=*/false};
+  RowTarget rowTarget() const {
+    RowTarget target{/*onGpu=*/false, /*streamableStores=*/true};
     target.accumulateRows = accumulateRows;
     target.compactLanes = compactLanes;
-    int64_t alignment = outputVectorAlignment(domain, kMaxNontemporalAlignment);
-    if (!streamingStores || alignment < 16)
-      return target;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(rowLoop);
-    target.streamingStores = true;
-    target.outputAligned = emitStreamingCondition(b, domain.op()->getLoc(), domain.output(), alignment);
-    target.outputAlignment = alignment;
     return target;
   }
 
@@ -77,8 +64,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       b.setInsertionPoint(domain.op());
       if (runsPerPoint(domain)) {
         Value end = arith::MinSIOp::create(b, loc, rowEnd, emitPointCount(b, domain));
-        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions, streamingStores,
-                       compactLanes);
+        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions, compactLanes);
         domain.op()->erase();
         continue;
       }
@@ -86,7 +72,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       auto rowLoop = scf::ForOp::create(b, loc, rowBegin, end, arith::ConstantIndexOp::create(b, loc, 1));
       b.setInsertionPointToStart(rowLoop.getBody());
       emitRow(b, domain, rowLoop.getInductionVar(), arith::ConstantIndexOp::create(b, loc, 0), 1,
-              /*vectorAlignment=*/1, /*reductionWidth=*/kCpuReductionWidth, rowTarget(b, domain, rowLoop));
+              /*vectorAlignment=*/1, /*reductionWidth=*/kCpuReductionWidth, rowTarget());
       domain.op()->erase();
     }
     return success();

@@ -145,8 +145,10 @@ ValueRange forEachPoint(OpBuilder &b, DomainOp op, Value begin, Value end, Value
   return rows.getResults();
 }
 
-void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
-                        BodyEmitter::RowStoreTarget rowStores, int64_t compactLanes) {
+} // namespace
+
+void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
+                    int64_t compactLanes) {
   Location loc = op.op()->getLoc();
   VaryingAnalysis analysis(op);
   int64_t unroll = op.schedule().getUnroll();
@@ -155,7 +157,7 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto newEmitter = [&] {
     auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, 1, unroll, /*maxAlignment=*/1, split);
-    emitter->rowStores = rowStores;
+    emitter->streamableRowStores = true; // CPU: the fused row stores' vectors (moe-streaming-stores)
     return emitter;
   };
   // A point visited from the row's list: the list is the row's, and its position is the count.
@@ -237,8 +239,6 @@ void emitPointRangeWith(OpBuilder &b, DomainOp op, Value begin, Value end, int64
   finish({rest.getInductionVar()});
 }
 
-} // namespace
-
 Value shuffleWarp(OpBuilder &b, Location loc, Value v, Value arg, gpu::ShuffleMode mode) {
   Type type = v.getType();
   if (type.isIndex()) // as an i64, and back
@@ -265,27 +265,6 @@ Value shuffleWarp(OpBuilder &b, Location loc, Value v, Value arg, gpu::ShuffleMo
                                  arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, integer, high), shift));
   }
   return isa<FloatType>(type) ? Value(arith::BitcastOp::create(b, loc, type, moved)) : moved;
-}
-
-void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
-                    bool streamingStores, int64_t compactLanes) {
-  // Fused row stores (moe.row_store) write vectors of the partial sums' width: where their outputs are
-  // aligned to what those vectors can promise and large, they are non-temporal (a branch per store on a
-  // condition tested once, not a second copy of the range).
-  Location loc = op.op()->getLoc();
-  SetVector<Value> outputs;
-  op.op()->walk([&](RowStoreOp store) { outputs.insert(store.getOutput()); });
-  int64_t alignment = kMaxNontemporalAlignment;
-  for (Value output : outputs)
-    alignment = std::min(alignment, vectorAccessAlignment(output, reductionWidth, kMaxNontemporalAlignment));
-  if (!streamingStores || outputs.empty() || reductionWidth <= 1 || alignment < 16)
-    return emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {}, compactLanes);
-  Value streaming;
-  for (Value output : outputs) {
-    Value ok = emitStreamingCondition(b, loc, output, alignment);
-    streaming = streaming ? Value(arith::AndIOp::create(b, loc, streaming, ok)) : ok;
-  }
-  emitPointRangeWith(b, op, begin, end, reductionWidth, interleave, {true, alignment, streaming}, compactLanes);
 }
 
 void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment,

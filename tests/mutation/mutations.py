@@ -107,10 +107,10 @@ MUTATIONS = [
     ("streaming-ignores-alignment",
      "a versioned loop (a row kernel's, a fused point range's) takes its aligned streaming-store version for a "
      "misaligned output too",
-     [("compiler/Transforms/BodyLowering.cpp",
+     [("compiler/Transforms/StreamingStores.cpp",
        "  return arith::AndIOp::create(b, loc, aligned, large);\n",
        "  (void)aligned;\n  return large;\n")],
-     r"StreamingStores|FusedRowStores", "Transforms/lower-to-loops"),
+     r"StreamingStores|FusedRowStores", "Transforms/streaming-stores"),
     ("accumulated-steps-reordered",
      "a pass over an accumulated row adds its steps' terms in reverse order",
      [("compiler/Transforms/AccumulatedRows.cpp",
@@ -795,11 +795,11 @@ MUTATIONS = [
        "          slotLanes.push_back(firstLane);\n")],
      r"EmulatedGpu\.(PointRows|KeyedPointRuns|ProductionShapesAtFewTokens|MixtralProbs)", "Transforms/group-points"),
     ("pipeline-table-drops-an-option",
-     "the pipeline table forgets that moe-lower-to-loops reads streaming-stores: the CPU's optimizations leave "
-     "it out, so the runtime keys a kernel without streaming stores as the one with them",
+     "the pipeline table forgets that moe-lower-to-loops reads interleave-reductions: the CPU's optimizations "
+     "leave it out, so the runtime keys a kernel without interleaved reductions as the one with them",
      [("compiler/PipelineTable.cpp",
-       "       kStreamingStores | kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n",
-       "       kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n")],
+       "kCpu, kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n",
+       "kCpu, kAccumulateRows | kCompressLists, nullptr,\n")],
      r"PipelineTable\.", None),
     ("attr-verifier-lane-loop-anywhere",
      "the moe dialect's verifier takes moe.lane_loop on any op, so a pass that marks the wrong loop (or an if) "

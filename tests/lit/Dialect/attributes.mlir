@@ -126,3 +126,27 @@ module attributes {moe.workspace = []} {
 func.func @op_on_a_function() attributes {moe.op = "x"} {
   return
 }
+
+// -----
+
+func.func @streamable_on_a_load(%m: memref<64xf32>, %i: index) -> vector<16xf32> {
+  // expected-error @+1 {{'vector.load' op 'moe.streamable' belongs on a vector.store}}
+  %v = vector.load %m[%i] {moe.streamable = 64 : i64} : memref<64xf32>, vector<16xf32>
+  return %v : vector<16xf32>
+}
+
+// -----
+
+func.func @streamable_below_16_bytes(%m: memref<64xf32>, %i: index, %v: vector<2xf32>) {
+  // expected-error @+1 {{'vector.store' op 'moe.streamable' must be a power of two of at least 16 (bytes)}}
+  vector.store %v, %m[%i] {moe.streamable = 8 : i64} : memref<64xf32>, vector<2xf32>
+  return
+}
+
+// -----
+
+func.func @streamable_not_a_power_of_two(%m: memref<64xf32>, %i: index, %v: vector<16xf32>) {
+  // expected-error @+1 {{'vector.store' op 'moe.streamable' must be a power of two of at least 16 (bytes)}}
+  vector.store %v, %m[%i] {moe.streamable = 48 : i64} : memref<64xf32>, vector<16xf32>
+  return
+}

@@ -9,11 +9,11 @@
 // one reads), then for each vector the init plus step 0's term and step j's where j < count, in order: every
 // step is computed and a select on the row's `j < count` keeps or drops it, in a version per power of two of
 // steps (1, 2, 4, 8): a row runs the least that holds its count, so it computes at most twice its terms.
-// RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
+// RUN: moec-opt %s --moe-lower-to-loops --moe-streaming-stores | FileCheck %s
 // RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=OFF
 // A list of 2 experts (a short fold compacted: moe-compact-predicated-folds' short-folds) runs at most 2
 // steps directly, not 8.
-// RUN: sed -e 's/memref<40xi32>/memref<2xi32>/g' -e 's/moe.compact %c40/moe.compact %c2/' %s | moec-opt --moe-lower-to-loops | FileCheck %s --check-prefix=SHORT
+// RUN: sed -e 's/memref<40xi32>/memref<2xi32>/g' -e 's/moe.compact %c40/moe.compact %c2/' %s | moec-opt --moe-lower-to-loops --moe-streaming-stores | FileCheck %s --check-prefix=SHORT
 
 // CHECK-LABEL: func.func @moe_unpermute__0_hidden_states
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<20xf32>
@@ -24,7 +24,7 @@
 // CHECK: %[[FEW:.*]] = arith.cmpi sle, %[[COUNT]], %c8{{[_0-9]*}} : index
 // CHECK: scf.if %[[FEW]] {
 // No live step: the init for each vector, nothing read. Each vector store branches on whether the output
-// takes streaming stores (aligned and large: tested once per call).
+// takes streaming stores (aligned and large: tested once per call, moe-streaming-stores).
 // CHECK: %[[NONE:.*]] = arith.cmpi slt, %[[COUNT]], %c1{{[_0-9]*}} : index
 // CHECK: scf.if %[[NONE]] {
 // CHECK-NOT: memref.load

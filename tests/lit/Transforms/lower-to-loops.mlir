@@ -4,12 +4,17 @@
 // an unrolled f32 (or vector<V x f32>) accumulation. Input: `moec emit --emit moe` output, scheduled.
 // (Sums over gathered rows as the row's value are accumulated over whole rows by default: see
 // accumulate-rows.mlir; here they are not.)
-// RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s
-// Vector stores of the output are streaming (non-temporal) unless turned off:
-// RUN: moec-opt %s --moe-lower-to-loops="streaming-stores=false accumulate-rows=false" | FileCheck %s --check-prefix=CACHED
-// CACHED: vector.store
-// CACHED-NOT: nontemporal
+// RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false --moe-streaming-stores | FileCheck %s
+// The pass marks the output's vector stores with the alignment they have where the output's base pointer
+// is aligned (moe.streamable: only where that is 16 bytes or more); moe-streaming-stores makes them
+// streaming (non-temporal) stores where it is (streaming-stores.mlir), and without it they stay cached:
+// RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=CACHED
+// CACHED-LABEL: func.func @f32_h7_k2
+// CACHED-NOT: moe.streamable
+// CACHED-LABEL: func.func @bf16_h16_k2
 // CACHED-NOT: extract_aligned_pointer
+// CACHED: vector.store %{{.*}} {alignment = 2 : i64, moe.streamable = 16 : i64} : memref<?x16xbf16>, vector<8xbf16>
+// CACHED-NOT: nontemporal
 
 // f32, H = 7, vector 4: a 4-wide main loop over [0, 4) and a scalar remainder over [4, 7). K = 2 <= unroll
 // is fully unrolled: two loads, two adds, no reduction loop.
@@ -62,7 +67,7 @@
 
 // bf16, H = 16, vector 8: 8 divides 16, so there is no remainder loop. Rows of 32 bytes let the 16-byte
 // vector stores be aligned when the output is: each vector store branches on the output's alignment and
-// size (at least 4 MiB: 2M bf16; tested once, before the row loop) to an aligned streaming store or a plain
+// size (at least 4 MiB: 2M bf16; tested once, where the output is viewed) to an aligned streaming store or a plain
 // one (the same branch every time: one loop, not a copy per kind of store). (H = 7 and 1023 above: rows are
 // not 16-byte multiples, the stores stay plain.)
 // CHECK-LABEL: func.func @bf16_h16_k2

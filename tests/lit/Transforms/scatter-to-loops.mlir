@@ -1,6 +1,6 @@
 // A guarded scatter (the A3 non-pad data gradient, E = 4, H = 16, f32): rows of (t, e), vectors along h,
 // and the write under its guard.
-// RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
+// RUN: moec-opt %s --moe-lower-to-loops --moe-streaming-stores | FileCheck %s
 // RUN: moec-opt %s | moec-opt | FileCheck %s --check-prefix=ROUNDTRIP
 
 // ROUNDTRIP: moe.scatter

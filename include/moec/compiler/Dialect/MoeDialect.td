@@ -38,6 +38,10 @@ def Moe_Dialect : Dialect {
     "::mlir::TypedAttr":$dead_value,
     // moe-lower-to-gpu: an scf.for along a row that every lane runs equally often (moe-unroll-row-loops).
     "::mlir::UnitAttr":$lane_loop,
+    // moe-lower-to-loops (CPU): a vector.store of a kernel output, which the kernel writes once and never
+    // reads back; the value is the byte alignment the store has where the output's base pointer is aligned
+    // to it (a power of two, 16 or more). moe-streaming-stores makes it non-temporal where that holds.
+    "::mlir::IntegerAttr":$streamable,
     // moe-group-rows / moe-group-points (GPU): a domain run a block per group of rows or a warp per row of
     // points, and the row-invariant ops that compute a group's keys.
     "::mlir::UnitAttr":$row_group,

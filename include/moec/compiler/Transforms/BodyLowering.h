@@ -136,24 +136,19 @@ bool runsPerPoint(DomainOp op);
 /// CPU point kernels: emits the points [begin, end) of the domain (all dims flattened), in order, their
 /// dot products as `reductionWidth`-wide partial sums. With `interleave`, the dot products of up to four
 /// live points run together in one loop along the row (see splitSums in BodyEmitter.h);
-/// each point's result is the same either way. With `streamingStores`, the vector stores of its
-/// moe.row_stores are non-temporal where their outputs take it (emitStreamingCondition, tested once before
-/// the range; each store branches on it).
+/// each point's result is the same either way. The vector stores of its moe.row_stores are marked
+/// kStreamableAttr (moe-streaming-stores).
 /// A domain marked by moe-compact-predicated-points visits, in each row, only the points its list holds
 /// (built `compactLanes` entries a step where that is more than 1), after storing the dead value to the
 /// row's elements in the range.
 void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth,
-                    bool interleave, bool streamingStores, int64_t compactLanes);
+                    bool interleave, int64_t compactLanes);
 
 /// The widest non-temporal vector store (AVX-512: a whole 64-byte line; AVX2 splits it in two).
 constexpr int64_t kMaxNontemporalAlignment = 64;
-/// Outputs from this size on are written with streaming stores (a typical last-level cache slice).
-constexpr int64_t kStreamingStoreBytes = 4 << 20;
-
-/// CPU: an i1, true when `output`'s base pointer is aligned to `alignment` bytes and the output is at least
-/// kStreamingStoreBytes (one that fits in the caches is better written through them: its reader finds
-/// it there). Stores versioned on it are non-temporal where it holds.
-mlir::Value emitStreamingCondition(mlir::OpBuilder &b, mlir::Location loc, mlir::Value output, int64_t alignment);
+/// CPU: on a vector store of a kernel output, the alignment it has where the output's base pointer is
+/// aligned (moe-lower-to-loops marks it, moe-streaming-stores reads it; see MoeDialect.td).
+constexpr llvm::StringLiteral kStreamableAttr = MoeDialect::StreamableAttrHelper::getNameStr();
 
 /// How a GPU kernel maps a domain to threads.
 ///   Rows:         a row per (block, thread.y); threads.x split the last dim, in vectors.
@@ -234,13 +229,8 @@ CopiedRow copiedRow(DomainOp op);
 
 /// `rowTarget` says where the row runs.
 struct RowTarget {
-  bool onGpu = false;           // whole warps of a gpu.func: moe.compact lists go to shared memory
-  bool streamingStores = false; // vector stores of the output are non-temporal (CPU: no read for ownership)
-  // With streamingStores: an i1, true when the output's base pointer is aligned to outputAlignment bytes.
-  // The loop along the row is then versioned: aligned non-temporal vector stores where it holds (x86 has
-  // no unaligned non-temporal store: LLVM splits them into 8-byte pieces), plain stores where it does not.
-  mlir::Value outputAligned;
-  int64_t outputAlignment = 0;
+  bool onGpu = false;            // whole warps of a gpu.func: moe.compact lists go to shared memory
+  bool streamableStores = false; // CPU: the output's vector stores are marked kStreamableAttr (markStreamable)
   bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
   bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
@@ -248,9 +238,6 @@ struct RowTarget {
   int64_t compactLanes = 0;    // CPU: a moe.compact tests this many entries at a time (0: one at a time)
 };
 
-/// The alignment the vector stores of `op`'s output can promise when its base pointer is aligned to
-/// `baseAlignment` bytes (the row stride and the vector width limit it).
-int64_t outputVectorAlignment(DomainOp op, int64_t baseAlignment);
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
              int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);
 

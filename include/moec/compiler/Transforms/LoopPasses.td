@@ -24,7 +24,8 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     ```
     and every `moe.sum` an `scf.for` with an f32 (or vector of f32) accumulator, unrolled per the schedule.
     Values that do not depend on the contiguous index stay scalar and are computed once per vector.
-    With `streaming-stores` (the default) the vector stores of a large output are non-temporal.
+    The vector stores of the output are marked `moe.streamable` with the alignment they have where the
+    output's base pointer is aligned (moe-streaming-stores, next, decides whether they stream).
     With `accumulate-rows` (the default) a row whose value is a reduction over gathered rows too long to
     unroll fully (C2's combine over its list of live experts) runs the reduction's steps over the whole row
     into f32 accumulators on the stack, several steps per pass, each element still adding its terms in
@@ -52,8 +53,6 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"streamingStores", "streaming-stores", "bool", "true",
-           "non-temporal vector stores of the output (no read for ownership)">,
     Option<"accumulateRows", "accumulate-rows", "bool", "true",
            "reductions along the row run step by step over the whole row, into f32 accumulators">,
     Option<"interleaveReductions", "interleave-reductions", "bool", "true",
@@ -65,6 +64,45 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::math::MathDialect",
                            "::mlir::LLVM::LLVMDialect"];
+}
+
+def MoeStreamingStores : Pass<"moe-streaming-stores", "::mlir::ModuleOp"> {
+  let summary = "CPU: non-temporal vector stores of a large output, where its base pointer is aligned";
+  let description = [{
+    Runs on the loops (after moe-lower-to-loops). A kernel writes each output once and never reads it back.
+    A cached store of a line first reads it (the read for ownership); a non-temporal store does not, as
+    memcpy's large copies do not. It pays only for an output larger than the caches (from 4 MiB on: one that
+    fits is better written through them, where its reader finds it), and x86 has no unaligned non-temporal
+    store (LLVM splits one into 8-byte pieces).
+
+    So each vector store marked `moe.streamable = N` (moe-lower-to-loops: N is the alignment the store has
+    where the output's base pointer is N-aligned) branches on one condition per output and alignment,
+    computed where the output is defined, once per kernel call: the base pointer is N-aligned and the output
+    holds at least 4 MiB. Where it holds the store is non-temporal and N-aligned; elsewhere it stays as it
+    was. A branch the same way every time costs next to nothing; a second copy of the loop would double the
+    code. Results do not change. On by default; `--disable streaming-stores`, or `off=streaming-stores` in
+    `moec tune`'s CPU space.
+
+    ```mlir
+    %out = moe.view %arg2 : !llvm.ptr -> memref<?x4096xbf16>
+    ...
+        vector.store %v, %out[%row, %h] {alignment = 2 : i64, moe.streamable = 64 : i64}
+            : memref<?x4096xbf16>, vector<32xbf16>
+    // becomes
+    %out = moe.view %arg2 : !llvm.ptr -> memref<?x4096xbf16>
+    %base = memref.extract_aligned_pointer_as_index %out : memref<?x4096xbf16> -> index
+    %aligned = arith.cmpi eq, (%base % 64), 0 : index
+    %large = arith.cmpi uge, (dim 0 * 4096), 2097152 : index     // 4 MiB of bf16
+    %stream = arith.andi %aligned, %large : i1
+    ...
+        scf.if %stream {
+          vector.store %v, %out[%row, %h] {alignment = 64 : i64, nontemporal = true} : ...
+        } else {
+          vector.store %v, %out[%row, %h] {alignment = 2 : i64} : ...
+        }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
 def MoeVersionRowLoops : Pass<"moe-version-row-loops", "::mlir::ModuleOp"> {
