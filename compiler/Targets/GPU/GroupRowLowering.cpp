@@ -5,7 +5,7 @@
 // only where a member's keys change) and stores it to every live member's row, broadcast by shuffles.
 //===----------------------------------------------------------------------===//
 #include "moec/contracts/Schedule.h"
-#include "BodyEmitter.h"
+#include "Transforms/BodyEmitter.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 

@@ -14,7 +14,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
-#include "UnrollBudgets.h"
+#include "Transforms/UnrollBudgets.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"

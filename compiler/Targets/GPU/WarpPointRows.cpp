@@ -7,7 +7,7 @@
 // points run as ballots (emitLaneScans).
 //===----------------------------------------------------------------------===//
 #include "moec/contracts/Schedule.h"
-#include "InterleavedPoints.h"
+#include "Transforms/InterleavedPoints.h"
 
 using namespace mlir;
 

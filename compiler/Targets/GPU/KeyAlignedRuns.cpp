@@ -5,7 +5,7 @@
 // with runs of a fixed length, split every key run that crosses a multiple of the length, and each part
 // reads the key's row. Here a run starts where a key run starts, so that a key's members stay together.
 //===----------------------------------------------------------------------===//
-#include "BodyEmitter.h"
+#include "Transforms/BodyEmitter.h"
 #include "moec/compiler/Transforms/ErrorPaths.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
