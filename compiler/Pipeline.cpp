@@ -81,6 +81,8 @@ static bool shapesUse(const dsl::OpDef &op, const std::set<std::string> &present
   return false;
 }
 
+namespace {
+
 std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec) {
   for (const std::string &name : spec.present) {
     const dsl::TensorDecl *t = op.findTensor(name);
@@ -171,7 +173,11 @@ std::set<std::string> resolvePresence(const dsl::OpDef &op, const std::set<std::
   return present;
 }
 
-namespace {
+/// A requested (or tuned) schedule the target can run; `who` prefixes the error.
+void checkSchedule(const std::string &who, const Schedule &schedule, TargetKind target) {
+  if (std::string why = scheduleProblem(schedule, target, /*requested=*/true); !why.empty())
+    throw CompileError(who + "schedule " + why);
+}
 
 using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point start) {
@@ -221,12 +227,12 @@ void configure(PassManager &pm) {
 }
 
 /// What the pipeline table decides on, for `spec` on this host.
-PipelineConfig pipelineConfig(const Specialization &spec, const std::map<std::string, int64_t> &statics) {
+PipelineConfig pipelineConfig(const ResolvedSpecialization &spec) {
   PipelineConfig config;
   config.target = spec.target.kind;
   config.simulated = spec.target.simulated;
   config.schedule = spec.schedule;
-  config.statics = statics;
+  config.statics = spec.statics;
   if (spec.target.chip)
     config.chip = chipFigures(*spec.target.chip);
   config.nativeBf16Roundings = hostHasNativeBf16Rounding();
@@ -250,20 +256,41 @@ const DialectRegistry &registry() {
 
 } // namespace
 
-CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const CompileOptions &options) {
-  CompiledOp result;
-  bool isGpu = spec.target.kind == TargetKind::GPU;
-  if (isGpu) {
+ResolvedSpecialization resolve(const dsl::OpDef &op, const Specialization &spec) {
+  if (spec.target.kind == TargetKind::GPU) {
     try {
       checkPtxArch(spec.target.arch);
     } catch (const std::invalid_argument &e) {
       throw CompileError(e.what());
     }
   }
-  if (std::string why = scheduleProblem(spec.schedule, spec.target.kind, /*requested=*/true); !why.empty())
-    throw CompileError(op.name + ": schedule " + why);
-  std::map<std::string, int64_t> statics = resolveStatics(op, spec);
-  std::set<std::string> present = resolvePresence(op, spec.present, statics);
+  checkSchedule(op.name + ": ", spec.schedule, spec.target.kind);
+  ResolvedSpecialization resolved;
+  resolved.dtype = spec.dtype;
+  resolved.statics = resolveStatics(op, spec);
+  resolved.inputs = spec.present;
+  resolved.present = resolvePresence(op, spec.present, resolved.statics);
+  resolved.target = spec.target;
+  resolved.schedule = spec.schedule;
+  return resolved;
+}
+
+ResolvedSpecialization ResolvedSpecialization::withSchedule(const Schedule &s) const {
+  checkSchedule("", s, target.kind);
+  ResolvedSpecialization other = *this;
+  other.schedule = s;
+  return other;
+}
+
+CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const CompileOptions &options) {
+  return compile(op, resolve(op, spec), options);
+}
+
+CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, const CompileOptions &options) {
+  CompiledOp result;
+  bool isGpu = spec.target.kind == TargetKind::GPU;
+  const std::map<std::string, int64_t> &statics = spec.statics;
+  const std::set<std::string> &present = spec.present;
   auto wants = [&](Stage s) { return options.dump.count(s) > 0; };
   auto finished = [&](Stage s) {
     return options.stopAfterDumps && !options.dump.empty() && s == *options.dump.rbegin();
@@ -298,7 +325,7 @@ CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const Compi
   bool isAscend = spec.target.kind == TargetKind::Ascend;
   if (isAscend && !spec.target.chip)
     throw CompileError(op.name + ": the ascend target needs a chip");
-  PipelineConfig config = pipelineConfig(spec, statics);
+  PipelineConfig config = pipelineConfig(spec);
   PassManager moePasses(&context);
   configure(moePasses);
   addPipelineStage(moePasses, PipelineStage::Moe, config);

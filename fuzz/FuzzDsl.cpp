@@ -53,8 +53,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (t.optional && !t.isOutput)
         inputs.insert(t.name);
   try {
-    std::map<std::string, int64_t> statics = resolveStatics(*op, spec);
-    std::set<std::string> present = resolvePresence(*op, inputs, statics);
+    spec.present = inputs;
+    ResolvedSpecialization resolved = resolve(*op, spec);
+    const std::map<std::string, int64_t> &statics = resolved.statics;
+    const std::set<std::string> &present = resolved.present;
     mlir::MLIRContext context(registry(), mlir::MLIRContext::Threading::DISABLED);
     context.printOpOnDiagnostic(false);
     MoeModule generated = genMoe(context, *op, spec.dtype, present, statics);

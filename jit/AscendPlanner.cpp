@@ -52,21 +52,20 @@ AscendPlanner::AscendPlanner(ascend::Chip chip, Options opts) : chip_(std::move(
 
 AscendPlanner::~AscendPlanner() = default;
 
-std::string AscendPlanner::cacheKey(const dsl::OpDef &op, const std::string &source, dsl::DType dtype,
-                                    const std::map<std::string, int64_t> &statics,
-                                    const std::set<std::string> &with, const Schedule &schedule) const {
-  return "moec ascend tiling cache 1\ncompiler " MOEC_BUILD_ID "\nop " + op.name + " " + contentHash(source) +
-         "\ndtype " + dsl::dtypeName(dtype) + "\nstatics " + nlohmann::json(statics).dump() + "\npresent " +
-         nlohmann::json(with).dump() + "\nchip " + ascend::chipKeyText(chip_) +
-         (schedule == Schedule{} ? "" : "\nschedule " + schedule.str()) + "\n";
+std::string AscendPlanner::cacheKey(const dsl::OpDef &op, const std::string &source,
+                                    const ResolvedSpecialization &spec) const {
+  return "moec ascend tiling cache 2\ncompiler " MOEC_BUILD_ID "\nop " + op.name + " " + contentHash(source) +
+         "\ndtype " + dsl::dtypeName(spec.dtype) + "\nstatics " + nlohmann::json(spec.statics).dump() + "\npresent " +
+         nlohmann::json(spec.inputs).dump() + "\nchip " + ascend::chipKeyText(chip_) +
+         (spec.schedule == Schedule{} ? "" : "\nschedule " + spec.schedule.str()) + "\n";
 }
 
 std::optional<std::pair<Schedule, std::string>> AscendPlanner::tuned(const dsl::OpDef &op, const PlanCall &call,
-                                                                     const std::map<std::string, int64_t> &statics) {
+                                                                     const ResolvedSpecialization &spec) {
   std::optional<int64_t> tokens = tokensIn(op, call.dims);
   if (!*options.autotune || !tokens)
     return std::nullopt;
-  tune::TuningKey key = tuningKey(op, Specialization{call.dtype, statics, Target::ascend(chip_), {}, call.with});
+  tune::TuningKey key = tuningKey(op, spec);
   std::string name = key.fileName();
   auto file = tuningFiles.find(name);
   if (file == tuningFiles.end())
@@ -100,19 +99,22 @@ std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name,
     return hit->second->second;
   }
   const OpSource &src = source(name);
-  std::map<std::string, int64_t> statics = staticsOf(*src.op, call);
-  Schedule schedule = call.schedule;
+  ResolvedSpecialization spec =
+      resolve(*src.op, {call.dtype, staticsOf(*src.op, call), Target::ascend(chip_), call.schedule, call.with});
   std::string tunedFrom;
-  if (schedule == Schedule{})
-    if (auto found = tuned(*src.op, call, statics))
-      std::tie(schedule, tunedFrom) = *found;
-  std::string byStatics = requestText(name, call.dtype, statics, {}, call.with) + " " + schedule.str();
+  if (spec.schedule == Schedule{})
+    if (auto found = tuned(*src.op, call, spec)) {
+      spec = spec.withSchedule(found->first);
+      tunedFrom = found->second;
+    }
+  const Schedule &schedule = spec.schedule;
+  std::string byStatics = requestText(name, call.dtype, spec.statics, {}, call.with) + " " + schedule.str();
   std::shared_ptr<const Tilings> t;
   if (auto known = tilingsByStatics.find(byStatics); known != tilingsByStatics.end()) {
     t = known->second;
     ++tilingHits;
   } else {
-    t = tilings(src, call, cacheKey(*src.op, src.source, call.dtype, statics, call.with, schedule), statics, schedule);
+    t = tilings(src, cacheKey(*src.op, src.source, spec), spec);
     tilingsByStatics.emplace(byStatics, t);
   }
   ascend::PlanRequest request{t->op.get(), call.dtype, call.dims, call.attrs, call.with, call.liveRows};
@@ -129,15 +131,12 @@ std::shared_ptr<const ascend::Plan> AscendPlanner::plan(const std::string &name,
   return made;
 }
 
-std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::tilings(const OpSource &src, const PlanCall &call,
-                                                                     const std::string &key,
-                                                                     const std::map<std::string, int64_t> &statics,
-                                                                     const Schedule &schedule) {
-  std::shared_ptr<const Tilings> found = disk->enabled() ? fromDisk(src, key, statics, call.with) : nullptr;
+std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::tilings(const OpSource &src, const std::string &key,
+                                                                     const ResolvedSpecialization &spec) {
+  std::shared_ptr<const Tilings> found = disk->enabled() ? fromDisk(src, key, spec) : nullptr;
   if (found) {
     ++diskHits;
   } else {
-    Specialization spec{call.dtype, statics, Target::ascend(chip_), schedule, call.with};
     CompiledOp compiled = compile(*src.op, spec);
     ++compiles;
     auto t = std::make_shared<Tilings>();
@@ -163,8 +162,7 @@ std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::tilings(const OpSou
 /// The entry's tilings, each checked (tilingFromJson) and matched by name to a kernel the op plans for
 /// this specialization, in order; an entry that fails is reported, removed and rebuilt.
 std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::fromDisk(const OpSource &src, const std::string &key,
-                                                                      const std::map<std::string, int64_t> &statics,
-                                                                      const std::set<std::string> &with) {
+                                                                      const ResolvedSpecialization &spec) {
   std::string hash = cacheKeyHash(key);
   std::optional<DiskCache::Entry> entry = disk->load(hash, key);
   if (!entry)
@@ -177,8 +175,8 @@ std::shared_ptr<const AscendPlanner::Tilings> AscendPlanner::fromDisk(const OpSo
     if (records.is_discarded() || !records.is_array())
       throw std::runtime_error("tiling.json: not a JSON list");
     const dsl::OpDef &op = *src.op;
-    std::set<std::string> present = resolvePresence(op, with, statics);
-    std::vector<dsl::PlannedKernel> planned = dsl::planKernels(op, dsl::specializationBindings(op, present, statics));
+    std::vector<dsl::PlannedKernel> planned =
+        dsl::planKernels(op, dsl::specializationBindings(op, spec.present, spec.statics));
     auto t = std::make_shared<Tilings>();
     t->op = src.op;
     t->workspace = workspaceFromJson(entry->meta, "meta.json");

@@ -47,13 +47,13 @@ std::string tuningTargetName(const Target &target) {
   return "cpu-" + model + "-" + std::to_string(ThreadPool::shared().size()) + "threads";
 }
 
-tune::TuningKey tuningKey(const dsl::OpDef &op, const Specialization &spec) {
+tune::TuningKey tuningKey(const dsl::OpDef &op, const ResolvedSpecialization &spec) {
   tune::TuningKey key;
   key.op = op.name;
   key.target = tuningTargetName(spec.target);
   key.dtype = dsl::dtypeName(spec.dtype);
-  key.statics = resolveStatics(op, spec);
-  key.present = spec.present;
+  key.statics = spec.statics;
+  key.present = spec.inputs;
   return key;
 }
 
@@ -66,7 +66,7 @@ Specialization specializationOf(const dsl::OpDef &op, const KernelRequest &reque
 
 tune::TuningKey tuningKeyOf(const std::string &op, const KernelRequest &request, const Target &target) {
   std::unique_ptr<dsl::OpDef> def = loadOp(op);
-  return tuningKey(*def, specializationOf(*def, request, target));
+  return tuningKey(*def, resolve(*def, specializationOf(*def, request, target)));
 }
 
 std::optional<std::pair<std::string, size_t>> tokenDimOf(const dsl::OpDef &op) {

@@ -28,21 +28,21 @@ namespace {
 
 /// What a compiled run depends on: the op object, every field of the specialization, and the driver whose
 /// context holds the loaded module.
-std::string runKey(const dsl::OpDef &op, const Specialization &spec, const CudaDriver *driver) {
+std::string runKey(const dsl::OpDef &op, const ResolvedSpecialization &spec, const CudaDriver *driver) {
   std::ostringstream key;
   key << static_cast<const void *>(&op) << '|' << dsl::dtypeName(spec.dtype) << '|' << spec.target.str() << '|'
       << spec.schedule.str() << '|' << static_cast<const void *>(driver) << "|statics";
   for (const auto &[name, value] : spec.statics)
     key << ' ' << name << '=' << value;
   key << "|present";
-  for (const std::string &tensor : spec.present)
+  for (const std::string &tensor : spec.inputs)
     key << ' ' << tensor;
   return key.str();
 }
 
 /// `make`'s entry, from `reuse` when it has one for the same op and specialization.
 std::shared_ptr<const CompiledRuns::Entry> compiledRun(CompiledRuns *reuse, const dsl::OpDef &op,
-                                                       const Specialization &spec, const CudaDriver *driver,
+                                                       const ResolvedSpecialization &spec, const CudaDriver *driver,
                                                        const std::function<CompiledRuns::Entry()> &make) {
   if (!reuse)
     return std::make_shared<const CompiledRuns::Entry>(make());
@@ -75,7 +75,7 @@ CpuRunResult runOnCpu(const dsl::OpDef &op, DType dtype, const std::map<std::str
                       const std::map<std::string, TensorView> &inputs, const Schedule &schedule,
                       CompiledRuns *reuse) {
   BoundCall call = bindCall(op, dtype, attrs, inputs);
-  Specialization spec{dtype, call.statics(op), Target::cpu(), schedule, call.present};
+  ResolvedSpecialization spec = resolve(op, {dtype, call.statics(op), Target::cpu(), schedule, call.present});
   auto entry = compiledRun(reuse, op, spec, nullptr, [&] {
     CompiledOp compiled = compile(op, spec);
     return CompiledRuns::Entry{makeLoadedOp(borrow(op), spec, kernelMetas(compiled), compiled.workspace, "",
@@ -92,7 +92,7 @@ CpuRunResult runOnAscendSimulator(const dsl::OpDef &op, DType dtype, const std::
                                   const std::map<std::string, TensorView> &inputs, const ascend::Chip &chip,
                                   const Schedule &schedule) {
   BoundCall call = bindCall(op, dtype, attrs, inputs);
-  Specialization spec{dtype, call.statics(op), Target::ascendSimulator(chip), schedule, call.present};
+  ResolvedSpecialization spec = resolve(op, {dtype, call.statics(op), Target::ascendSimulator(chip), schedule, call.present});
   CompiledOp compiled = compile(op, spec);
   CpuRunResult result;
   result.compileTimes = compiled.times;
@@ -113,7 +113,7 @@ CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::
                          const std::map<std::string, TensorView> &inputs, const Schedule &schedule,
                          const Target &target, const CudaDriver &driver, CompiledRuns *reuse) {
   BoundCall call = bindCall(op, dtype, attrs, inputs);
-  Specialization spec{dtype, call.statics(op), target, schedule, call.present};
+  ResolvedSpecialization spec = resolve(op, {dtype, call.statics(op), target, schedule, call.present});
   auto entry = compiledRun(reuse, op, spec, &driver, [&] {
     CompiledOp compiled = compile(op, spec);
     auto context = std::make_shared<const CudaContext>(driver, 0);

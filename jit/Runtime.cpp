@@ -115,12 +115,12 @@ const Runtime::OpSource &Runtime::source(const std::string &name) {
   return sources.emplace(name, loadOpWithSource(name)).first->second;
 }
 
-std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, const Specialization &spec) const {
-  std::map<std::string, int64_t> statics = resolveStatics(op, spec);
+std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, const ResolvedSpecialization &spec) const {
+  const std::map<std::string, int64_t> &statics = spec.statics;
   std::string toolchain = spec.target.kind == TargetKind::GPU ? "nvptx " + spec.target.arch : hostToolchain();
   return "moec kernel cache 2\ncompiler " MOEC_BUILD_ID "\nllvm " LLVM_VERSION_STRING "\nop " + op.name + " " +
          contentHash(source) + "\ndtype " + dsl::dtypeName(spec.dtype) + "\nstatics " + joined(statics) +
-         "\npresent " + joined(spec.present) + "\ntarget " + spec.target.str() + "\ntoolchain " + toolchain +
+         "\npresent " + joined(spec.inputs) + "\ntarget " + spec.target.str() + "\ntoolchain " + toolchain +
          "\nschedule " + spec.schedule.str() + "\n" +
          (spec.target.chip ? "chip " + ascend::chipKeyText(*spec.target.chip) + "\n" : std::string());
 }
@@ -149,17 +149,18 @@ Kernel Runtime::get(const std::string &name, const KernelRequest &request) {
 Kernel Runtime::getSlow(const std::string &name, const KernelRequest &request) {
   const OpSource &src = source(name);
   const dsl::OpDef &op = *src.op;
-  Specialization spec{request.dtype, {}, targetSpec, request.schedule, request.with};
+  Specialization requested{request.dtype, {}, targetSpec, request.schedule, request.with};
   std::map<std::string, int64_t> runtimeAttrs;
-  splitRequest(op, request, spec.statics, runtimeAttrs);
+  splitRequest(op, request, requested.statics, runtimeAttrs);
+  ResolvedSpecialization spec = resolve(op, requested);
   std::shared_ptr<const LoadedOp> heuristic = loadOnce(src, spec);
   return Kernel(std::move(heuristic), std::move(runtimeAttrs), tunedVariants(src, spec));
 }
 
-std::shared_ptr<const LoadedOp> Runtime::loadOnce(const OpSource &src, const Specialization &requested) {
+std::shared_ptr<const LoadedOp> Runtime::loadOnce(const OpSource &src, const ResolvedSpecialization &requested) {
   // An optimization that no pass for this target reads cannot change its code: turning it off or on names
   // the same kernel, compiled and cached once.
-  Specialization spec = requested;
+  ResolvedSpecialization spec = requested;
   spec.schedule.disabled &= optimizationsFor(spec.target.kind);
   spec.schedule.enabled &= optimizationsFor(spec.target.kind);
   std::string key = cacheKey(*src.op, src.source, spec);
@@ -190,7 +191,7 @@ std::shared_ptr<const LoadedOp> Runtime::loadOnce(const OpSource &src, const Spe
   return future.get();
 }
 
-std::shared_ptr<const TunedVariants> Runtime::tunedVariants(const OpSource &src, const Specialization &spec) {
+std::shared_ptr<const TunedVariants> Runtime::tunedVariants(const OpSource &src, const ResolvedSpecialization &spec) {
   const dsl::OpDef &op = *src.op;
   bool print = *options.printAutotuning;
   std::string what = op.name + " " + dsl::dtypeName(spec.dtype) + " on " + tuningTargetName(spec.target);
@@ -232,9 +233,7 @@ std::shared_ptr<const TunedVariants> Runtime::tunedVariants(const OpSource &src,
       say(range + "the heuristic's schedule (tuned: " + path.string() + ")");
       continue;
     }
-    Specialization tuned = spec;
-    tuned.schedule = config;
-    variants->byBucket.emplace_back(bucket, loadOnce(src, tuned));
+    variants->byBucket.emplace_back(bucket, loadOnce(src, spec.withSchedule(config)));
     say(range + result.best + " (tuned: " + path.string() + ", " + fmt::format("{:.1f}", result.us) + " us)");
   }
   // Said whatever the buckets hold (a sweep may find the heuristic best everywhere): the output's shape
@@ -245,7 +244,7 @@ std::shared_ptr<const TunedVariants> Runtime::tunedVariants(const OpSource &src,
   return variants;
 }
 
-std::shared_ptr<const LoadedOp> Runtime::load(const OpSource &src, const Specialization &spec,
+std::shared_ptr<const LoadedOp> Runtime::load(const OpSource &src, const ResolvedSpecialization &spec,
                                               const std::string &key) {
   if (!*options.alwaysCompile && disk->enabled())
     if (auto hit = fromDisk(src, spec, key)) {
@@ -256,7 +255,7 @@ std::shared_ptr<const LoadedOp> Runtime::load(const OpSource &src, const Special
   return compileAndStore(src, spec, key);
 }
 
-std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Specialization &spec,
+std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const ResolvedSpecialization &spec,
                                                   const std::string &key) {
   std::string hash = cacheKeyHash(key);
   std::optional<DiskCache::Entry> entry = disk->load(hash, key);
@@ -288,7 +287,7 @@ std::shared_ptr<const LoadedOp> Runtime::fromDisk(const OpSource &src, const Spe
   }
 }
 
-std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const Specialization &spec,
+std::shared_ptr<const LoadedOp> Runtime::compileAndStore(const OpSource &src, const ResolvedSpecialization &spec,
                                                          const std::string &key) {
   // Host assembly is a second run of the code generator (as long as the object's): only for a dump dir.
   bool hostAsm = spec.target.kind == TargetKind::CPU && options.dumpDir;
@@ -332,7 +331,7 @@ std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled) {
   return kernels;
 }
 
-std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
+std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const ResolvedSpecialization &spec,
                                        std::vector<KernelMeta> kernels, std::vector<std::string> workspace,
                                        const std::string &ptx,
                                        std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver,
@@ -341,8 +340,8 @@ std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, con
   l->op = std::move(op);
   const dsl::OpDef &def = *l->op;
   l->dtype = spec.dtype;
-  l->statics = resolveStatics(def, spec);
-  l->present = resolvePresence(def, spec.present, l->statics);
+  l->statics = spec.statics;
+  l->present = spec.present;
   l->kernels = std::move(kernels);
   l->workspace = std::move(workspace);
   bool onHost = spec.target.kind == TargetKind::CPU || (spec.target.kind == TargetKind::Ascend && spec.target.simulated);

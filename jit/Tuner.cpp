@@ -105,13 +105,13 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
                   const std::function<void(const TuneProgress &)> &progress) {
   Clock::time_point start = Clock::now();
   std::unique_ptr<dsl::OpDef> def = loadOp(op);
-  Specialization spec = specializationOf(*def, request, rt.target());
+  ResolvedSpecialization spec = resolve(*def, specializationOf(*def, request, rt.target()));
 
   TuneResult result;
   result.file.key = tuningKey(*def, spec);
   if (options.previous && options.previous->key == result.file.key)
     result.file = *options.previous;
-  tune::ShapeFacts facts = shapeFacts(*def, request.dtype, resolveStatics(*def, spec), rt.target());
+  tune::ShapeFacts facts = shapeFacts(*def, request.dtype, spec.statics, rt.target());
 
   // The heuristic is candidate 0; a config listed twice is tried once.
   KernelRequest base = request;

@@ -67,15 +67,16 @@ void runBundle(const BundleOptions &o) {
           if (const dsl::TensorDecl *t = op->findTensor(w); t && t->optional)
             spec.present.insert(w);
         std::string label = fmt::format("{} {} [{}]", name, dtypeName, shapeText);
+        ResolvedSpecialization resolved;
         CompiledOp compiled;
         try {
-          compiled = compile(*op, spec);
+          resolved = resolve(*op, spec);
+          compiled = compile(*op, resolved);
         } catch (const CompileError &e) {
           fmt::print("skipped {}: {}\n", label, e.what());
           continue;
         }
-        Bundle::Entry e{name, spec.dtype, resolveStatics(*op, spec), {}, spec.target.str(), "", {}};
-        e.present = resolvePresence(*op, spec.present, e.statics);
+        Bundle::Entry e{name, resolved.dtype, resolved.statics, resolved.present, resolved.target.str(), "", {}};
         e.kernels = kernelMetas(compiled);
         e.workspace = compiled.workspace;
         e.codeFile = name + "." + dtypeName + "." + contentHash(compiled.ptx).substr(0, 12) + ".ptx";

@@ -69,7 +69,7 @@ void runPlan(const PlanOptions &o) {
   } else if (autotuneFromEnv()) { // a tuned config for the call's tokens, as AscendPlanner::plan uses
     auto warn = [](const std::string &line) { fmt::print(stderr, "moec: warning: {}\n", line); };
     tune::TuningDb db(defaultCacheDir() / "tuning", warn);
-    tune::TuningKey key = tuningKey(*op, spec);
+    tune::TuningKey key = tuningKey(*op, resolve(*op, spec));
     std::string path = (db.dir() / key.fileName()).string();
     std::optional<tune::TuningFile> file = db.load(key);
     std::optional<int64_t> tokens = tokensIn(*op, request.dims);

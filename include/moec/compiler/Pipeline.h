@@ -116,16 +116,32 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Fills in defaults of static attributes and checks that every static dim and attribute has a value,
-/// that no unknown name is given, that the dtype is allowed, and that the requires which depend only on
-/// static values hold. Returns the complete static bindings by public name.
-std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec);
+/// A Specialization checked against its op and completed: what a kernel is compiled for, keyed, loaded,
+/// tuned and bundled by. resolve() makes it once from a request; everything after reads it, none resolves
+/// the request again.
+struct ResolvedSpecialization {
+  dsl::DType dtype = dsl::DType::F32;
+  /// Every static dim and attribute by public name: the request's, an alias resolved to its name, and each
+  /// attribute's default where the request leaves it out.
+  std::map<std::string, int64_t> statics;
+  std::set<std::string> inputs;  // the optional inputs given (the request's `present`)
+  std::set<std::string> present; // those, and the optional outputs whose `when` holds for them and the statics
+  Target target;
+  Schedule schedule; // as requested (0 fields: the compiler's choice), checked for the target
 
-/// The optional inputs given plus the optional outputs whose `when` holds for them and the statics.
-std::set<std::string> resolvePresence(const dsl::OpDef &op, const std::set<std::string> &inputs,
-                                      const std::map<std::string, int64_t> &statics);
+  /// The same specialization with another schedule (a tuned one), checked like the request's.
+  ResolvedSpecialization withSchedule(const Schedule &s) const;
+};
+
+/// Checks `spec` against `op` and completes it: no unknown or runtime name among the statics, a value for
+/// every static dim and attribute (defaults filled in), an allowed dtype, the requires that depend only on
+/// static values, only optional tensors named present, a known PTX arch, a schedule the target can run.
+/// Throws CompileError.
+ResolvedSpecialization resolve(const dsl::OpDef &op, const Specialization &spec);
 
 /// Compiles every kernel of `op` for `spec`. Throws CompileError.
+CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, const CompileOptions &options = {});
+/// compile(op, resolve(op, spec), options).
 CompiledOp compile(const dsl::OpDef &op, const Specialization &spec, const CompileOptions &options = {});
 
 } // namespace moec

@@ -34,6 +34,7 @@
 namespace moec {
 
 class DiskCache;
+struct ResolvedSpecialization; // moec/compiler/Pipeline.h
 
 /// One call to plan: every dim its kernels use (static and runtime), the attributes, the optional inputs.
 struct PlanCall {
@@ -74,10 +75,8 @@ public:
   Stats stats() const { return {planHits.load(), tilingHits.load(), diskHits.load(), compiles.load()}; }
 
   /// The text the disk cache hashes for a specialization's tilings: the compiler build, the op's source
-  /// hash, dtype, static values, optional inputs and the chip's every field. Exposed for tests.
-  std::string cacheKey(const dsl::OpDef &op, const std::string &source, dsl::DType dtype,
-                       const std::map<std::string, int64_t> &statics, const std::set<std::string> &with,
-                       const Schedule &schedule = {}) const;
+  /// hash, dtype, static values, optional inputs, the schedule and the chip's every field. Exposed for tests.
+  std::string cacheKey(const dsl::OpDef &op, const std::string &source, const ResolvedSpecialization &spec) const;
 
 private:
   using OpSource = OpWithSource;
@@ -89,13 +88,13 @@ private:
     std::vector<std::string> workspace;
   };
   const OpSource &source(const std::string &name);
-  std::shared_ptr<const Tilings> tilings(const OpSource &src, const PlanCall &call, const std::string &key,
-                                         const std::map<std::string, int64_t> &statics, const Schedule &schedule);
+  std::shared_ptr<const Tilings> tilings(const OpSource &src, const std::string &key,
+                                         const ResolvedSpecialization &spec);
   /// The tuned config for `call`'s token count and the file it came from, or nothing.
   std::optional<std::pair<Schedule, std::string>> tuned(const dsl::OpDef &op, const PlanCall &call,
-                                                        const std::map<std::string, int64_t> &statics);
+                                                        const ResolvedSpecialization &spec);
   std::shared_ptr<const Tilings> fromDisk(const OpSource &src, const std::string &key,
-                                          const std::map<std::string, int64_t> &statics, const std::set<std::string> &with);
+                                          const ResolvedSpecialization &spec);
 
   ascend::Chip chip_;
   Options options;

@@ -26,7 +26,7 @@ std::string tuningTargetName(const Target &target);
 
 /// The tuning file key of a specialization: op, tuningTargetName, dtype, every static value (defaults
 /// filled in), the optional tensors given.
-tune::TuningKey tuningKey(const dsl::OpDef &op, const Specialization &spec);
+tune::TuningKey tuningKey(const dsl::OpDef &op, const ResolvedSpecialization &spec);
 
 /// The specialization a request makes on `target` with the compiler's schedule (statics split from the
 /// runtime attributes as Runtime::get does), and its tuning key.

@@ -68,17 +68,17 @@ public:
 
   /// The text the disk cache hashes for a specialization: compiler build, LLVM version, op source hash,
   /// dtype, static values, optional tensors, target and its toolchain, schedule. Exposed for tests.
-  std::string cacheKey(const dsl::OpDef &op, const std::string &source, const Specialization &spec) const;
+  std::string cacheKey(const dsl::OpDef &op, const std::string &source, const ResolvedSpecialization &spec) const;
 
 private:
   using OpSource = OpWithSource;
   const OpSource &source(const std::string &name);
   Kernel getSlow(const std::string &name, const KernelRequest &request);
-  std::shared_ptr<const LoadedOp> loadOnce(const OpSource &source, const Specialization &spec);
-  std::shared_ptr<const TunedVariants> tunedVariants(const OpSource &source, const Specialization &spec);
-  std::shared_ptr<const LoadedOp> load(const OpSource &source, const Specialization &spec, const std::string &key);
-  std::shared_ptr<const LoadedOp> fromDisk(const OpSource &source, const Specialization &spec, const std::string &key);
-  std::shared_ptr<const LoadedOp> compileAndStore(const OpSource &source, const Specialization &spec,
+  std::shared_ptr<const LoadedOp> loadOnce(const OpSource &source, const ResolvedSpecialization &spec);
+  std::shared_ptr<const TunedVariants> tunedVariants(const OpSource &source, const ResolvedSpecialization &spec);
+  std::shared_ptr<const LoadedOp> load(const OpSource &source, const ResolvedSpecialization &spec, const std::string &key);
+  std::shared_ptr<const LoadedOp> fromDisk(const OpSource &source, const ResolvedSpecialization &spec, const std::string &key);
+  std::shared_ptr<const LoadedOp> compileAndStore(const OpSource &source, const ResolvedSpecialization &spec,
                                                   const std::string &key);
 
   Options options;
@@ -99,7 +99,7 @@ std::vector<KernelMeta> kernelMetas(const CompiledOp &compiled);
 
 /// A specialization ready to launch, from its kernels, their workspace (CompiledOp::workspace) and code:
 /// a linked host object (`cpu`) for the CPU, or PTX loaded on `driver` in `context`.
-std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const Specialization &spec,
+std::shared_ptr<LoadedOp> makeLoadedOp(std::shared_ptr<const dsl::OpDef> op, const ResolvedSpecialization &spec,
                                        std::vector<KernelMeta> kernels, std::vector<std::string> workspace,
                                        const std::string &ptx,
                                        std::unique_ptr<CpuExecutable> cpu, const CudaDriver *driver,

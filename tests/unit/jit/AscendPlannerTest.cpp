@@ -76,13 +76,14 @@ TEST(AscendPlanner, EveryFigureOfTheChipIsInTheKey) {
   ascend::Chip chip = ascend::builtinChip("910b");
   std::unique_ptr<dsl::OpDef> op = loadOp("moe_init_routing_v2_grad");
   std::string source = findBuiltinOp("moe_init_routing_v2_grad")->source;
-  std::string key = AscendPlanner(chip).cacheKey(*op, source, dsl::DType::BF16, {{"H", 64}}, {});
+  ResolvedSpecialization spec = resolve(*op, {dsl::DType::BF16, {{"H", 64}, {"top_k", 8}}, Target::ascend(chip), {}, {}});
+  std::string key = AscendPlanner(chip).cacheKey(*op, source, spec);
   for (auto change : std::vector<std::function<void(ascend::Chip &)>>{
            [](ascend::Chip &c) { c.vectorCores = 48; }, [](ascend::Chip &c) { c.ubBytes = 65536; },
            [](ascend::Chip &c) { c.maxCopyBytes = 32768; }, [](ascend::Chip &c) { c.dataCopyNs = 500; }}) {
     ascend::Chip changed = chip;
     change(changed);
-    EXPECT_NE(AscendPlanner(changed).cacheKey(*op, source, dsl::DType::BF16, {{"H", 64}}, {}), key);
+    EXPECT_NE(AscendPlanner(changed).cacheKey(*op, source, spec), key);
   }
   // A planner for another UB makes its own tilings rather than reading the 910B ones.
   TestPlanner t(dir);

@@ -71,10 +71,9 @@ std::pair<Bundle::Entry, std::string> compileEntry(const std::string &name, DTyp
                                                     std::map<std::string, int64_t> statics,
                                                     std::set<std::string> with = {}) {
   auto op = loadOp(name);
-  Specialization spec{dtype, statics, Target::ptx("sm_90"), {}, with};
+  ResolvedSpecialization spec = resolve(*op, {dtype, statics, Target::ptx("sm_90"), {}, with});
   CompiledOp compiled = compile(*op, spec);
-  Bundle::Entry e{name, dtype, resolveStatics(*op, spec), {}, "ptx-sm_90", name + ".ptx", {}};
-  e.present = resolvePresence(*op, with, e.statics);
+  Bundle::Entry e{name, dtype, spec.statics, spec.present, "ptx-sm_90", name + ".ptx", {}};
   e.kernels = kernelMetas(compiled);
   e.workspace = compiled.workspace;
   return {e, compiled.ptx};

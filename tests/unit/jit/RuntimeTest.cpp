@@ -118,11 +118,11 @@ TEST(Runtime, KeyChangesWithWhatChangesTheCode) {
   const BuiltinOp &b = *findBuiltinOp("moe_init_routing_v2_grad");
   auto op = dsl::loadOpText(b.path, b.source);
   Specialization base{DType::BF16, {{"H", 7168}, {"top_k", 8}}, Target::cpu(), {}, {}};
-  std::string key = t.rt.cacheKey(*op, b.source, base);
-  EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, base));
+  std::string key = t.rt.cacheKey(*op, b.source, resolve(*op, base));
+  EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, resolve(*op, base)));
 
   auto differs = [&](Specialization s, std::string source, const char *what) {
-    EXPECT_NE(key, t.rt.cacheKey(*op, source, s)) << what;
+    EXPECT_NE(key, t.rt.cacheKey(*op, source, resolve(*op, s))) << what;
   };
   Specialization s = base;
   s.dtype = DType::F16;
@@ -141,7 +141,7 @@ TEST(Runtime, KeyChangesWithWhatChangesTheCode) {
   differs(s, b.source, "target");
   Specialization sm80 = s;
   sm80.target = Target::ptx("sm_80");
-  EXPECT_NE(t.rt.cacheKey(*op, b.source, s), t.rt.cacheKey(*op, b.source, sm80)) << "arch";
+  EXPECT_NE(t.rt.cacheKey(*op, b.source, resolve(*op, s)), t.rt.cacheKey(*op, b.source, resolve(*op, sm80))) << "arch";
   s = base;
   s.schedule.vector = 4;
   differs(s, b.source, "schedule");
@@ -150,22 +150,22 @@ TEST(Runtime, KeyChangesWithWhatChangesTheCode) {
   const BuiltinOp &a3 = *findBuiltinOp("moe_token_unpermute_with_routing_map_grad");
   auto a3op = dsl::loadOpText(a3.path, a3.source);
   Specialization a3base{DType::F32, {{"E", 8}, {"H", 64}}, Target::cpu(), {}, {}};
-  std::set<std::string> keys{t.rt.cacheKey(*a3op, a3.source, a3base)};
+  std::set<std::string> keys{t.rt.cacheKey(*a3op, a3.source, resolve(*a3op, a3base))};
   for (auto [name, value] : {std::pair<const char *, int64_t>{"E", 16}, {"H", 32}, {"drop_and_pad", 1}}) {
     Specialization v = a3base;
     v.statics[name] = value;
-    EXPECT_TRUE(keys.insert(t.rt.cacheKey(*a3op, a3.source, v)).second) << name;
+    EXPECT_TRUE(keys.insert(t.rt.cacheKey(*a3op, a3.source, resolve(*a3op, v))).second) << name;
   }
   for (std::set<std::string> present : std::vector<std::set<std::string>>{
            {"routing_map"}, {"routing_map", "permuted_tokens"}, {"routing_map", "permuted_tokens", "probs"}}) {
     Specialization v = a3base;
     v.present = present;
-    EXPECT_TRUE(keys.insert(t.rt.cacheKey(*a3op, a3.source, v)).second) << present.size() << " present";
+    EXPECT_TRUE(keys.insert(t.rt.cacheKey(*a3op, a3.source, resolve(*a3op, v))).second) << present.size() << " present";
   }
   // A default written out is the same specialization.
   s = base;
   s.statics["drop_pad_mode"] = 0;
-  EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, s));
+  EXPECT_EQ(key, t.rt.cacheKey(*op, b.source, resolve(*op, s)));
 }
 
 /// The build ID the build generated (ctest build_id checks it is the hash of the sources now).
@@ -186,7 +186,7 @@ TEST(Runtime, KeyNamesTheCompilerBuiltFromTheseSources) {
   std::string id = generatedBuildId();
   ASSERT_GE(id.size(), 24u) << "no build ID in " MOEC_BINARY_DIR "/include/moec/BuildId.h";
   Specialization s{DType::F32, {{"H", 64}, {"top_k", 2}}, Target::cpu(), {}, {}};
-  EXPECT_NE(t.rt.cacheKey(*op, b.source, s).find("\ncompiler " + id + "\n"), std::string::npos);
+  EXPECT_NE(t.rt.cacheKey(*op, b.source, resolve(*op, s)).find("\ncompiler " + id + "\n"), std::string::npos);
 }
 
 TEST(Runtime, RuntimeAttributesAndDimsAreNotInTheKey) {
