@@ -29,6 +29,9 @@ from . import _arrays, _moec
 from ._arrays import from_bf16, to_bf16
 from ._moec import ArgumentError, CompileError, DslError
 
+for _error in (ArgumentError, CompileError, DslError):
+    _error.__module__ = __name__  # moec.ArgumentError, as users name them
+
 __all__ = ["get", "Kernel", "list_ops", "signature", "emit", "plan", "Plan", "view", "cuda_available",
            "to_bf16", "from_bf16", "ArgumentError", "CompileError", "DslError"]
 

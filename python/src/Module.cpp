@@ -112,8 +112,8 @@ std::unique_ptr<dsl::OpDef> loadOpChecked(const std::string &op) {
 
 /// Why Runtime::get threw CompileError: a request the op does not allow (an argument error) or a failure of
 /// the pipeline. The request is checked again the way the runtime checks it before compiling.
-[[noreturn]] void rethrowCompileError(const CompileError &error, const std::string &op, const KernelRequest &request,
-                         const Target &target) {
+[[noreturn]] void rethrowCompileError(const CompileError &error, const std::string &op,
+                                      const KernelRequest &request, const Target &target) {
   std::unique_ptr<dsl::OpDef> def = loadOpChecked(op);
   Specialization spec{request.dtype, {}, target, request.schedule, request.with};
   std::map<std::string, int64_t> runtimeAttrs;

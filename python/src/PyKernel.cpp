@@ -44,7 +44,8 @@ std::map<std::string, std::string> PyKernel::dtypes() const {
   return types;
 }
 
-std::map<std::string, std::vector<int64_t>> PyKernel::outputShapes(const std::map<std::string, TensorView> &inputs) const {
+std::map<std::string, std::vector<int64_t>>
+PyKernel::outputShapes(const std::map<std::string, TensorView> &inputs) const {
   // As Kernel::launch binds a call: the runtime attributes requested, plus the static ones compiled in.
   const LoadedOp &l = kernel.specialization();
   std::map<std::string, int64_t> all = attrs;

@@ -35,8 +35,8 @@ def test_list_ops_is_moec_list():
 ])
 def test_emit_is_moec_emit(args, tmp_path):
     text = moec.emit(**args, dump_dir=str(tmp_path / "python"))
-    argv = ["emit", args["op"], "--emit", args["stage"], "--target", args["target"], "--dtype", args.get("dtype", "f32"),
-            "--dump-dir", str(tmp_path / "cli")]
+    argv = ["emit", args["op"], "--emit", args["stage"], "--target", args["target"],
+            "--dtype", args.get("dtype", "f32"), "--dump-dir", str(tmp_path / "cli")]
     argv += ["--arch", args["arch"]] if "arch" in args else []
     argv += ["--chip", args["chip"]] if "chip" in args else []
     argv += [x for name, value in args.get("dims", {}).items() for x in ("--dim", f"{name}={value}")]

@@ -20,7 +20,8 @@ CASES = [
     (ref.moe_unpermute_call, {"weighted": True}, ("f32", "bf16")),
     (ref.moe_unpermute_call, {"weighted": True, "mix": False, "single_row_copy": True}, ("bf16",)),
 ]
-PARAMS = [pytest.param(make, kwargs, dtype, id=f"{make.__name__[:-5]}-{'-'.join(f'{k}={v}' for k, v in kwargs.items())}-{dtype}")
+PARAMS = [pytest.param(make, kwargs, dtype,
+                       id="-".join([make.__name__[:-5], *(f"{k}={v}" for k, v in kwargs.items()), dtype]))
           for make, kwargs, dtypes in CASES for dtype in dtypes]
 
 

@@ -91,5 +91,6 @@ def test_moe_unpermute(weighted, dtype):
     else:  # f32: the op's fma chain, fma(2, 0.4f, fma(1, 0.6f, 0)). Each product and sum here is exact in
         # float64, so rounding it to f32 once is what an fma gives.
         p6, p4 = np.float64(np.float32(0.6)), np.float64(np.float32(0.4))
-        token0 = [np.float32(2 * p4 + np.float64(np.float32(1 * p6))), np.float32(4 * p4 + np.float64(np.float32(2 * p6)))]
+        token0 = [np.float32(2 * p4 + np.float64(np.float32(1 * p6))),
+                  np.float32(4 * p4 + np.float64(np.float32(2 * p6)))]
         assert_bits_equal(hidden, np.array([token0, [3, 4], [5, 6]], np.float32), "hidden_states")

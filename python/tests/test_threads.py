@@ -49,3 +49,37 @@ def test_torch_tensors_from_many_threads_keep_their_types():
 
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         list(pool.map(work, range(THREADS * 2)))
+
+
+def test_the_gil_is_released_while_compiling_and_running():
+    """With a switch interval of minutes the interpreter does not take the GIL from a thread that holds it: the
+    main thread runs while the worker is inside moec only if moec lets the GIL go."""
+    import sys
+    import threading
+    import time
+
+    rng = np.random.default_rng(3000)
+    big = ref.init_routing_v2_grad_call(rng, "f32", "dropless", n=2048, k=4, h=512)
+    state = {"inside": False, "done": False, "seen": 0}
+
+    def compile_and_run():
+        state["inside"] = True
+        kernel = moec.get(big.op, "f32", dims=big.dims, attrs={**big.attrs, "top_k": 4}, target="cpu",
+                          schedule="vector=4,threads=1,rows=1,unroll=3")  # a specialization no other test makes
+        for _ in range(20):
+            kernel(*big.inputs)
+        state["done"] = True
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(300)
+    try:
+        worker = threading.Thread(target=compile_and_run)
+        worker.start()
+        while worker.is_alive():
+            if state["inside"] and not state["done"]:
+                state["seen"] += 1
+            time.sleep(0.001)  # lets the GIL go, so that the worker gets it back when moec asks for it
+        worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert state["seen"] > 0, "the main thread never ran while the other was compiling or launching"
