@@ -56,11 +56,11 @@ Schedule parseSchedule(const std::optional<std::string> &text) {
 }
 
 /// "cpu", "cuda" (or "ptx": the GPU, PTX for `arch`, default the device's) or "ascend-sim" (the tiled
-/// Ascend kernels run on the UB simulator, for `chip`); empty: the runtime's default (CUDA if a device is
-/// found, else the CPU).
-std::optional<Target> resolveTarget(const std::string &target, const std::string &arch, const std::string &chip) {
+/// Ascend kernels run on the UB simulator, for `chip`); empty: the runtime's default, CUDA if a device is
+/// found, else the CPU (named, so that it shares its Runtime with a request that names it).
+Target resolveTarget(const std::string &target, const std::string &arch, const std::string &chip) {
   if (target.empty())
-    return std::nullopt;
+    return CudaDriver::instance().available() ? resolveTarget("cuda", arch, chip) : Target::cpu();
   if (target == "cpu")
     return Target::cpu();
   if (target == "cuda" || target == "ptx") {
@@ -82,10 +82,10 @@ std::optional<Target> resolveTarget(const std::string &target, const std::string
 
 /// One Runtime per target, made on first use and shared by every thread. Deliberately never destroyed: the
 /// kernels they loaded may still be referenced by Python objects while the interpreter shuts down.
-Runtime &runtimeFor(const std::optional<Target> &target) {
+Runtime &runtimeFor(const Target &target) {
   static std::mutex mutex;
   static auto *runtimes = new std::map<std::string, std::unique_ptr<Runtime>>();
-  std::string key = target ? target->str() : "default";
+  std::string key = target.str();
   std::lock_guard<std::mutex> lock(mutex);
   auto it = runtimes->find(key);
   if (it == runtimes->end()) {
@@ -136,7 +136,7 @@ PyKernel get(const std::string &op, const std::string &dtype, const std::map<std
   request.attrs = attrs;
   request.with.insert(with.begin(), with.end());
   request.schedule = parseSchedule(schedule);
-  std::optional<Target> resolved = resolveTarget(target, arch, chip);
+  Target resolved = resolveTarget(target, arch, chip);
 
   py::gil_scoped_release release; // compiling takes milliseconds to seconds; other threads run meanwhile
   Runtime &runtime = runtimeFor(resolved);

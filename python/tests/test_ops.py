@@ -55,6 +55,16 @@ def test_a_new_token_count_reuses_the_kernel(rng):
         assert_bits_equal(kernel(*call.inputs), call.expected[0], f"n={call.inputs[1].size // 2}")
 
 
+def test_the_default_target_is_cuda_if_a_device_is_found_else_the_cpu(rng):
+    call = ref.init_routing_v2_grad_call(rng, "f32", "dropless")
+    kernel = moec.get(call.op, call.dtype, dims=call.dims, attrs=call.attrs)
+    if moec.cuda_available():
+        assert kernel.target.startswith("ptx-sm_")
+    else:
+        assert kernel.target == "cpu"
+        assert_bits_equal(kernel(*call.inputs), call.expected[0], "default target")
+
+
 def test_the_ascend_simulator_runs_numpy_arrays(rng):
     """target="ascend-sim": the tiled Ascend kernels, core by core on the UB simulator, on host arrays."""
     call = ref.init_routing_v2_grad_call(rng, "f32", "dropless")
