@@ -12,6 +12,8 @@ packages=(
   python3 python3-psutil                                   # lit (psutil: lit --timeout)
   python3-numpy                                            # NpyTest.InteroperatesWithNumpy
   gnuplot-nox                                              # moec tune: the sweep plots
+  python3-dev pybind11-dev libdlpack-dev                   # the Python module (python/)
+  python3-pytest python3-torch                             # its tests (torch: DLPack from torch, moec.torch)
 )
 
 missing=()

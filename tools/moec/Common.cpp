@@ -80,6 +80,26 @@ void TargetOptions::add(CLI::App &cmd, bool ascend) {
   addScheduleOptions(cmd, schedule);
 }
 
+void disableOptimizations(Schedule &schedule, const std::vector<std::string> &names) {
+  for (const std::string &name : names) {
+    uint32_t bit = optimizationByName(name);
+    if (!bit)
+      throw CLI::ValidationError("--disable", "'" + name + "' is not an optimization (" + optimizationNames() + ")");
+    schedule.disabled |= bit;
+  }
+}
+
+void enableOptimizations(Schedule &schedule, const std::vector<std::string> &names) {
+  for (const std::string &name : names) {
+    uint32_t bit = optimizationByName(name) & kOptInOptimizations;
+    if (!bit)
+      throw CLI::ValidationError("--enable", "'" + name + "' is not an opt-in optimization (" +
+                                                 optimizationNames(kOptInOptimizations) +
+                                                 "); the others are on unless --disable'd");
+    schedule.enabled |= bit;
+  }
+}
+
 void addScheduleOptions(CLI::App &cmd, Schedule &schedule) {
   cmd.add_option("--vector", schedule.vector, "schedule: vector width (0: compiler's choice)");
   cmd.add_option("--threads", schedule.threads,
@@ -87,29 +107,10 @@ void addScheduleOptions(CLI::App &cmd, Schedule &schedule) {
   cmd.add_option("--rows-per-block", schedule.rowsPerBlock, "schedule: GPU rows per block (0: choice)");
   cmd.add_option("--unroll", schedule.unroll, "schedule: reduction unroll (0: choice)");
   cmd.add_option_function<std::vector<std::string>>(
-      "--disable",
-      [&schedule](const std::vector<std::string> &names) {
-        for (const std::string &name : names) {
-          uint32_t bit = optimizationByName(name);
-          if (!bit)
-            throw CLI::ValidationError("--disable",
-                                       "'" + name + "' is not an optimization (" + optimizationNames() + ")");
-          schedule.disabled |= bit;
-        }
-      },
+      "--disable", [&schedule](const std::vector<std::string> &names) { disableOptimizations(schedule, names); },
       "turn an optimization off: " + optimizationNames() + " (repeatable; results are the same, only speed changes)");
   cmd.add_option_function<std::vector<std::string>>(
-      "--enable",
-      [&schedule](const std::vector<std::string> &names) {
-        for (const std::string &name : names) {
-          uint32_t bit = optimizationByName(name) & kOptInOptimizations;
-          if (!bit)
-            throw CLI::ValidationError("--enable", "'" + name + "' is not an opt-in optimization (" +
-                                                       optimizationNames(kOptInOptimizations) +
-                                                       "); the others are on unless --disable'd");
-          schedule.enabled |= bit;
-        }
-      },
+      "--enable", [&schedule](const std::vector<std::string> &names) { enableOptimizations(schedule, names); },
       "turn an opt-in optimization on (" + optimizationNames(kOptInOptimizations) + ")" +
           " (repeatable; results are the same, only speed changes)");
 }

@@ -31,6 +31,11 @@ struct ChipOptions {
 /// --vector, --threads, --rows-per-block, --unroll, --disable and --enable, into `schedule`.
 void addScheduleOptions(CLI::App &cmd, Schedule &schedule);
 
+/// --disable NAME... and --enable NAME... into `schedule`; throw CLI::ValidationError for a name that is not
+/// an optimization (not an opt-in one, for --enable).
+void disableOptimizations(Schedule &schedule, const std::vector<std::string> &names);
+void enableOptimizations(Schedule &schedule, const std::vector<std::string> &names);
+
 /// Options every compiling subcommand shares: dtype, target, arch, schedule.
 struct TargetOptions {
   std::string dtype = "f32";

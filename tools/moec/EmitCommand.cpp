@@ -1,4 +1,5 @@
 //===- EmitCommand.cpp - moec emit, moec emit-all ---------------------------===//
+#include "Api.h"
 #include "Commands.h"
 #include "Common.h"
 
@@ -52,16 +53,9 @@ void writeDumps(const CompiledOp &compiled, const std::string &dir, const std::s
     writeFile((std::filesystem::path(dir) / (base + "." + extension(stage))).string(), text);
 }
 
-struct EmitOptions {
-  std::string op;
-  TargetOptions target;
-  std::vector<std::string> dims, attrs, with;
-  std::string emit;
-  std::string output;
-  std::string dumpDir;
-};
+} // namespace
 
-void runEmit(const EmitOptions &o) {
+std::string emitText(const EmitOptions &o) {
   std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
   Specialization spec;
   spec.dtype = parseDType(o.target.dtype);
@@ -100,7 +94,13 @@ void runEmit(const EmitOptions &o) {
     writeFile((std::filesystem::path(o.dumpDir) / (op->name + ".tiling.h")).string(),
               ascend::tilingHeader(op->name, spec.target.arch, compiled.ascend));
   }
-  const std::string &text = compiled.dumps.at(wanted);
+  return compiled.dumps.at(wanted);
+}
+
+namespace {
+
+void runEmit(const EmitOptions &o) {
+  std::string text = emitText(o);
   if (o.output.empty())
     std::cout << text;
   else

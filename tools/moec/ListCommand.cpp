@@ -1,4 +1,5 @@
 //===- ListCommand.cpp - moec list ------------------------------------------===//
+#include "Api.h"
 #include "Commands.h"
 
 #include "moec/dsl/Printer.h"
@@ -8,7 +9,7 @@
 
 namespace moec::cli {
 
-static std::string describe(const dsl::OpDef &op) {
+std::string describeOp(const dsl::OpDef &op) {
   std::string out = op.name;
   if (!op.typeParam.empty()) {
     out += "<" + op.typeParam + ": ";
@@ -48,7 +49,7 @@ void registerListCommand(CLI::App &app) {
   CLI::App *cmd = app.add_subcommand("list", "List the built-in ops: signature, dims, attrs, dtypes");
   cmd->callback([] {
     for (const BuiltinOp &b : builtinOps())
-      fmt::print("{}\n\n", describe(*loadOp(b.name)));
+      fmt::print("{}\n\n", describeOp(*loadOp(b.name)));
   });
 }
 

@@ -7,6 +7,7 @@
 // tiling, depends on the call's shapes. The UB plan's knobs come from --config, else from the tuning file
 // `moec tune --target ascend` left for the call's token bucket, else from the compiler.
 //===----------------------------------------------------------------------===//
+#include "Api.h"
 #include "Commands.h"
 #include "Common.h"
 
@@ -21,18 +22,8 @@
 #include <algorithm>
 
 namespace moec::cli {
-namespace {
 
-struct PlanOptions {
-  std::string op;
-  std::string target = "ascend";
-  ChipOptions chip;
-  std::string dtype = "f32";
-  std::vector<std::string> dims, attrs, with, liveRows;
-  std::string json, header, config;
-};
-
-void runPlan(const PlanOptions &o) {
+ascend::Plan makePlan(const PlanOptions &o) {
   std::unique_ptr<dsl::OpDef> op = loadOp(o.op);
   ascend::Chip chip = o.chip.load();
   ascend::PlanRequest request;
@@ -93,6 +84,13 @@ void runPlan(const PlanOptions &o) {
   ascend::Plan plan = ascend::planOp(request, chip, compiled.ascend, domains, compiled.workspace);
   plan.config = tune::configText(spec.schedule);
   plan.tunedFrom = tunedFrom;
+  return plan;
+}
+
+namespace {
+
+void runPlan(const PlanOptions &o) {
+  ascend::Plan plan = makePlan(o);
   fmt::print("{}", ascend::planTable(plan));
   if (!o.json.empty())
     writeFile(o.json, ascend::planToJson(plan).dump(2) + "\n");
