@@ -316,9 +316,9 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   OwningOpRef<ModuleOp> module = std::move(generated.module);
   if (wants(Stage::Gen))
     result.dumps[Stage::Gen] = printIR(*module);
+  result.times.frontend = msSince(start); // a compile that stops early still says what its stages took
   if (finished(Stage::Gen))
     return result;
-  result.times.frontend = msSince(start);
 
   // 2. moe passes: bind static values, choose the schedule, rewrite how rows run (PipelineTable.cpp).
   start = Clock::now();
@@ -366,6 +366,7 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
       result.workspace.push_back(name.str());
   if (wants(Stage::Moe))
     result.dumps[Stage::Moe] = printIR(*module);
+  result.times.passes = msSince(start);
   if (finished(Stage::Moe))
     return result;
   if (isAscend) {
@@ -388,9 +389,8 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
     diagnostics.fail(op.name + ": lowering to loops failed");
   if (wants(Stage::Loops))
     result.dumps[Stage::Loops] = printIR(*module);
-  if (finished(Stage::Loops))
-    return result;
-  if (isAscend && !spec.target.simulated)
+  result.times.passes = msSince(start);
+  if (finished(Stage::Loops) || (isAscend && !spec.target.simulated))
     return result;
 
   // 4. LLVM dialect.
@@ -418,9 +418,9 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   optimizeModule(*llvmModule, tm, 2);
   if (wants(Stage::LLVM))
     result.dumps[Stage::LLVM] = printIR(*llvmModule);
+  result.times.llvm = msSince(start);
   if (finished(Stage::LLVM))
     return result;
-  result.times.llvm = msSince(start);
 
   // 6. Code: PTX text, or host code in this process.
   start = Clock::now();

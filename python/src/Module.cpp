@@ -111,7 +111,7 @@ std::unique_ptr<dsl::OpDef> loadOpChecked(const std::string &op) {
 }
 
 /// Why Runtime::get threw CompileError: a request the op does not allow (an argument error) or a failure of
-/// the pipeline. The request is checked again the way the runtime checks it before compiling.
+/// the pipeline. The request is resolved again the way the runtime resolves it before compiling.
 [[noreturn]] void rethrowCompileError(const CompileError &error, const std::string &op,
                                       const KernelRequest &request, const Target &target) {
   std::unique_ptr<dsl::OpDef> def = loadOpChecked(op);
@@ -119,7 +119,7 @@ std::unique_ptr<dsl::OpDef> loadOpChecked(const std::string &op) {
   std::map<std::string, int64_t> runtimeAttrs;
   splitRequest(*def, request, spec.statics, runtimeAttrs);
   try {
-    resolveStatics(*def, spec);
+    (void)resolve(*def, spec);
   } catch (const CompileError &e) {
     argumentError(e.what());
   }
