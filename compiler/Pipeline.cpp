@@ -83,6 +83,30 @@ static bool shapesUse(const dsl::OpDef &op, const std::set<std::string> &present
 
 namespace {
 
+/// "; did you mean 'top_k'?" for a name a few edits from one of the op's static dims and attributes (or an
+/// attribute's short name), else "".
+std::string nearestStatic(const dsl::OpDef &op, const std::string &name) {
+  if (name.empty())
+    return "";
+  std::vector<std::string> candidates;
+  for (const dsl::DimDecl &d : op.dims)
+    if (d.isStatic)
+      candidates.push_back(d.name);
+  for (const dsl::AttrDecl &a : op.attrs)
+    if (a.isStatic)
+      candidates.push_back(a.name);
+  // A typo, not another word: a third of the name's letters at most, and never all of them ('X' is no 'H').
+  unsigned most = std::min<unsigned>(std::max<size_t>(1, name.size() / 3), name.size() - 1);
+  std::string best;
+  unsigned bestDistance = most + 1;
+  for (const std::string &c : candidates) {
+    unsigned d = llvm::StringRef(name).edit_distance_insensitive(c);
+    if (d < bestDistance)
+      best = c, bestDistance = d;
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
 std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec) {
   for (const std::string &name : spec.present) {
     const dsl::TensorDecl *t = op.findTensor(name);
@@ -100,7 +124,7 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
     const dsl::DimDecl *dim = op.findDim(name);
     const dsl::AttrDecl *attr = op.findAttr(name);
     if (!dim && !attr)
-      throw CompileError(op.name + ": unknown dim or attribute '" + name + "'");
+      throw CompileError(op.name + ": unknown dim or attribute '" + name + "'" + nearestStatic(op, name));
     if ((dim && !dim->isStatic) || (attr && !attr->isStatic))
       throw CompileError(op.name + ": '" + name + "' is a runtime " + (dim ? "dim" : "attribute") +
                          "; it is passed at launch, not compiled in");

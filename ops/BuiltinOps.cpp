@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 
 namespace moec {
 
@@ -39,6 +40,10 @@ OpWithSource loadOpWithSource(const std::string &nameOrPath) {
 
 namespace {
 std::runtime_error unknownOp(const std::string &nameOrPath) {
+  // A path (it has a folder or the .moe suffix) is a file that is not there, not a misspelt op.
+  std::string_view text = nameOrPath;
+  if (text.find('/') != std::string_view::npos || (text.size() > 4 && text.substr(text.size() - 4) == ".moe"))
+    return std::runtime_error("cannot read '" + nameOrPath + "': no such file");
   std::string known;
   for (const BuiltinOp &op : builtinOps())
     known += std::string(known.empty() ? "" : ", ") + op.name;

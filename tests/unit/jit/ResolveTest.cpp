@@ -58,6 +58,11 @@ TEST(Resolve, RejectsWhatTheOpDoesNotAllow) {
   Specialization s = ok;
   s.statics["Q"] = 1;
   EXPECT_NE(fails(s).find("unknown dim or attribute 'Q'"), std::string::npos) << fails(s);
+  EXPECT_EQ(fails(s).find("did you mean"), std::string::npos) << fails(s); // no name of the op is near 'Q'
+  s = ok;
+  s.statics.erase("top_k");
+  s.statics["topk"] = 8;
+  EXPECT_NE(fails(s).find("unknown dim or attribute 'topk'; did you mean 'top_k'?"), std::string::npos) << fails(s);
   s = ok;
   s.statics.erase("top_k");
   EXPECT_NE(fails(s).find("static attribute 'top_k' needs a value"), std::string::npos) << fails(s);
