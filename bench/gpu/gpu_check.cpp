@@ -18,6 +18,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -72,16 +75,37 @@ double predictedFraction(const Kernel &kernel, const Case &big) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+namespace {
+
+constexpr const char *kUsage = "usage: moec-gpu-check BUNDLE_DIR [REPS] [--predict]\n"
+                               "  REPS 0: check only, no timing (default 20); --predict: also the PTX emulator's H200\n"
+                               "  bound per entry\n"
+                               "  MOEC_GPU=emu: everything on the emulator (checks at 1 and 37 tokens, no timing)\n";
+
+int checkBundle(std::vector<std::string> args) {
   bool predict = std::erase(args, "--predict") > 0;
-  if (args.empty()) {
-    std::cerr << "usage: moec-gpu-check BUNDLE_DIR [REPS] [--predict]\n"
-                 "  REPS 0: check only, no timing; --predict: also the PTX emulator's H200 bound per entry\n"
-                 "  MOEC_GPU=emu: everything on the emulator (checks at 1 and 37 tokens, no timing)\n";
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (args.empty() || args.size() > 2) {
+    std::cerr << kUsage;
     return 2;
   }
-  int reps = args.size() > 1 ? std::atoi(args[1].c_str()) : 20;
+  int reps = 20;
+  if (args.size() > 1) {
+    char *end = nullptr;
+    long value = std::strtol(args[1].c_str(), &end, 10);
+    if (args[1].empty() || *end != '\0' || value < 0 || value > 100000) {
+      std::cerr << "moec-gpu-check: REPS must be a whole number in [0, 100000], got '" << args[1] << "'\n";
+      return 2;
+    }
+    reps = int(value);
+  }
+  if (!std::filesystem::is_directory(args[0])) {
+    std::cerr << "moec-gpu-check: '" << args[0] << "' is not a directory (a bundle: moec bundle --out DIR)\n";
+    return 1;
+  }
   CudaDriver &driver = CudaDriver::instance();
   if (!driver.available()) {
     std::cerr << "moec-gpu-check: " << driver.unavailableReason() << "\n";
@@ -155,4 +179,16 @@ int main(int argc, char **argv) {
     std::printf("%s\n", row.c_str());
   std::printf("%d check failures\n", failures);
   return failures == 0 ? 0 : 1;
+}
+
+} // namespace
+
+// Every error becomes a message and exit status 1: a bad bundle, a driver failure, a failed launch.
+int main(int argc, char **argv) {
+  try {
+    return checkBundle(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception &e) {
+    std::cerr << "moec-gpu-check: error: " << e.what() << "\n";
+    return 1;
+  }
 }
