@@ -22,6 +22,7 @@ struct RunOptions {
   std::string op;
   TargetOptions target;
   std::vector<std::string> attrs;
+  std::vector<std::string> dims; // optional: each is checked against the dim the inputs' shapes give
   std::vector<std::string> inputs;
   std::string outDir;
   bool profile = false;
@@ -33,6 +34,20 @@ void writeOutputs(const std::map<std::string, HostTensor> &outputs, const std::s
     std::string path = (std::filesystem::path(outDir) / (name + ".npy")).string();
     writeNpy(path, tensor.toNpy());
     fmt::print("{}: {} {} -> {}\n", name, dsl::dtypeName(tensor.type()), TensorView{nullptr, tensor.type(), tensor.dims()}.shapeString(), path);
+  }
+}
+
+/// The inputs' shapes give every dim; a --dim (natural after `moec emit`) must say the same.
+void checkDims(const dsl::OpDef &op, const std::vector<std::string> &given, const BoundCall &call) {
+  for (const auto &[name, value] : parseAssignments(given, "--dim")) {
+    if (!op.findDim(name))
+      throw CLI::ValidationError("--dim", "'" + name + "' is not a dim of " + op.name);
+    auto bound = call.dims.find(name);
+    if (bound == call.dims.end())
+      throw CLI::ValidationError("--dim", "no input given carries dim '" + name + "'");
+    if (bound->second != value)
+      throw CLI::ValidationError("--dim", name + "=" + std::to_string(value) + ", but the inputs' shapes give " +
+                                              name + "=" + std::to_string(bound->second));
   }
 }
 
@@ -60,7 +75,14 @@ void runRun(const RunOptions &o) {
     views[name] = it->second.view();
   }
 
+  for (const dsl::TensorDecl &t : op->tensors)
+    if (!t.isOutput && !t.optional && !views.count(t.name))
+      throw CLI::ValidationError("--in", "input tensor '" + t.name + "' of " + op->name + " is missing (--in " + t.name +
+                                             "=FILE.npy)");
   std::map<std::string, int64_t> attrs = parseAssignments(o.attrs, "--attr");
+  // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.
+  BoundCall call = bindCall(*op, dtype, attrs, views);
+  checkDims(*op, o.dims, call);
   if (ascend) { // the tiled kernels on the UB simulator, and what each launch did
     ascend::Chip chip = o.target.chip.load();
     CpuRunResult result = runOnAscendSimulator(*op, dtype, attrs, views, chip, o.target.schedule);
@@ -68,8 +90,6 @@ void runRun(const RunOptions &o) {
     fmt::print("{}", ascend::reportTable(result.simulated, chip, result.tilings));
     return;
   }
-  // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.
-  BoundCall call = bindCall(*op, dtype, attrs, views);
   KernelRequest request{dtype, {}, attrs, {}, o.target.schedule};
   for (const dsl::DimDecl &d : op->dims)
     if (d.isStatic && call.dims.count(d.name))
@@ -122,6 +142,8 @@ void registerRunCommand(CLI::App &app) {
   o->target.add(*cmd, /*ascend=*/true);
   cmd->add_option("--attr", o->attrs, "NAME=VALUE for an attribute (repeatable)");
   cmd->add_option("--in", o->inputs, "NAME=FILE.npy for each input tensor (repeatable)")->required();
+  cmd->add_option("--dim", o->dims,
+                  "NAME=VALUE: the inputs' shapes give every dim; one given here is checked against them (repeatable)");
   cmd->add_option("--out-dir", o->outDir, "where each output is written as <name>.npy")->required();
   cmd->add_flag("--profile", o->profile, "ptx-emu: print each launch's instruction and memory profile");
   cmd->callback([o] { runRun(*o); });
