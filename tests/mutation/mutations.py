@@ -802,11 +802,12 @@ MUTATIONS = [
        "          slotLanes.push_back(firstLane);\n")],
      r"EmulatedGpu\.(PointRows|KeyedPointRuns|ProductionShapesAtFewTokens|MixtralProbs)", "Transforms/group-points"),
     ("pipeline-table-drops-an-option",
-     "the pipeline table forgets that moe-lower-to-loops reads interleave-reductions: the CPU's optimizations "
-     "leave it out, so the runtime keys a kernel without interleaved reductions as the one with them",
+     "the pipeline table forgets that moe-lower-to-loops reads compress-lists: the CPU's optimizations leave it "
+     "out, so the runtime keys a kernel without compressed lists as the one with them (caught where the host "
+     "has AVX-512, the only place the option changes the code)",
      [("compiler/PipelineTable.cpp",
        "kCpu, kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n",
-       "kCpu, kAccumulateRows | kCompressLists, nullptr,\n")],
+       "kCpu, kAccumulateRows | kInterleaveReductions, nullptr,\n")],
      r"PipelineTable\.", None),
     ("attr-verifier-lane-loop-anywhere",
      "the moe dialect's verifier takes moe.lane_loop on any op, so a pass that marks the wrong loop (or an if) "
