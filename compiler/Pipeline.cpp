@@ -93,8 +93,11 @@ std::string nearestStatic(const dsl::OpDef &op, const std::string &name) {
     if (d.isStatic)
       candidates.push_back(d.name);
   for (const dsl::AttrDecl &a : op.attrs)
-    if (a.isStatic)
+    if (a.isStatic) {
       candidates.push_back(a.name);
+      if (a.innerName() != a.name)
+        candidates.push_back(a.innerName());
+    }
   // A typo, not another word: a third of the name's letters at most, and never all of them ('X' is no 'H').
   unsigned most = std::min<unsigned>(std::max<size_t>(1, name.size() / 3), name.size() - 1);
   std::string best;

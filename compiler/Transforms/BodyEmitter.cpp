@@ -216,7 +216,7 @@ void BodyEmitter::emitRowStore(RowStoreOp store) {
   }
   auto vectorStore = vector::StoreOp::create(b, loc, value, output, at);
   vectorStore.setAlignmentAttr(b.getI64IntegerAttr(accessAlignment(output)));
-  if (streamableRowStores)
+  if (streamableStores)
     markStreamable(vectorStore);
 }
 

@@ -214,9 +214,9 @@ private:
   void emitRowStore(RowStoreOp store);
 
 public:
-  /// CPU point kernels (emitPointRange): moe.row_store's vector stores are marked for moe-streaming-stores
-  /// (markStreamable).
-  bool streamableRowStores = false;
+  /// CPU: the output's vector stores, and moe.row_store's, are marked for moe-streaming-stores
+  /// (markStreamable). A row's emitters get it from their RowTarget; a point range's are told.
+  void markStreamableStores() { streamableStores = true; }
 
 private:
   mlir::VectorType vectorOf(mlir::Type t) const { return mlir::VectorType::get({width}, t); }

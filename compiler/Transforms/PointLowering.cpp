@@ -157,7 +157,7 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   auto newEmitter = [&] {
     auto emitter = std::make_unique<BodyEmitter>(b, op, analysis, 1, unroll, /*maxAlignment=*/1, split);
-    emitter->streamableRowStores = true; // CPU: the fused row stores' vectors (moe-streaming-stores)
+    emitter->markStreamableStores(); // CPU: the fused row stores' vectors (moe-streaming-stores)
     return emitter;
   };
   // A point visited from the row's list: the list is the row's, and its position is the count.

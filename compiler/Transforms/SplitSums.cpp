@@ -159,7 +159,7 @@ SmallVector<Value> BodyEmitter::splitPartials(SumOp sum, const VaryingAnalysis &
     BodyEmitter term(b, first.domain, along, termWidth, first.unroll, first.maxAlignment);
     term.scalars = scalars;
     term.staged = point->staged;
-    term.streamableRowStores = point->streamableRowStores;
+    term.streamableStores = point->streamableStores;
     for (Operation *o : invariant)
       term.skip(o);
     for (Operation *o : shared) {

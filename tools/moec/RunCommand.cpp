@@ -80,16 +80,18 @@ void runRun(const RunOptions &o) {
       throw CLI::ValidationError("--in", "input tensor '" + t.name + "' of " + op->name + " is missing (--in " + t.name +
                                              "=FILE.npy)");
   std::map<std::string, int64_t> attrs = parseAssignments(o.attrs, "--attr");
-  // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.
-  BoundCall call = bindCall(*op, dtype, attrs, views);
-  checkDims(*op, o.dims, call);
-  if (ascend) { // the tiled kernels on the UB simulator, and what each launch did
+  if (ascend) { // the tiled kernels on the UB simulator (which binds the call itself), and what each launch did
+    if (!o.dims.empty())
+      checkDims(*op, o.dims, bindCall(*op, dtype, attrs, views));
     ascend::Chip chip = o.target.chip.load();
     CpuRunResult result = runOnAscendSimulator(*op, dtype, attrs, views, chip, o.target.schedule);
     writeOutputs(result.outputs, o.outDir);
     fmt::print("{}", ascend::reportTable(result.simulated, chip, result.tilings));
     return;
   }
+  // The static dims come from the shapes; the kernel comes from the runtime's caches when it can.
+  BoundCall call = bindCall(*op, dtype, attrs, views);
+  checkDims(*op, o.dims, call);
   KernelRequest request{dtype, {}, attrs, {}, o.target.schedule};
   for (const dsl::DimDecl &d : op->dims)
     if (d.isStatic && call.dims.count(d.name))
