@@ -128,11 +128,14 @@ const std::vector<Row> &table() {
        [](OpPassManager &pm, const PipelineConfig &c) {
          pm.addPass(moe::createMoeLowerToAscend({c.chip ? c.chip->ubAlignment : 32}));
        }},
-      {Stage::Loops, "moe-lower-to-gpu", 0, kGpu, kHoistRowInvariants | kLoadsInFlight, nullptr,
+      {Stage::Loops, "moe-lower-to-gpu", 0, kGpu, kHoistRowInvariants, nullptr,
        [](OpPassManager &pm, const PipelineConfig &c) {
-         pm.addPass(moe::createMoeLowerToGPU({/*stepTables=*/c.on(kHoistRowInvariants),
-                                               /*loadsInFlight=*/c.on(kLoadsInFlight)}));
+         pm.addPass(moe::createMoeLowerToGPU({/*stepTables=*/c.on(kHoistRowInvariants)}));
        }},
+      // GPU: a warp's steps along a dot product's row unroll, before the versions and guards, so that the
+      // steps' gathers, guarded, are in flight together.
+      {Stage::Loops, "moe-unroll-lane-sums", kLoadsInFlight, kGpu, 0, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeUnrollLaneSums()); }},
       // A list's live entries 16 at a time (C2's live experts in its rowmap row): AVX-512 compresses a vector
       // of indices in one instruction; without it LLVM would expand the compress lane by lane.
       {Stage::Loops, "moe-lower-to-loops", 0, kCpu, kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,
@@ -159,9 +162,9 @@ const std::vector<Row> &table() {
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(mlir::createCanonicalizerPass()); }},
       {Stage::Loops, "moe-guard-loads", kGuardLoads, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeGuardLoads()); }},
-      // GPU: a thread's few steps along a row (marked by moe-lower-to-gpu where loads-in-flight is on)
-      // unroll, once versioned and guarded: the steps' gathers are in flight together.
-      {Stage::Loops, "moe-unroll-row-loops", 0, kGpu, 0, nullptr,
+      // GPU: a thread's few steps along a row (marked by moe-lower-to-gpu) unroll once versioned and
+      // guarded: the steps' gathers are in flight together.
+      {Stage::Loops, "moe-unroll-row-loops", kLoadsInFlight, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeUnrollRowLoops()); }},
       // CPU: a row chosen by data (a gather) is prefetched ahead along the row, and the next row's head;
       // after the versions, so that each version's loop gathers only the rows it reads.

@@ -48,6 +48,8 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
     return unitOn(op, attr, isDomain(op), "a moe.compute or moe.scatter");
   if (name == LaneLoopAttrHelper::getNameStr())
     return unitOn(op, attr, isa<scf::ForOp>(op), "an scf.for");
+  if (name == LaneSumAttrHelper::getNameStr())
+    return unitOn(op, attr, isa<scf::ForOp>(op) && op->getNumResults() > 0, "an scf.for that yields partial sums");
   if (name == NanUncheckedAttrHelper::getNameStr() || name == ExactRoundingAttrHelper::getNameStr())
     return unitOn(op, attr, isa<arith::TruncFOp>(op), "an arith.truncf");
   if (name == ExactCheckVoteAttrHelper::getNameStr())

@@ -70,7 +70,6 @@ struct ReductionSplit {
   int64_t width = 0;
   int64_t lanes = 1;
   mlir::Value lane;
-  bool loadsInFlight = false; // lanes > 1: unroll the loop along the row for loads in flight
 };
 
 /// Which of the body's top-level ops an emitter clones: all of them, only the row-invariant ones (the
@@ -355,17 +354,6 @@ private:
   /// The bound is read from the loop (0 to bound step 1), not kept: unrolling an earlier loop (a
   /// moe.compact's, whose result is this one's bound) replaces the value.
   void unrollLoop(mlir::scf::ForOp loop);
-
-  /// GPU: a warp's loop along a split sum's row (a warp per point, or per batch of points) waits for its
-  /// loads once per step, and one warp covers the whole row: with few warps per SM (a small batch of
-  /// tokens, or a kernel whose registers allow few) that chain of waits, not the bandwidth, bounds it.
-  /// Unrolled by the largest power of two that keeps at most kDotProductLoadsInFlight vector loads per lane in
-  /// one step and divides its steps, the steps' loads issue together (a step of at most kMaxUnrolledStepLoads).
-  /// The adds still run in order, so each partial sum is the same. Only where every lane runs the same number of
-  /// steps (the loop starts within its first step and a constant end is a whole number of steps): there the loop
-  /// runs from 0, each lane's offset added in its body, so that the count is a constant and no lane runs a
-  /// remainder loop that the others skip.
-  static llvm::SmallVector<mlir::Value> unrollForLoadsInFlight(mlir::OpBuilder &b, mlir::scf::ForOp loop);
 
   void emitIf(mlir::scf::IfOp ifOp);
 

@@ -365,7 +365,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
     // run. Left from the lane's offset, its count is no constant that LLVM would unroll it by unasked (B2 at
     // Qwen3: its 2 steps of 8 gathers, unrolled, took the registers of 8 of its 32 warps per SM).
     APInt innerValue;
-    if (rowTarget.laneLoops && w > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) &&
+    if (rowTarget.onGpu && w > 1 && matchPattern(inner, m_ConstantInt(&innerValue)) &&
         innerValue.getSExtValue() / w * w % step == 0) {
       b.setInsertionPoint(loop);
       loop.setUpperBound(cst(innerValue.getSExtValue() / w * w));

@@ -267,15 +267,14 @@ Value shuffleWarp(OpBuilder &b, Location loc, Value v, Value arg, gpu::ShuffleMo
   return isa<FloatType>(type) ? Value(arith::BitcastOp::create(b, loc, type, moved)) : moved;
 }
 
-void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment,
-                   bool loadsInFlight) {
+void emitWarpPoint(OpBuilder &b, DomainOp op, Value point, Value lane, int64_t lanes, int64_t vectorAlignment) {
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
   SmallVector<Value> indices = unflattenRow(b, loc, point, op.bounds());
   Value leader = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
                                        arith::ConstantIndexOp::create(b, loc, 0));
-  ReductionSplit split{schedule.getVector(), lanes, lane, loadsInFlight};
+  ReductionSplit split{schedule.getVector(), lanes, lane};
   BodyEmitter emitter(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment, split, leader);
   if (lanes == kWarpSize)
     emitter.splitFoldsOver(lane);

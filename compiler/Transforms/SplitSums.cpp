@@ -180,8 +180,9 @@ SmallVector<Value> BodyEmitter::splitPartials(SumOp sum, const VaryingAnalysis &
   }
   common.flushUnrolls();
   scf::YieldOp::create(b, loc, next);
-  if (first.split.loadsInFlight && first.split.lanes > 1 && termWidth > 1 && beginsInFirstStep)
-    return unrollForLoadsInFlight(b, loop);
+  // GPU: a loop whose lanes all start within its first step: moe-unroll-lane-sums may unroll it.
+  if (first.split.lanes > 1 && termWidth > 1 && beginsInFirstStep)
+    loop->setAttr(kLaneSumAttr, b.getUnitAttr());
   return SmallVector<Value>(loop.getResults());
 }
 
@@ -235,30 +236,6 @@ void BodyEmitter::emitStagedSplitSum(SumOp sum, int64_t w, Value bound, Value ma
   }
   map(sum.getResult(), partials(last, end, 1, 1, acc));
   staged->copyOutRows(b, rowStores, scalars);
-}
-
-SmallVector<Value> BodyEmitter::unrollForLoadsInFlight(OpBuilder &b, scf::ForOp loop) {
-  APInt end, step;
-  if (!matchPattern(loop.getUpperBound(), m_ConstantInt(&end)) || !matchPattern(loop.getStep(), m_ConstantInt(&step)))
-    return SmallVector<Value>(loop.getResults());
-  int64_t steps = step.getSExtValue() > 0 && end.getSExtValue() % step.getSExtValue() == 0
-                      ? end.getSExtValue() / step.getSExtValue()
-                      : 0;
-  int64_t loads = 0, bodyOps = 0;
-  loop.getBody()->walk([&](Operation *o) {
-    loads += isa<vector::LoadOp>(o);
-    ++bodyOps;
-  });
-  int64_t factor = 1;
-  // At least two unrolled steps stay: the loop is kept (its results are the sums), never promoted away.
-  while (loads > 0 && loads <= kMaxUnrolledStepLoads && steps > 0 &&
-         2 * factor * loads <= kDotProductLoadsInFlight && steps % (2 * factor) == 0 && steps / (2 * factor) >= 2)
-    factor *= 2;
-  if (factor == 1 || bodyOps * factor > kMaxUnrolledOps)
-    return SmallVector<Value>(loop.getResults());
-  startLaneLoopAtZero(b, loop);
-  (void)loopUnrollByFactor(loop, factor); // a whole number of unrolled steps: no remainder loop
-  return SmallVector<Value>(loop.getResults());
 }
 
 } // namespace moec::moe

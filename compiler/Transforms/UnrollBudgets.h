@@ -1,7 +1,8 @@
 //===- UnrollBudgets.h - How far loops are unrolled (private to Transforms) ---===//
 //
-// The budgets of the unrollings: BodyEmitter's of reductions and of a split sum's loop along the row
-// (SplitSums.cpp), and moe-unroll-row-loops' of a GPU thread's loop along a row (UnrollRowLoops.cpp).
+// The budgets of the unrollings: BodyEmitter's of reductions, moe-unroll-lane-sums' of a GPU warp's split sum
+// along a row (UnrollLaneSums.cpp), and moe-unroll-row-loops' of a GPU thread's loop along a row
+// (UnrollRowLoops.cpp).
 //===----------------------------------------------------------------------===//
 #ifndef MOEC_COMPILER_TRANSFORMS_UNROLLBUDGETS_H
 #define MOEC_COMPILER_TRANSFORMS_UNROLLBUDGETS_H
@@ -13,7 +14,7 @@ namespace moec::moe {
 /// The most ops an unrolled loop's body may hold (the unrolled body's ops).
 constexpr int64_t kMaxUnrolledOps = 4096;
 
-/// GPU, a dot product's loop along the row (BodyEmitter::unrollForLoadsInFlight): 32 vector loads of 16 bytes
+/// GPU, a dot product's loop along the row (moe-unroll-lane-sums): 32 vector loads of 16 bytes
 /// per lane, 128 registers of data in flight: a batch of 2 points (2 rows and the row they share, 3 loads a
 /// step) takes 8 steps at once, 96 registers, fewer than the batch of 8 that sets the kernel's count (A3 probs
 /// at Mixtral, 1024 tokens: 85.8 % of copy in the emulator's bound with 4 steps, 88.4 % with 8). A step of more

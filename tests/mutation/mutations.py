@@ -809,6 +809,20 @@ MUTATIONS = [
        "kCpu, kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n",
        "kCpu, kAccumulateRows | kInterleaveReductions, nullptr,\n")],
      r"PipelineTable\.", None),
+    ("lane-sums-not-unrolled",
+     "moe-unroll-lane-sums never finds a factor above 1: a warp's dot product along a row waits for each "
+     "step's loads before it issues the next step's",
+     [("compiler/Targets/GPU/UnrollLaneSums.cpp",
+       "  return ops * factor > kMaxUnrolledOps ? 1 : factor;\n",
+       "  return 1;\n")],
+     None, "Transforms/unroll-lane-sums"),
+    ("attr-verifier-lane-sum-without-sums",
+     "the moe dialect's verifier takes moe.lane_sum on a loop that yields nothing, so a pass that marks a row's "
+     "loop as a split sum's is not caught",
+     [("compiler/Dialect/MoeAttrVerifiers.cpp",
+       "isa<scf::ForOp>(op) && op->getNumResults() > 0, ",
+       "isa<scf::ForOp>(op), ")],
+     None, "Dialect/attributes"),
     ("attr-verifier-lane-loop-anywhere",
      "the moe dialect's verifier takes moe.lane_loop on any op, so a pass that marks the wrong loop (or an if) "
      "is not caught",

@@ -115,15 +115,14 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     b.setInsertionPointToStart(guard.thenBlock());
     Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     if (warpPerPoint)
-      emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16, loadsInFlight);
+      emitWarpPoint(b, domain, row, lane, schedule.getThreads(), 16);
     else if (pointRows)
-      emitWarpPointRow(b, domain, row, lane, 16, loadsInFlight);
+      emitWarpPointRow(b, domain, row, lane, 16);
     else if (grouped)
       emitGroupRow(b, domain, row, lane, warp, schedule.getRowsPerBlock(), 16);
     else {
       RowTarget target{/*onGpu=*/true};
       target.stepTables = stepTables;
-      target.laneLoops = loadsInFlight;
       emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(), target);
     }
     domain.op()->erase();

@@ -87,7 +87,7 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, const VaryingAnalysis &analys
 }
 } // namespace
 
-void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment, bool loadsInFlight) {
+void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
   constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = kWarpSize, kNarrowBatch = 2;
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
@@ -283,7 +283,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
               i == 0 ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cst(i), pending));
           emitters.push_back(
               std::make_unique<BodyEmitter>(b, op, analysis, 1, schedule.getUnroll(), vectorAlignment,
-                                            ReductionSplit{schedule.getVector(), kWarpSize, lane, loadsInFlight}, leader));
+                                            ReductionSplit{schedule.getVector(), kWarpSize, lane}, leader));
           emitters.back()->splitFoldsOver(lane);
           for (auto [arg, index] : llvm::zip(body.getArguments().drop_back(), outer))
             emitters.back()->mapScalar(arg, index);

@@ -34,7 +34,7 @@ enum Optimization : uint32_t {
   kUncheckedStepRoundings = 1u << 14,  // moe-widen-rounded-folds{unchecked-roundings} (CPU)
   kNativeBf16Roundings = 1u << 15,     // moe-native-bf16-roundings (CPU with AVX512-BF16)
   kGuardLoads = 1u << 16,              // moe-guard-loads (GPU)
-  kLoadsInFlight = 1u << 17,           // moe-lower-to-gpu{loads-in-flight}, moe-unroll-row-loops (GPU)
+  kLoadsInFlight = 1u << 17,           // moe-unroll-lane-sums, moe-unroll-row-loops (GPU)
   kShortLists = 1u << 18,              // moe-compact-predicated-folds{short-folds} (GPU)
   kWidenBf16Pairs = 1u << 19,          // moe-widen-bf16-pairs (CPU)
   kCompressLists = 1u << 20,           // moe-lower-to-loops{compact-lanes} (CPU with AVX-512)

@@ -9,6 +9,8 @@
 // CHECK: arith.truncf %{{.*}} {moe.exact_rounding} : f32 to bf16
 // CHECK: scf.for {{.*}} {
 // CHECK: } {moe.lane_loop}
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: } {moe.lane_sum}
 module attributes {moe.op = "op", moe.dtype = "bf16", moe.workspace = ["out"]} {
   func.func @roles(%x: !llvm.ptr {moe.arg = #moe.arg<tensor, "x">, moe.unique}, %s: !llvm.ptr {moe.arg = #moe.arg<status>},
                    %h: index {moe.arg = #moe.arg<dim, "H">}, %b: index {moe.arg = #moe.arg<row_begin>}, %f: f32) {
@@ -17,6 +19,9 @@ module attributes {moe.op = "op", moe.dtype = "bf16", moe.workspace = ["out"]} {
     %c1 = arith.constant 1 : index
     scf.for %i = %c0 to %h step %c1 {
     } {moe.lane_loop}
+    %sum = scf.for %i = %c0 to %h step %c1 iter_args(%acc = %f) -> (f32) {
+      scf.yield %acc : f32
+    } {moe.lane_sum}
     return
   }
 }
@@ -77,6 +82,17 @@ func.func @lane_loop_on_an_if(%p: i1) {
   // expected-error @+1 {{'scf.if' op 'moe.lane_loop' belongs on an scf.for}}
   scf.if %p {
   } {moe.lane_loop}
+  return
+}
+
+// -----
+
+func.func @lane_sum_without_sums(%h: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'scf.for' op 'moe.lane_sum' belongs on an scf.for that yields partial sums}}
+  scf.for %i = %c0 to %h step %c1 {
+  } {moe.lane_sum}
   return
 }
 

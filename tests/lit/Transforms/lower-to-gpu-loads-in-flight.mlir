@@ -1,12 +1,23 @@
-// The GPU's loop along a split sum's row, unrolled for loads in flight (moe-lower-to-gpu): a warp per
-// point covers the whole row (here a dot product of two bf16 rows of 4096, vector 8: 16 steps of 256
-// elements), and each step's loads are used in that step, so with few warps per SM the warp waits once
-// per step. The loop is unrolled by the largest power of two that keeps at most 32 vector loads per lane
-// in one step, divides the steps and leaves at least two (2 loads a step: 8 steps). It runs from 0 with the lane's offset
-// added in its body, so that every lane runs the same constant number of steps and no remainder loop is
-// needed; the partial sums still add their terms in the same order. A row of 7168 (28 steps) unrolls by 4:
-// 4 divides 28 and leaves 7 steps, though 8 does not divide them.
-// RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s
+// The GPU's loop along a split sum's row, unrolled for loads in flight: a warp per point covers the whole
+// row (here a dot product of two bf16 rows of 4096, vector 8: 16 steps of 256 elements), and each step's
+// loads are used in that step, so with few warps per SM the warp waits once per step. moe-lower-to-gpu marks
+// the loop moe.lane_sum (every lane runs it the same constant number of steps; its results are partial
+// sums), and moe-unroll-lane-sums unrolls it by the largest power of two that keeps at
+// most 32 vector loads per lane in one step, divides the steps and leaves at least two (2 loads a step: 8
+// steps). It runs from 0 with the lane's offset added in its body, so that every lane runs the same constant
+// number of steps and no remainder loop is needed; the partial sums still add their terms in the same
+// order. A row of 7168 (28 steps) unrolls by 4: 4 divides 28 and leaves 7 steps, though 8 does not divide
+// them. With loads-in-flight off the pipeline runs no moe-unroll-lane-sums: the marked loop stays.
+// RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=MARKED
+// RUN: moec-opt %s --moe-lower-to-gpu --moe-unroll-lane-sums --canonicalize | FileCheck %s
+
+// MARKED-LABEL: gpu.func @dot_rows
+// MARKED: scf.for %{{.*}} = %{{.*}} to %c4096 step %c256 iter_args
+// MARKED-COUNT-2: vector.load
+// MARKED-NOT: vector.load
+// MARKED: } {moe.lane_sum}
+// MARKED-LABEL: gpu.func @dot_rows_28_steps
+// MARKED: } {moe.lane_sum}
 
 // CHECK-LABEL: gpu.func @dot_rows
 // CHECK: %[[OFFSET:.*]] = arith.muli %thread_id_x, %c8 : index

@@ -36,8 +36,10 @@ def Moe_Dialect : Dialect {
     "::mlir::UnitAttr":$live_list,
     "::mlir::UnitAttr":$live_rank,
     "::mlir::TypedAttr":$dead_value,
-    // moe-lower-to-gpu: an scf.for along a row that every lane runs equally often (moe-unroll-row-loops).
+    // moe-lower-to-gpu: an scf.for along a row that every lane runs equally often (moe-unroll-row-loops), and
+    // one whose results are a split sum's partial sums (a warp's dot product: moe-unroll-lane-sums).
     "::mlir::UnitAttr":$lane_loop,
+    "::mlir::UnitAttr":$lane_sum,
     // moe-lower-to-loops (CPU): a vector.store of a kernel output, which the kernel writes once and never
     // reads back; the value is the byte alignment the store has where the output's base pointer is aligned
     // to it (a power of two, 16 or more). moe-streaming-stores makes it non-temporal where that holds.

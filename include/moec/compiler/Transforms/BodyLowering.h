@@ -63,6 +63,10 @@ constexpr llvm::StringLiteral kDeadValueAttr = MoeDialect::DeadValueAttrHelper::
 /// Set by moe-lower-to-gpu on a loop along a row from a lane's offset, below its step, to a constant end that is a
 /// whole number of steps: every lane runs it the same number of times. moe-unroll-row-loops unrolls it.
 constexpr llvm::StringLiteral kLaneLoopAttr = MoeDialect::LaneLoopAttrHelper::getNameStr();
+/// Set by moe-lower-to-gpu on a split sum's loop along the row (a dot product a warp computes along a whole
+/// row; its results are the lanes' partial sums) that every lane runs the same constant number of times from
+/// its offset below the step: moe-unroll-lane-sums unrolls it.
+constexpr llvm::StringLiteral kLaneSumAttr = MoeDialect::LaneSumAttrHelper::getNameStr();
 
 /// Such a loop runs from 0 instead, the lane's offset added in its body: its count is then a constant, and no
 /// lane runs a remainder loop that the others skip when it unrolls.
@@ -229,12 +233,12 @@ CopiedRow copiedRow(DomainOp op);
 
 /// `rowTarget` says where the row runs.
 struct RowTarget {
-  bool onGpu = false;            // whole warps of a gpu.func: moe.compact lists go to shared memory
+  bool onGpu = false;            // whole warps of a gpu.func: moe.compact lists go to shared memory, and a
+                                 // loop along the row of a constant count per lane is marked kLaneLoopAttr
   bool streamableStores = false; // CPU: the output's vector stores are marked kStreamableAttr (markStreamable)
   bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
   bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
-  bool laneLoops = false;      // GPU: a loop along the row of a constant count per lane is marked kLaneLoopAttr
   int64_t compactLanes = 0;    // CPU: a moe.compact tests this many entries at a time (0: one at a time)
 };
 
@@ -301,10 +305,10 @@ SumOp contiguousReductionOf(DomainOp op);
 
 /// GpuMapping::WarpPerPoint: emits domain point `point` (all dims flattened) on a warp whose lane id is
 /// `lane` of `lanes`: reductions along a contiguous dim are split over the lanes in vectors of
-/// schedule.vector elements; lane 0 stores.
-/// With `loadsInFlight`, the loop along the row is unrolled so that several steps' loads are in flight.
+/// schedule.vector elements; lane 0 stores. The loop along the row is marked kLaneSumAttr where every lane
+/// runs it equally often.
 void emitWarpPoint(mlir::OpBuilder &b, DomainOp op, mlir::Value point, mlir::Value lane, int64_t lanes,
-                   int64_t vectorAlignment, bool loadsInFlight);
+                   int64_t vectorAlignment);
 
 /// Whether a point kernel's body has the shape whose live points' dot products can wait and run together
 /// (its dot product alone, or first in the then-block of an scf.if that says the point is live; only
@@ -319,8 +323,7 @@ bool pointsCanInterleave(DomainOp op, int64_t minRowBytes);
 /// (a top-2 token's batch would otherwise pay for 8). Where the row's points fit one warp (a run, or a
 /// constant row of at most 32), waiting points keep their values in their lanes, not in slots. Each
 /// point's sum adds the same terms in the same order as a warp per point: results are bit-identical.
-void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment,
-                      bool loadsInFlight);
+void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value lane, int64_t vectorAlignment);
 
 /// The number of warps of a point kernel marked kPointRowsAttr: its rows, or for a one-dim domain its runs
 /// of kPointRunLength points.

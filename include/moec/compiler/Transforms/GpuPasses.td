@@ -154,6 +154,35 @@ def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
   }];
 }
 
+def MoeUnrollLaneSums : Pass<"moe-unroll-lane-sums", "::mlir::ModuleOp"> {
+  let summary = "GPU: a warp's loop along a dot product's row is unrolled, its steps' loads in flight together";
+  let description = [{
+    Runs on the loops right after moe-lower-to-gpu. A dot product that a warp computes along a whole row (a
+    warp per point, or per batch of points: moe-group-points) waits for its loads once per step of its loop
+    along j, and with few warps per SM that chain of waits bounds it. moe-lower-to-gpu marks that loop
+    `moe.lane_sum` where every lane runs it the same constant number of steps (a constant row, a whole
+    number of the warp's steps); its results are the lanes' partial sums. This pass unrolls it by the
+    largest power of two that keeps at most 32 vector loads per lane in one step, divides its steps and
+    leaves at least two (a warp per point, 2 loads a step: up to 16 steps; a batch of 2 points sharing a row,
+    3 loads: 8; a step of more than 4 loads, a batch of 8 points whose registers already set the kernel's
+    count: none). The loop then runs from 0, the lane's offset added in its body, and needs no remainder
+    loop. A row of 7168 (28 steps) unrolls by 4: 4 divides 28 and leaves 7 steps, though 8 does not divide
+    them. The adds run in the same order, so every partial sum is the same. It runs before
+    moe-version-row-loops and moe-guard-loads, so that the unrolled steps' gathers, where they are guarded,
+    issue together at the top of the step. `moec --disable loads-in-flight` leaves the loop as it is.
+
+    Example (lit: `unroll-lane-sums.mlir`, and from the moe level `lower-to-gpu-loads-in-flight.mlir`):
+    ```mlir
+    %s = scf.for %j = %offset to %c4096 step %c256 iter_args(%acc = %zero) -> (vector<8xf32>) {
+      ... 2 vector.load ... } {moe.lane_sum}
+    // becomes
+    %s = scf.for %j = %c0 to %c4096 step %c2048 iter_args(%acc = %zero) -> (vector<8xf32>) {
+      ... 16 vector.load at %offset + %j, + 256, ..., + 1792 ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def MoeUnrollRowLoops : Pass<"moe-unroll-row-loops", "::mlir::ModuleOp"> {
   let summary = "GPU: a loop along a row that each thread runs a few times is unrolled, its steps' loads in flight together";
   let description = [{
@@ -170,7 +199,7 @@ def MoeUnrollRowLoops : Pass<"moe-unroll-row-loops", "::mlir::ModuleOp"> {
     loads back to back. They compute and store the same values in the same order, so results do not change.
     A loop it does not unroll stays from the lane's offset: no constant count for LLVM to unroll it by unasked
     (B2 at Qwen3's 2 steps of 8 gathers, unrolled, lost a quarter of its warps per SM to the registers).
-    `moec --disable loads-in-flight` leaves the loops unmarked.
+    `moec --disable loads-in-flight` leaves the marked loops as they are.
 
     Example (lit: `unroll-row-loops.mlir`):
     ```mlir
@@ -247,15 +276,11 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
 
     A dot product that a warp computes along a whole row (a warp per point, or per batch of points:
     moe-group-points) waits for its loads once per step of its loop along j, and with few warps per SM
-    that chain of waits bounds it. The loop is unrolled by the largest power of two that keeps at most 32
-    vector loads per lane in one step, divides its steps and leaves at least two (a warp per point, 2 loads
-    a step: up to 16 steps; a batch of 2 points sharing a row, 3 loads: 8; a batch of 8, 9 loads, whose
-    registers set the kernel's count: none). Only where every lane runs
-    the same constant number of steps (a constant row, a whole number of the warp's steps): the loop then
-    runs from 0, the lane's offset added in its body, and needs no remainder loop. The adds run in the same
-    order, so every partial sum is the same (lit: `lower-to-gpu-loads-in-flight.mlir`). `loads-in-flight=false`
-    (`moec --disable loads-in-flight`) leaves the loop as it is, and marks no loop for moe-unroll-row-loops
-    (a loop along a row that every lane runs the same constant number of times, `moe.lane_loop`).
+    that chain of waits bounds it. Where every lane runs that loop the same constant number of steps (a
+    constant row, a whole number of the warp's steps), the loop is marked `moe.lane_sum` (its results are
+    the lanes' partial sums), and moe-unroll-lane-sums unrolls it (lit: `lower-to-gpu-loads-in-flight.mlir`).
+    A loop along a row that every lane runs the same constant number of times is marked `moe.lane_loop`, for
+    moe-unroll-row-loops.
 
     A row whose folds run over a short list (`moe.compact` of at most the unroll's steps in the row's
     prologue: moe-compact-predicated-folds with `short-folds`) runs its loop along the row in one version per
@@ -271,9 +296,7 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"stepTables", "step-tables", "bool", "true",
-           "fold steps read their row-invariant values from tables the row's prologue fills">,
-    Option<"loadsInFlight", "loads-in-flight", "bool", "true",
-           "a warp's loop along a dot product's row is unrolled so that several steps' loads are in flight">
+           "fold steps read their row-invariant values from tables the row's prologue fills">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect",
