@@ -22,7 +22,7 @@
 #include "moec/compiler/Dialect/MoeDialect.h"
 #include "moec/compiler/Frontend/MoeGen.h"
 #include "moec/compiler/Registration.h"
-#include "moec/compiler/Targets/Targets.h"
+#include "Targets/CodeGen.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 #include "moec/dsl/Diagnostics.h"

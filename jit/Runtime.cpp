@@ -23,8 +23,6 @@
 #include "moec/runtime/DiskCache.h"
 #include "moec/runtime/KernelJson.h"
 
-#include "llvm/Config/llvm-config.h"
-
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -117,10 +115,10 @@ const Runtime::OpSource &Runtime::source(const std::string &name) {
 
 std::string Runtime::cacheKey(const dsl::OpDef &op, const std::string &source, const ResolvedSpecialization &spec) const {
   std::string toolchain = spec.target.kind == TargetKind::GPU ? "nvptx " + spec.target.arch : hostToolchain();
-  return "moec kernel cache 2\ncompiler " MOEC_BUILD_ID "\nllvm " LLVM_VERSION_STRING "\nop " + op.name + " " +
-         contentHash(source) + "\ndtype " + dsl::dtypeName(spec.dtype) + "\nstatics " + joined(spec.statics) +
-         "\npresent " + joined(spec.inputs) + "\ntarget " + spec.target.str() + "\ntoolchain " + toolchain +
-         "\nschedule " + spec.schedule.str() + "\n" +
+  return std::string("moec kernel cache 2\ncompiler " MOEC_BUILD_ID "\nllvm ") + llvmVersion() + "\nop " +
+         op.name + " " + contentHash(source) + "\ndtype " + dsl::dtypeName(spec.dtype) + "\nstatics " +
+         joined(spec.statics) + "\npresent " + joined(spec.inputs) + "\ntarget " + spec.target.str() +
+         "\ntoolchain " + toolchain + "\nschedule " + spec.schedule.str() + "\n" +
          (spec.target.chip ? "chip " + ascend::chipKeyText(*spec.target.chip) + "\n" : std::string());
 }
 

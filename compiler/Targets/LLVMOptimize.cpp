@@ -1,5 +1,5 @@
 //===- LLVMOptimize.cpp - LLVM's optimizer and code generator -------------===//
-#include "moec/compiler/Targets/Targets.h"
+#include "Targets/CodeGen.h"
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/PassTimingInfo.h"

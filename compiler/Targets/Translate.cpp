@@ -8,7 +8,7 @@
 // set on the llvm::Function's arguments after it. Anything else (a type or a range attribute) is left to
 // the translation.
 //===----------------------------------------------------------------------===//
-#include "moec/compiler/Targets/Targets.h"
+#include "Targets/CodeGen.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"

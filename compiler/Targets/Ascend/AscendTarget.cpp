@@ -1,6 +1,6 @@
 //===- AscendTarget.cpp - #moe.ascend_plan attributes to KernelTilings ----===//
 #include "moec/compiler/Dialect/MoeDialect.h"
-#include "moec/compiler/Targets/Targets.h"
+#include "Targets/CodeGen.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

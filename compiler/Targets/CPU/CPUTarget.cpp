@@ -1,7 +1,8 @@
 //===- CPUTarget.cpp - LLVM IR to host code, JIT-compiled in process -----===//
-#include "moec/compiler/Targets/Targets.h"
+#include "Targets/CodeGen.h"
 
 #include "moec/contracts/Half.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/IRBuilder.h"
@@ -217,6 +218,8 @@ std::string hostToolchain() {
   llvm::TargetMachine &tm = hostTargetMachine();
   return tm.getTargetTriple().str() + " " + tm.getTargetCPU().str() + " " + tm.getTargetFeatureString().str();
 }
+
+const char *llvmVersion() { return LLVM_VERSION_STRING; }
 
 std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module); // code generation changes the module

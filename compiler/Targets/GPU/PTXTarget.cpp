@@ -1,5 +1,5 @@
 //===- PTXTarget.cpp - LLVM IR to PTX through the NVPTX backend ----------===//
-#include "moec/compiler/Targets/Targets.h"
+#include "Targets/CodeGen.h"
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/TargetRegistry.h"

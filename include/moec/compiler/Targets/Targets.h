@@ -1,4 +1,10 @@
-//===- Targets.h - From LLVM IR to what a target runs ------------*- C++ -*-===//
+//===- Targets.h - What the targets offer the layers above the compiler -*- C++ -*-===//
+//
+// The part of the targets' interface that the JIT layer (and through it the public API, moec/jit/Runtime.h)
+// reaches: PTX archs, host objects linked in process, the toolchain that cache keys record. It names no
+// LLVM or MLIR type, so the installed headers compile without LLVM's; what takes LLVM IR or MLIR (the
+// translation, LLVM's optimizer, the backends, Ascend tilings) is the compiler's own, in its private
+// header compiler/Targets/CodeGen.h.
 //
 // ptx: LLVM IR -> NVPTX backend -> PTX text, for sm_80 / sm_90 / sm_100.
 // cpu: LLVM IR -> ORC JIT in this process -> a function pointer per kernel.
@@ -7,52 +13,14 @@
 #pragma once
 
 #include "moec/contracts/KernelAbi.h"
-#include "moec/contracts/ascend/Tiling.h"
 
-#include "llvm/IR/Module.h"
-#include "llvm/Target/TargetMachine.h"
-
-#include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
-
-namespace mlir {
-class Operation;
-}
 
 namespace moec {
 
-/// `module` (LLVM dialect) as LLVM IR, like mlir::translateModuleToLLVMIR, but its functions' plain LLVM
-/// parameter attributes (noalias, readonly) are set on the LLVM functions directly: MLIR's conversion of
-/// them costs some 0.2 ms a parameter. Null when the translation fails.
-std::unique_ptr<llvm::Module> translateToLlvmIr(mlir::Operation *module, llvm::LLVMContext &context,
-                                                llvm::StringRef name);
-
-/// Runs LLVM's standard pipeline at `level` (0-3) with `tm`'s cost model.
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int level);
-
-/// Runs `tm`'s code generator on an optimized module: assembly (PTX, host .s) or an object file.
-std::string runBackend(llvm::Module &module, llvm::TargetMachine &tm, llvm::CodeGenFileType type);
-
-//===----------------------------------------------------------------------===//
-// PTX
-//===----------------------------------------------------------------------===//
-
 /// The archs moec emits PTX for. Throws std::invalid_argument for others.
 void checkPtxArch(const std::string &arch);
-
-/// The TargetMachine for `arch` ("sm_90") with the PTX ISA version that arch needs. Created once per
-/// thread and arch (a TargetMachine is not shared across threads); creating one costs about a ms.
-llvm::TargetMachine &nvptxTargetMachine(const std::string &arch);
-
-/// Emits PTX for a module already optimized for `tm` (triple and data layout set).
-std::string emitPtx(llvm::Module &module, llvm::TargetMachine &tm);
-
-//===----------------------------------------------------------------------===//
-// CPU
-//===----------------------------------------------------------------------===//
-
 
 /// A module of host code compiled in process. Owns the JIT; function pointers live as long as it.
 class CpuExecutable {
@@ -61,19 +29,6 @@ public:
   /// The packed entry of kernel `name`, or null.
   virtual PackedKernelFn lookup(const std::string &name) = 0;
 };
-
-/// The TargetMachine for this host (its CPU and features, so kernels use AVX2/AVX-512 where present),
-/// created once per thread.
-llvm::TargetMachine &hostTargetMachine();
-
-/// Loads and stores bf16 values as 16-bit integers. Without AVX512-BF16 (see hostTargetMachine) LLVM
-/// keeps bf16 in integer registers and would split a <8 x bfloat> access into 8 scalar ones; as bits,
-/// the accesses stay vectors and the pipeline's integer rounding (arith-expand) needs nothing else.
-void moveBf16AsBits(llvm::Module &module);
-
-/// Adds `<name>_packed(void **args)` for each kernel to an optimized module and compiles it to a host
-/// object file (what the disk cache keeps for a warm start).
-std::string emitHostObject(llvm::Module &module, llvm::TargetMachine &tm, const std::vector<std::string> &kernelNames);
 
 /// Links a host object file from emitHostObject into this process (ORC JIT) without LLVM's optimizer
 /// or MLIR.
@@ -85,15 +40,7 @@ std::string hostToolchain();
 /// Whether the host CPU has vcvtneps2bf16 and vfpclassps (AVX512-BF16, AVX512-DQ): moe-native-bf16-roundings.
 bool hostHasNativeBf16Rounding();
 
-/// Host assembly of an optimized `module` (for `--emit asm`); does not change the module.
-std::string emitHostAsm(llvm::Module &module, llvm::TargetMachine &tm);
-
-//===----------------------------------------------------------------------===//
-// Ascend
-//===----------------------------------------------------------------------===//
-
-/// The tiling of each kernel func in `module` named in `kernels` (in that order), read from the
-/// #moe.ascend_plan that moe-plan-ascend put on its domain op.
-std::vector<ascend::KernelTiling> ascendTilings(mlir::Operation *module, const std::vector<std::string> &kernels);
+/// The version of the LLVM the compiler was built with (LLVM_VERSION_STRING, "22.1.8"), for cache keys.
+const char *llvmVersion();
 
 } // namespace moec
