@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 #include "PtxEmuFixture.h"
 
+#include <cstdio>
+
 namespace moec::ptxemu::testing {
 namespace {
 
@@ -122,6 +124,8 @@ protected:
     SCOPED_TRACE(std::string(f.ld) + (warm ? " (warm)" : " (cold)") + " at offset " + std::to_string(addr - base) +
                  " of " + std::to_string(size) + " bytes");
     const size_t w = size_t(f.bytes()), off = size_t(addr - base);
+    if (uint8_t *o = mem.find(out, 64)) // every allocation holds the same fill: an earlier case's bytes must go
+      std::memset(o, 0, 64);
     launch(text, "load", base, addr, warm);
     std::vector<uint8_t> got = bytesAt(out + (warm ? 0 : 16), w);
     for (size_t k = 0; k < w; ++k)
