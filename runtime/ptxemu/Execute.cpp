@@ -196,7 +196,16 @@ Profile launchKernel(const Kernel &k, Dim3 grid, Dim3 block, unsigned dynamicSha
     throw EmuFault(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, k.name + ": " + std::to_string(k.regs.size()) +
                                                            " registers for " + std::to_string(threads) +
                                                            " threads need more than 1 GiB of emulated registers");
-  if (uint64_t(k.sharedBytes) + dynamicSharedBytes > 228 * 1024)
+  // The block's shared window: the static variables, then the dynamic bytes where the parser placed the
+  // .extern .shared arrays (past the static ones, at a multiple of 16), so that all of them are inside.
+  uint64_t sharedBytes = uint64_t(k.sharedBytes);
+  if (dynamicSharedBytes) {
+    for (const Symbol &s : k.symbols)
+      if (s.kind == Symbol::Kind::Shared && s.size < 0)
+        sharedBytes = std::max(sharedBytes, uint64_t(s.offset));
+    sharedBytes += dynamicSharedBytes;
+  }
+  if (sharedBytes > 228 * 1024)
     throw EmuFault(CUDA_ERROR_INVALID_VALUE, k.name + ": more than 228 KiB of shared memory");
   std::vector<uint8_t> paramBuffer(size_t(k.paramBytes));
   for (size_t i = 0; i < k.params.size(); ++i) {
@@ -205,8 +214,7 @@ Profile launchKernel(const Kernel &k, Dim3 grid, Dim3 block, unsigned dynamicSha
       throw EmuFault(CUDA_ERROR_INVALID_VALUE, k.name + ": parameter " + std::to_string(i) + " has no value");
     std::memcpy(paramBuffer.data() + s.offset, params[i], size_t(s.size));
   }
-  detail::BlockRunner runner(k, grid, block, paramBuffer, uint64_t(k.sharedBytes) + dynamicSharedBytes, memory, profile,
-                     options.maxWarpInstructions);
+  detail::BlockRunner runner(k, grid, block, paramBuffer, sharedBytes, memory, profile, options.maxWarpInstructions);
   uint64_t total = profile.blocks;
   uint64_t run = options.sampleBlocks && options.sampleBlocks < total ? options.sampleBlocks : total;
   for (uint64_t i = 0; i < run; ++i) {

@@ -823,6 +823,99 @@ MUTATIONS = [
        "isa<scf::ForOp>(op) && op->getNumResults() > 0, ",
        "isa<scf::ForOp>(op), ")],
      None, "Dialect/attributes"),
+    # The PTX emulator (issue 57, "The emulator's own tests"): a destination that is also a source, and
+    # loads and stores at allocations' edges. Each is caught by tests/unit/runtime/PtxEmuAlias*Test.cpp or
+    # PtxEmuBoundsTest.cpp, cases moec's own PTX does not produce today.
+    ("emu-shfl-in-place",
+     "shfl.sync writes each lane's destination before the later lanes read their source lane's a: with d == a "
+     "a lane reads a neighbour's already exchanged value (the ISA reads every lane's a first)",
+     [("runtime/ptxemu/Instructions.cpp",
+       "      write(w, lane, dReg, src[j], Type::B32);\n",
+       "      write(w, lane, dReg, read(w, j, in.ops[1], Type::B32, in), Type::B32);\n")],
+     r"^PtxEmuAliasWarp\.", None),
+    ("emu-vote-in-place",
+     "vote.sync reduces the members' predicates anew for each lane, after the earlier lanes wrote theirs: with "
+     "d == a a member's contribution is read after it was overwritten",
+     [("runtime/ptxemu/Instructions.cpp",
+       "  uint32_t ballot = 0;\n"
+       "  for (int lane = 0; lane < 32; ++lane)\n"
+       "    if ((exec >> lane) & 1 && read(w, lane, in.ops[1], Type::Pred, in))\n"
+       "      ballot |= 1u << lane;\n"
+       "  ballot &= members;\n"
+       "  for (int lane = 0; lane < 32; ++lane) {\n"
+       "    if (!((exec >> lane) & 1))\n"
+       "      continue;\n",
+       "  for (int lane = 0; lane < 32; ++lane) {\n"
+       "    if (!((exec >> lane) & 1))\n"
+       "      continue;\n"
+       "    uint32_t ballot = 0;\n"
+       "    for (int l = 0; l < 32; ++l)\n"
+       "      if ((exec >> l) & 1 && read(w, l, in.ops[1], Type::Pred, in))\n"
+       "        ballot |= 1u << l;\n"
+       "    ballot &= members;\n")],
+     r"^PtxEmuAliasWarp\.", None),
+    ("emu-alu-writes-before-second-source",
+     "the ALU runs two-address style, d = a and then d op= b: with d == b the second source reads a",
+     [("runtime/ptxemu/Instructions.cpp",
+       "    uint64_t a = read(w, lane, in.ops[1], in.operandTypes[1], in);\n",
+       "    uint64_t a = read(w, lane, in.ops[1], in.operandTypes[1], in);\n"
+       "    if (n > 2 && in.op != Opcode::Cvt)\n"
+       "      write(w, lane, in.ops[0].reg, a, result);\n")],
+     r"^PtxEmuAliasAlu\.", None),
+    ("emu-cvt-clears-destination-first",
+     "cvt zero-extends its destination before it reads the source: cvt.f32.f16 %r, %r (ld's own example) "
+     "converts 0",
+     [("runtime/ptxemu/Instructions.cpp",
+       "    uint64_t a = read(w, lane, in.ops[1], in.operandTypes[1], in);\n",
+       "    if (in.op == Opcode::Cvt)\n"
+       "      write(w, lane, in.ops[0].reg, 0, result);\n"
+       "    uint64_t a = read(w, lane, in.ops[1], in.operandTypes[1], in);\n")],
+     r"^PtxEmuAliasCvt\.", None),
+    ("emu-global-end-off-by-one",
+     "DeviceMemory::find's allocation look-up lets an access run one byte past the allocation's end",
+     [("runtime/ptxemu/Memory.cpp",
+       "  if (offset > it->second.bytes || bytes > it->second.bytes - offset)\n",
+       "  if (offset > it->second.bytes || bytes > it->second.bytes - offset + 1)\n")],
+     r"^PtxEmuBounds\.", None),
+    ("emu-global-end-off-by-one-cached",
+     "DeviceMemory::find's cached-allocation path lets an access run one byte past the allocation's end",
+     [("runtime/ptxemu/Memory.cpp",
+       "bytes <= lastBytes - (address - lastBase))",
+       "bytes <= lastBytes - (address - lastBase) + 1)")],
+     r"^PtxEmuBounds\.", None),
+    ("emu-global-start-off-by-one",
+     "DeviceMemory::find looks an address up among the allocations starting below it (lower_bound): an access "
+     "at an allocation's first byte is refused",
+     [("runtime/ptxemu/Memory.cpp",
+       "  auto it = allocations.upper_bound(address);\n",
+       "  auto it = allocations.lower_bound(address);\n")],
+     r"^PtxEmuBounds\.", None),
+    ("emu-global-first-byte-only",
+     "DeviceMemory::find checks only that an access's first byte is in an allocation: one that starts inside "
+     "runs on past its end",
+     [("runtime/ptxemu/Memory.cpp",
+       "  if (offset > it->second.bytes || bytes > it->second.bytes - offset)\n",
+       "  if (offset >= it->second.bytes)\n")],
+     r"^PtxEmuBounds\.", None),
+    ("emu-global-no-gap",
+     "allocations follow one another with no unmapped gap: an overrun of one allocation reads the next",
+     [("runtime/ptxemu/Memory.cpp",
+       "constexpr uint64_t kGap = 1 << 20;",
+       "constexpr uint64_t kGap = 0;")],
+     r"^PtxEmuBounds\.", None),
+    ("emu-shared-end-off-by-one",
+     "a shared-memory access may run one byte past the block's shared window",
+     [("runtime/ptxemu/MemoryAccess.cpp",
+       "    if (addr > shared.size() || bytes > shared.size() - addr)\n",
+       "    if (addr > shared.size() || bytes > shared.size() - addr + 1)\n")],
+     r"^PtxEmuBounds\.", None),
+    ("emu-dynamic-shared-after-static-bytes",
+     "the shared window ends at static + dynamic bytes although the dynamic ones start at the next multiple "
+     "of 16: the end of the dynamic array is out of the window (the bug PtxEmuBounds.SharedMemoryEdges found)",
+     [("runtime/ptxemu/Execute.cpp",
+       "        sharedBytes = std::max(sharedBytes, uint64_t(s.offset));\n",
+       "        sharedBytes = std::max(sharedBytes, uint64_t(k.sharedBytes));\n")],
+     r"^PtxEmuBounds\.", None),
     ("attr-verifier-lane-loop-anywhere",
      "the moe dialect's verifier takes moe.lane_loop on any op, so a pass that marks the wrong loop (or an if) "
      "is not caught",
