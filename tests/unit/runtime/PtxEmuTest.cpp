@@ -15,8 +15,7 @@
 //    pval = j <= maxLane (j >= maxLane for up); "if (!pval) j = lane"; d = a[j].
 //  - div/rem on integers truncate toward zero, as C does.
 //===----------------------------------------------------------------------===//
-#include "moec/runtime/ptxemu/Emulator.h"
-#include "moec/runtime/ptxemu/Ptx.h"
+#include "PtxEmuFixture.h"
 
 #include <gtest/gtest.h>
 
@@ -31,87 +30,21 @@
 namespace moec::ptxemu {
 namespace {
 
-const char *const kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
-
-std::string ptx(std::string_view body) { return std::string(kHeader) + std::string(body); }
-
-/// The 1-based line of the first occurrence of `needle` in `text` (the PTX lexer counts lines from 1).
-int lineOf(std::string_view text, std::string_view needle) {
-  size_t at = text.find(needle);
-  EXPECT_NE(at, std::string_view::npos) << needle;
-  int line = 1;
-  for (size_t i = 0; i < at && i < text.size(); ++i)
-    line += text[i] == '\n';
-  return line;
-}
+using testing::faultLine;
+using testing::lineOf;
+using testing::ptx;
 
 /// How a parse error names the line of `needle`: "PTX line N: ...".
 std::string parseLine(std::string_view text, std::string_view needle) {
   return "PTX line " + std::to_string(lineOf(text, needle)) + ":";
-}
-/// How a launch fault names the line of `needle`: "kernel: PTX line N ('opcode'): ...".
-std::string faultLine(std::string_view text, std::string_view needle) {
-  return "PTX line " + std::to_string(lineOf(text, needle)) + " (";
 }
 
 bool isNanF16(uint16_t h) { return (h & 0x7C00) == 0x7C00 && (h & 0x03FF) != 0; }
 bool isNanBf16(uint16_t h) { return (h & 0x7F80) == 0x7F80 && (h & 0x007F) != 0; }
 bool isNanF32(uint32_t f) { return (f & 0x7F800000u) == 0x7F800000u && (f & 0x007FFFFFu) != 0; }
 
-class PtxEmu : public ::testing::Test {
+class PtxEmu : public testing::PtxEmuFixture {
 protected:
-  DeviceMemory mem;
-
-  template <typename T> uint64_t upload(const std::vector<T> &v) {
-    size_t bytes = v.size() * sizeof(T);
-    uint64_t a = mem.allocate(bytes);
-    EXPECT_NE(a, 0u);
-    if (bytes)
-      std::memcpy(mem.find(a, bytes), v.data(), bytes);
-    return a;
-  }
-  /// A zero-filled allocation of `n` elements of T.
-  template <typename T> uint64_t zeros(size_t n) {
-    uint64_t a = mem.allocate(n * sizeof(T));
-    EXPECT_NE(a, 0u);
-    return a;
-  }
-  template <typename T> std::vector<T> download(uint64_t a, size_t n) {
-    std::vector<T> v(n);
-    const uint8_t *p = mem.find(a, n * sizeof(T));
-    EXPECT_NE(p, nullptr);
-    if (p)
-      std::memcpy(v.data(), p, n * sizeof(T));
-    return v;
-  }
-
-  /// Parses `text`, launches `name` with one value per kernel parameter (in declaration order).
-  template <typename... Args>
-  Profile launch(const std::string &text, const char *name, Dim3 grid, Dim3 block, const LaunchOptions &options,
-                 Args... args) {
-    Module m = parsePtx(text);
-    const Kernel *k = m.find(name);
-    if (!k)
-      throw std::runtime_error(std::string("no kernel ") + name);
-    void *params[sizeof...(Args) + 1] = {static_cast<void *>(&args)..., nullptr};
-    return launchKernel(*k, grid, block, 0, params, mem, options);
-  }
-  template <typename... Args>
-  Profile run(const std::string &text, const char *name, Dim3 grid, Dim3 block, Args... args) {
-    return launch(text, name, grid, block, LaunchOptions{}, args...);
-  }
-  /// The fault the launch throws (a test failure when it does not throw one).
-  template <typename... Args>
-  EmuFault fault(const std::string &text, const char *name, Dim3 grid, Dim3 block, const LaunchOptions &options,
-                 Args... args) {
-    try {
-      launch(text, name, grid, block, options, args...);
-    } catch (const EmuFault &f) {
-      return f;
-    }
-    ADD_FAILURE() << name << ": the launch did not fault";
-    return EmuFault(CUDA_SUCCESS, "");
-  }
   /// The PtxError parsing `text` throws (a test failure when it parses).
   static std::string parseError(const std::string &text) {
     try {
@@ -998,7 +931,7 @@ TEST_F(PtxEmu, FaultLoadOutsideEveryAllocationNamesWhere) {
 )PTX");
   uint64_t bogus = 0x1000; // allocations start far above: this address is in none of them
   zeros<uint32_t>(64);
-  EmuFault f = fault(text, "bad_load", {2}, {32}, {}, bogus);
+  EmuFault f = fault(text, "bad_load", {2}, {32}, bogus);
   EXPECT_EQ(f.code(), CUDA_ERROR_ILLEGAL_ADDRESS);
   std::string m = f.what();
   EXPECT_NE(m.find("bad_load"), std::string::npos) << m;
@@ -1016,10 +949,10 @@ TEST_F(PtxEmu, FaultOnePastTheEndOfAnAllocation) {
   uint64_t dIn = upload(data), dOut = zeros<uint32_t>(1);
   run(kLoadAt, "load_at", {1}, {1}, dIn, uint64_t(60), dOut); // the last word is fine
   EXPECT_EQ(download<uint32_t>(dOut, 1)[0], 15u * 11);
-  EmuFault f = fault(kLoadAt, "load_at", {1}, {1}, {}, dIn, uint64_t(64), dOut);
+  EmuFault f = fault(kLoadAt, "load_at", {1}, {1}, dIn, uint64_t(64), dOut);
   EXPECT_EQ(f.code(), CUDA_ERROR_ILLEGAL_ADDRESS) << f.what();
   EXPECT_NE(std::string(f.what()).find(faultLine(kLoadAt, "ld.global.u32")), std::string::npos) << f.what();
-  EmuFault g = fault(kLoadAt, "load_at", {1}, {1}, {}, dIn, uint64_t(-4), dOut); // one word before the start
+  EmuFault g = fault(kLoadAt, "load_at", {1}, {1}, dIn, uint64_t(-4), dOut); // one word before the start
   EXPECT_EQ(g.code(), CUDA_ERROR_ILLEGAL_ADDRESS) << g.what();
 }
 
@@ -1047,7 +980,7 @@ TEST_F(PtxEmu, FaultMisalignedVectorLoad) {
   run(text, "load_v4", {1}, {1}, dIn, uint64_t(16), dOut);
   EXPECT_EQ(download<uint32_t>(dOut, 4), (std::vector<uint32_t>{4, 5, 6, 7}));
   for (uint64_t off : {uint64_t(4), uint64_t(8), uint64_t(12)}) {
-    EmuFault f = fault(text, "load_v4", {1}, {1}, {}, dIn, off, dOut);
+    EmuFault f = fault(text, "load_v4", {1}, {1}, dIn, off, dOut);
     EXPECT_EQ(f.code(), CUDA_ERROR_MISALIGNED_ADDRESS) << "offset " << off << ": " << f.what();
   }
 }
@@ -1082,13 +1015,13 @@ TEST_F(PtxEmu, FaultUninitializedRegisterRead) {
 }
 )PTX");
   uint64_t dOut = zeros<uint32_t>(1);
-  EmuFault f = fault(text, "uninit", {1}, {1}, {}, dOut);
+  EmuFault f = fault(text, "uninit", {1}, {1}, dOut);
   std::string m = f.what();
   EXPECT_NE(f.code(), CUDA_SUCCESS);
   EXPECT_NE(m.find("%never"), std::string::npos) << m;
   EXPECT_NE(m.find(faultLine(text, "add.u32 %r1, %never")), std::string::npos) << m;
   // Only lanes 3.. wrote %half: lane 0 reads it unwritten.
-  EmuFault g = fault(text, "halfinit", {1}, {32}, {}, dOut);
+  EmuFault g = fault(text, "halfinit", {1}, {32}, dOut);
   m = g.what();
   EXPECT_NE(m.find("%half"), std::string::npos) << m;
   EXPECT_NE(m.find("thread (0,0,0)"), std::string::npos) << m;
@@ -1121,7 +1054,7 @@ SKIP:
   std::vector<uint32_t> out = download<uint32_t>(dOut, 32);
   for (uint32_t lane = 16; lane < 32; ++lane)
     EXPECT_EQ(out[lane], lane ^ 1u);
-  EmuFault f = fault(text, "divshfl", {1}, {32}, {}, dOut, uint32_t(0xFFFFFFFFu));
+  EmuFault f = fault(text, "divshfl", {1}, {32}, dOut, uint32_t(0xFFFFFFFFu));
   EXPECT_NE(f.code(), CUDA_SUCCESS);
   EXPECT_NE(std::string(f.what()).find("member mask"), std::string::npos) << f.what();
   EXPECT_NE(std::string(f.what()).find(faultLine(text, "shfl.sync")), std::string::npos) << f.what();
@@ -1142,7 +1075,7 @@ SKIP:
   ret;
 }
 )PTX");
-  EmuFault f = fault(text, "divbar", {1}, {32}, {});
+  EmuFault f = fault(text, "divbar", {1}, {32});
   EXPECT_NE(f.code(), CUDA_SUCCESS);
   EXPECT_NE(std::string(f.what()).find("divergent"), std::string::npos) << f.what();
   EXPECT_NE(std::string(f.what()).find(faultLine(text, "bar.sync")), std::string::npos) << f.what();
@@ -1160,7 +1093,7 @@ LOOP:
   bra LOOP;
 }
 )PTX");
-  EmuFault f = fault(text, "spin", {1}, {32}, LaunchOptions{0, 10000});
+  EmuFault f = faultWith(text, "spin", {1}, {32}, 0, LaunchOptions{0, 10000});
   EXPECT_EQ(f.code(), CUDA_ERROR_LAUNCH_TIMEOUT) << f.what();
   EXPECT_NE(std::string(f.what()).find("spin"), std::string::npos) << f.what();
 }
@@ -1193,10 +1126,10 @@ TEST_F(PtxEmu, FaultIntegerDivisionByZero) {
   uint64_t dOut = zeros<uint64_t>(1);
   run(text, "divzero", {1}, {1}, dOut, uint32_t(7));
   EXPECT_EQ(download<uint32_t>(dOut, 1)[0], 14u);
-  EmuFault f = fault(text, "divzero", {1}, {1}, {}, dOut, uint32_t(0));
+  EmuFault f = fault(text, "divzero", {1}, {1}, dOut, uint32_t(0));
   EXPECT_NE(f.code(), CUDA_SUCCESS);
   EXPECT_NE(std::string(f.what()).find(faultLine(text, "div.u32")), std::string::npos) << f.what();
-  EmuFault g = fault(text, "remzero", {1}, {1}, {}, dOut, uint64_t(0));
+  EmuFault g = fault(text, "remzero", {1}, {1}, dOut, uint64_t(0));
   EXPECT_NE(g.code(), CUDA_SUCCESS);
   EXPECT_NE(std::string(g.what()).find("remzero"), std::string::npos) << g.what();
 }
@@ -1335,10 +1268,10 @@ TEST_F(PtxEmu, FaultSharedAccessOutOfRange) {
   uint64_t dOut = zeros<uint32_t>(1);
   run(text, "shared_at", {1}, {1}, dOut, uint32_t(252)); // the last word
   EXPECT_EQ(download<uint32_t>(dOut, 1)[0], 77u);
-  EmuFault f = fault(text, "shared_at", {1}, {1}, {}, dOut, uint32_t(256));
+  EmuFault f = fault(text, "shared_at", {1}, {1}, dOut, uint32_t(256));
   EXPECT_EQ(f.code(), CUDA_ERROR_ILLEGAL_ADDRESS) << f.what();
   EXPECT_NE(std::string(f.what()).find(faultLine(text, "st.shared.u32 [%r3]")), std::string::npos) << f.what();
-  EmuFault g = fault(text, "shared_const", {1}, {1}, {}, dOut);
+  EmuFault g = fault(text, "shared_const", {1}, {1}, dOut);
   EXPECT_EQ(g.code(), CUDA_ERROR_ILLEGAL_ADDRESS) << g.what();
 }
 
@@ -1470,7 +1403,7 @@ TEST_F(PtxEmu, ProfileSamplingScalesToTheWholeGrid) {
   EXPECT_EQ(full.loadSectors, 32);
   EXPECT_EQ(full.loadBytes, 1024);
 
-  Profile sampled = launch(kStrided, "strided", {8}, {32}, LaunchOptions{2}, dIn, uint32_t(4));
+  Profile sampled = launchWith(kStrided, "strided", {8}, {32}, 0, LaunchOptions{2}, dIn, uint32_t(4));
   EXPECT_EQ(sampled.blocks, 8u);
   EXPECT_EQ(sampled.blocksRun, 2u);
   EXPECT_TRUE(sampled.sampled());
