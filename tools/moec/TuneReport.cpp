@@ -9,6 +9,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -182,6 +184,52 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
   if (note.empty())
     written.push_back(stem + ".svg");
   return written;
+}
+
+size_t removeReports(const std::string &dir, size_t &leftAlone) {
+  namespace fs = std::filesystem;
+  auto opensWith = [](const fs::path &path, const std::string &start) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(start.size(), '\0');
+    return in.read(head.data(), std::streamsize(head.size())) && head == start;
+  };
+  auto regular = [](const fs::path &path) {
+    std::error_code ec;
+    return fs::symlink_status(path, ec).type() == fs::file_type::regular;
+  };
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec)))
+    return 0;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    files.push_back(it->path());
+  if (ec)
+    throw std::runtime_error("cannot read '" + dir + "': " + ec.message());
+  std::string marker = std::string(kPlotMarker) + " ";
+  std::vector<fs::path> ours;
+  for (const fs::path &path : files) {
+    std::string ext = path.extension().string();
+    fs::path script = fs::path(path).replace_extension(".gp");
+    bool mine = regular(path) &&
+                (ext == ".gp" || ext == ".dat"   ? opensWith(path, marker)
+                 : ext == ".csv"                 ? opensWith(path, kCsvHeader)
+                 : ext == ".svg" || ext == ".png" ? regular(script) && opensWith(script, marker) &&
+                                                       opensWith(path, ext == ".svg" ? "<?xml" : "\x89PNG")
+                                                  : false);
+    if (mine)
+      ours.push_back(path);
+    else
+      ++leftAlone;
+  }
+  size_t removed = 0;
+  for (const fs::path &path : ours) {
+    if (!fs::remove(path, ec) && ec)
+      throw std::runtime_error("cannot remove '" + path.string() + "': " + ec.message());
+    ++removed;
+  }
+  if (fs::is_empty(dir, ec)) // moec's folder, and no file in it now
+    fs::remove(dir, ec);
+  return removed;
 }
 
 } // namespace moec::cli

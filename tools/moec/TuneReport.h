@@ -25,4 +25,9 @@ std::string sweepSummary(const TuneResult &result, double budgetSeconds);
 std::vector<std::string> writeSweepReport(const TuneResult &result, const std::string &stem, const std::string &title,
                                           const std::string &baselineName, TargetKind kind, std::string &note);
 
+/// Removes the report files of `dir` that moec wrote (`<cache>/tuning/reports`): scripts and data files
+/// that open with TunePlot.h's marker, CSVs that open with sweepCsv's header, and the pictures (.svg, .png)
+/// of a script of moec's; then the folder, if it is empty. `leftAlone` counts what else is there.
+size_t removeReports(const std::string &dir, size_t &leftAlone);
+
 } // namespace moec::cli
