@@ -175,7 +175,9 @@ std::vector<std::string> writeSweepReport(const TuneResult &result, const std::s
     note = "nothing was timed: no plot";
     return written;
   }
-  SweepPlot plot = sweepPlot(*points, stem, stem + ".dat", title, baselineName, kind, 12);
+  // The script names its data and its picture by absolute paths: it runs from any folder.
+  std::string absolute = std::filesystem::absolute(stem).string();
+  SweepPlot plot = sweepPlot(*points, absolute, absolute + ".dat", title, baselineName, kind, 12);
   writeFile(stem + ".dat", plot.data);
   written.push_back(stem + ".dat");
   writeFile(stem + ".gp", plot.script);
