@@ -311,7 +311,7 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
   std::string note;
   std::vector<std::string> files =
       writeSweepReport(result, stem, fmt::format("{} {} {}", o.op, o.dtype, key.target),
-                       o.target == "ascend" ? "the chip's GM bound" : "same-run " + baseline, rt.target().kind, note);
+                       o.target == "ascend" ? "the chip's GM bound" : "the same-run " + baseline, rt.target().kind, note);
   fmt::print("report: {}\n", fmt::join(files, ", "));
   if (!note.empty())
     fmt::print("note: {}\n", note);

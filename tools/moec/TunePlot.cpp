@@ -172,7 +172,7 @@ SweepPlot sweepPlot(const std::vector<const TunePoint *> &points, const std::str
     if (&p == best && heuristic && heuristic != best)
       note += fmt::format(", {:.2f}x the heuristic", heuristic->medianUs / p.medianUs);
     if (&p == best && copyUs > 0)
-      note += fmt::format(", {:.2f} of the {}", copyUs / p.medianUs, baselineName);
+      note += fmt::format(", {:.2f} of {}", copyUs / p.medianUs, baselineName);
     noteChars = std::max(noteChars, note.size());
     slowest = std::max(slowest, p.medianUs);
     const char *colour = &p == best ? kBestColour : &p == heuristic ? kHeuristicColour : kOtherColour;
@@ -207,7 +207,7 @@ SweepPlot sweepPlot(const std::vector<const TunePoint *> &points, const std::str
       panels.push_back(knob);
   auto bestValues = best ? knobValues(best->text) : std::vector<std::pair<std::string, std::string>>{};
   size_t tickLines = 1;
-  double panelTop = std::max(copyUs, heuristic ? heuristic->medianUs : 0);
+  std::map<std::string, double> panelTop; // each panel's y axis holds its bars and the two lines
   for (const std::string &knob : panels) {
     data += fmt::format("\n\n# {}: x, best median us, colour, value, note\n", knob);
     size_t x = 0;
@@ -217,7 +217,8 @@ SweepPlot sweepPlot(const std::vector<const TunePoint *> &points, const std::str
       tickLines = std::max<size_t>(tickLines, 1 + std::count(value.begin(), value.end(), '+'));
       data += fmt::format("{} {:.4f} {} {} {}\n", x++, us, value == valueOf(bestValues, knob) ? kBestColour : kOtherColour,
                           dataQuote(tick), dataQuote(fmt::format("{:.1f}", us)));
-      panelTop = std::max(panelTop, us);
+      double &top = panelTop.try_emplace(knob, std::max(copyUs, heuristic ? heuristic->medianUs : 0)).first->second;
+      top = std::max(top, us);
     }
   }
 
@@ -287,7 +288,7 @@ SweepPlot sweepPlot(const std::vector<const TunePoint *> &points, const std::str
                       "set xlabel {}\nset xrange [-0.6:{:.1f}]\nset yrange [0:{:.4f}]\n",
                       alone ? 0.0 : 0.5 * column, double((panelRows - 1 - row) * panelPx) / height, alone ? 1.0 : 0.5,
                       double(panelPx) / height, double(tickLines) + 2.5, scriptQuote(knobMeaning(panels[j], kind)),
-                      double(bestAt[panels[j]].size()) - 0.4, 1.2 * panelTop);
+                      double(bestAt[panels[j]].size()) - 0.4, 1.2 * panelTop[panels[j]]);
     if (heuristic)
       line(1, false, heuristic->medianUs, kHeuristicLine, "");
     if (copyUs > 0)

@@ -30,7 +30,7 @@ struct SweepPlot {
 inline constexpr const char *kPlotMarker = "# moec tune report";
 
 /// The picture of `points` (one token count's, at least one timed or reused). `title` names the sweep,
-/// `baselineName` the reference ("same-run memcpy", "the chip's GM bound"); `kind` the target, which names
+/// `baselineName` the reference ("the same-run memcpy", "the chip's GM bound"); `kind` the target, which names
 /// the knobs' meanings.
 SweepPlot sweepPlot(const std::vector<const TunePoint *> &points, const std::string &stem, const std::string &dataPath,
                     const std::string &title, const std::string &baselineName, TargetKind kind, size_t top);
