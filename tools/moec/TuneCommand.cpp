@@ -28,8 +28,8 @@
 #include <fmt/ranges.h>
 
 #include <cstring>
-#include <set>
 #include <random>
+#include <set>
 #include <unistd.h>
 
 namespace moec::cli {
