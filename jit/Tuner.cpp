@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 
 namespace moec {
@@ -32,15 +34,37 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-/// Compiles the candidates that are not pruned and still need timing, `threads` at a time.
+/// Compiles the candidates that are not pruned and still need timing (`needed`), `threads` at a time,
+/// reporting each as it finishes. Returns how many compiled.
 size_t compileAll(Runtime &rt, const std::string &op, const KernelRequest &request,
-                  std::vector<Candidate> &candidates, const std::vector<bool> &needed, unsigned threads) {
+                  std::vector<Candidate> &candidates, const std::vector<bool> &needed, unsigned threads,
+                  const std::function<void(const TuneCompileProgress &)> &progress) {
+  std::vector<size_t> work;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (needed[i] && candidates[i].pruned.empty() && !candidates[i].kernel)
+      work.push_back(i);
+  Clock::time_point start = Clock::now();
   std::atomic<size_t> next{0}, compiled{0};
-  auto work = [&] {
-    for (size_t i = next++; i < candidates.size(); i = next++) {
-      Candidate &c = candidates[i];
-      if (!needed[i] || !c.pruned.empty() || c.kernel)
-        continue;
+  std::mutex reporting;
+  size_t done = 0;
+  auto reportDone = [&](const Candidate &c) {
+    std::lock_guard<std::mutex> lock(reporting);
+    ++done;
+    if (progress)
+      progress({done, work.size(), c.text, c.error, secondsSince(start)});
+  };
+  // The heuristic first, alone: what stops it (a bad spec, a compiler error) stops the sweep as it is.
+  if (!work.empty() && work.front() == 0) {
+    KernelRequest r = request;
+    r.schedule = Schedule{};
+    candidates[0].kernel = rt.get(op, r);
+    ++compiled;
+    ++next;
+    reportDone(candidates[0]);
+  }
+  auto worker = [&] {
+    for (size_t w = next++; w < work.size(); w = next++) {
+      Candidate &c = candidates[work[w]];
       KernelRequest r = request;
       r.schedule = c.config;
       try {
@@ -49,12 +73,13 @@ size_t compileAll(Runtime &rt, const std::string &op, const KernelRequest &reque
       } catch (const std::exception &e) {
         c.error = e.what();
       }
+      reportDone(c);
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t)
-    pool.emplace_back(work);
-  work();
+  for (unsigned t = 1; t < std::min<size_t>(threads, work.size()); ++t)
+    pool.emplace_back(worker);
+  worker();
   for (std::thread &t : pool)
     t.join();
   return compiled;
@@ -103,7 +128,6 @@ tune::ShapeFacts shapeFacts(const dsl::OpDef &op, DType dtype, const std::map<st
 TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &request, const TuneOptions &options,
                   const std::function<TuneCall &(int64_t tokens)> &callFor,
                   const std::function<void(const TuneProgress &)> &progress) {
-  Clock::time_point start = Clock::now();
   std::unique_ptr<dsl::OpDef> def = loadOp(op);
   ResolvedSpecialization spec = resolve(*def, specializationOf(*def, request, rt.target()));
 
@@ -114,9 +138,7 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
   tune::ShapeFacts facts = shapeFacts(*def, request.dtype, spec.statics, rt.target());
 
   // The heuristic is candidate 0; a config listed twice is tried once.
-  KernelRequest base = request;
-  base.schedule = Schedule{};
-  std::vector<Candidate> candidates{{Schedule{}, tune::configText(Schedule{}), "", "", rt.get(op, base)}};
+  std::vector<Candidate> candidates{{Schedule{}, tune::configText(Schedule{}), "", "", {}}};
   std::set<std::string> seen{candidates[0].text};
   for (const Schedule &s : options.configs) {
     Candidate c{s, tune::configText(s), tune::prunedBecause(s, rt.target().kind, facts), "", {}};
@@ -131,13 +153,37 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
     return it == bucket->second.timings.end() ? nullptr : &it->second;
   };
   std::vector<bool> needed(candidates.size(), false);
+  needed[0] = true; // the heuristic's outputs are the reference
   for (size_t i = 0; i < candidates.size(); ++i)
     for (int64_t tokens : options.tokens)
       needed[i] = needed[i] || !timedBefore(candidates[i], tokens);
+  result.considered = candidates.size();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    result.pruned += !candidates[i].pruned.empty();
+    result.timedEarlier += candidates[i].pruned.empty() && !needed[i];
+  }
+  if (options.planned) {
+    TunePlan plan{result.considered, 0, result.timedEarlier, {}};
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!candidates[i].pruned.empty())
+        plan.pruned.emplace_back(candidates[i].text, candidates[i].pruned);
+      else
+        plan.toCompile += needed[i];
+    options.planned(plan);
+  }
   unsigned threads = options.compileThreads ? options.compileThreads : std::max(1u, std::thread::hardware_concurrency());
-  result.compiled = compileAll(rt, op, request, candidates, needed, threads);
+  Clock::time_point compileStart = Clock::now();
+  result.compiled = compileAll(rt, op, request, candidates, needed, threads, options.compileProgress);
+  result.compileSeconds = secondsSince(compileStart);
+  for (const Candidate &c : candidates)
+    result.failed += !c.error.empty();
 
-  size_t total = options.tokens.size() * candidates.size(), done = 0, timedPoints = 0;
+  // What the budget bounds starts here: the reference runs, the checks and the timing.
+  Clock::time_point start = Clock::now();
+  size_t total = 0, done = 0, timedPoints = 0;
+  for (const Candidate &c : candidates) // the points the timing settles: pruned and failed ones are settled
+    for (int64_t tokens : options.tokens)
+      total += c.pruned.empty() && (c.error.empty() || timedBefore(c, tokens));
   double timingSeconds = 0;
   for (int64_t tokens : options.tokens) {
     TuneCall &call = callFor(tokens);
@@ -169,15 +215,18 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
     for (size_t i = 0; i < candidates.size(); ++i) {
       Candidate &c = candidates[i];
       TunePoint &p = points[i];
-      if (!c.pruned.empty()) {
+      if (!c.pruned.empty()) { // settled before the timing: not among its progress's points
         p.status = TunePoint::Status::Pruned;
         p.why = c.pruned;
-      } else if (const double *us = timedBefore(c, tokens)) {
+        continue;
+      }
+      if (const double *us = timedBefore(c, tokens)) {
         p.status = TunePoint::Status::Reused;
         p.medianUs = *us;
       } else if (!c.error.empty()) {
         p.status = TunePoint::Status::Failed;
         p.why = c.error;
+        continue;
       } else {
         call.poisonOutputs();
         c.kernel.launch(call.tensors, nullptr, call.attrs);
@@ -210,6 +259,7 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
     for (size_t g = 0; g < toTime.size(); g += kGroup) {
       std::vector<size_t> group(toTime.begin() + g, toTime.begin() + std::min(toTime.size(), g + kGroup));
       if (options.budgetSeconds > 0 && secondsSince(start) > options.budgetSeconds) {
+        result.budgetSpent = true;
         for (size_t i : group) {
           points[i].status = TunePoint::Status::Untimed;
           points[i].why = "the budget was spent";
@@ -241,6 +291,7 @@ TuneResult tuneOp(Runtime &rt, const std::string &op, const KernelRequest &reque
     }
     result.points.insert(result.points.end(), points.begin(), points.end());
   }
+  result.timingSeconds = secondsSince(start);
   return result;
 }
 

@@ -450,12 +450,14 @@ std::vector<DiskCache::EntryInfo> DiskCache::list() const {
   return entries;
 }
 
-DiskCache::ClearResult DiskCache::clear() {
+DiskCache::ClearResult DiskCache::clear(const std::set<std::string> &keep) {
   ClearResult result;
   std::error_code ec, ignored;
   for (const auto &dirent : fs::directory_iterator(dir_, ec)) {
     std::string name = dirent.path().filename().string();
-    if (isMoecEntry(dirent))
+    if (keep.count(name))
+      ++result.kept;
+    else if (isMoecEntry(dirent))
       result.removed += removeEntry(dir_, dirent.path());
     else if (isTempName(name) && dirent.is_directory(ignored) && !dirent.is_symlink(ignored)) {
       if (isStaleTemp(dirent)) // a fresh one belongs to a store in progress

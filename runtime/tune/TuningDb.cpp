@@ -542,6 +542,48 @@ std::vector<TuningFile> TuningDb::list() const {
   return files;
 }
 
+TuningDb::ClearResult TuningDb::clear(const std::set<std::string> &keep) const {
+  ClearResult result;
+  std::error_code ec;
+  fs::directory_iterator it(dir_, ec);
+  if (ec) {
+    if (ec != std::errc::no_such_file_or_directory)
+      throw std::runtime_error("moec: cannot read tuning directory '" + dir_.string() + "': " + ec.message());
+    return result;
+  }
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (keep.count(name)) {
+      ++result.kept;
+      continue;
+    }
+    bool ours = false;
+    struct stat st;
+    if (name.ends_with(".json") && ::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      try {
+        std::optional<std::string> text = readBounded(it->path());
+        json doc = text ? parseLimited(*text) : json();
+        ours = doc.is_object() && doc.contains("format") && doc["format"] == kFormat && doc.contains("checksum") &&
+               doc["checksum"].is_string() && doc["checksum"] == checksumOf(doc);
+      } catch (const std::exception &) {
+        ours = false; // not JSON, too large, unreadable: not a file moec wrote
+      }
+    }
+    if (!ours) {
+      ++result.leftAlone;
+      continue;
+    }
+    std::error_code removed;
+    if (fs::remove(it->path(), removed))
+      ++result.removed;
+    else if (removed)
+      throw std::runtime_error("moec: cannot remove '" + it->path().string() + "': " + removed.message());
+  }
+  if (ec)
+    throw std::runtime_error("moec: cannot read tuning directory '" + dir_.string() + "': " + ec.message());
+  return result;
+}
+
 TuningFile TuningDb::read(const fs::path &path) {
   try {
     std::optional<std::string> text = readBounded(path);

@@ -42,3 +42,12 @@ except OSError:
     cpu_flags = set()
 if {"avx512_bf16", "avx512bw", "avx512dq"} <= cpu_flags:
     config.available_features.add("avx512bf16")
+
+# moec tune's plots are checked as a user sees them: its gnuplot script rendered to PNG and read back by
+# python (zlib alone). Without gnuplot those tests are UNSUPPORTED, and lit says why.
+config.substitutions.append(("%python", sys.executable))
+if shutil.which("gnuplot"):
+    config.available_features.add("gnuplot")
+else:
+    lit_config.note("gnuplot is not installed (scripts/setup.sh installs gnuplot-nox): the tests that render "
+                    "moec tune's plot (REQUIRES: gnuplot) are UNSUPPORTED")

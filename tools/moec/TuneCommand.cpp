@@ -29,6 +29,7 @@
 
 #include <cstring>
 #include <random>
+#include <set>
 #include <unistd.h>
 
 namespace moec::cli {
@@ -205,14 +206,51 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
     return cpuCall->call;
   };
   bool terminal = isatty(STDERR_FILENO);
-  fmt::print("{} {} {} on {}: {} configs x {} token counts, {}{}\n", o.op, o.dtype,
-             gpucheck::modeName(statics, request.with, false), tuningTargetName(rt.target()), configs.size() + 1,
-             tokens.size(),
+  std::set<std::string> distinct{tune::configText(Schedule{})};
+  for (const Schedule &s : configs)
+    distinct.insert(tune::configText(s));
+  std::string source = !o.configsFile.empty() ? "from " + o.configsFile : "of the " + o.target + " space";
+  fmt::print("{} {} {} on {}: {} configs (the heuristic and {} {}{}) x {} token {}, {}{}\n", o.op, o.dtype,
+             gpucheck::modeName(statics, request.with, false), tuningTargetName(rt.target()), distinct.size(),
+             distinct.size() - 1, source, o.shard.empty() ? "" : ", shard " + o.shard, tokens.size(),
+             tokens.size() == 1 ? "count" : "counts",
              o.target == "ascend" ? "ranked by the plans' cost on the chip (tiled kernels checked on the UB simulator)"
                                   : fmt::format("{} timed runs each", o.reps),
-             o.shard.empty() ? "" : " (shard " + o.shard + ")");
+             o.budget > 0 ? fmt::format(", a budget of {:g} s for the timing (the compiles are not part of it)", o.budget)
+                          : "");
   std::fflush(stdout);
+  tuneOptions.planned = [&](const TunePlan &plan) {
+    fmt::print(stderr, "{} configs: {} pruned, {} to compile (the heuristic included){}\n", plan.considered,
+               plan.pruned.size(), plan.toCompile,
+               plan.timedEarlier ? fmt::format(", {} timed by an earlier sweep at every token count", plan.timedEarlier)
+                                 : "");
+    if (terminal && !plan.pruned.empty())
+      fmt::print(stderr, "(the CSV of the report says why each was pruned)\n");
+    else
+      for (const auto &[config, why] : plan.pruned)
+        fmt::print(stderr, "pruned {}: {}\n", config, why);
+  };
+  tuneOptions.compileProgress = [&](const TuneCompileProgress &p) {
+    double eta = p.seconds / double(p.done) * double(p.total - p.done);
+    if (terminal) {
+      fmt::print(stderr, "\r\033[Kcompiling {}/{} ({:.0f} s; ETA {:.0f} s)", p.done, p.total, p.seconds, eta);
+      if (p.done == p.total)
+        fmt::print(stderr, "\n");
+      if (!p.error.empty())
+        fmt::print(stderr, "\r\033[K{} did not compile: {}\n", p.config, p.error);
+      return;
+    }
+    fmt::print(stderr, "compiling {}/{}: {}: {}\n", p.done, p.total, p.config,
+               p.error.empty() ? "ok" : "failed: " + p.error);
+  };
+  bool timingStarted = false;
+  int64_t untimedTokens = -1; // the token count whose untimed points were said to be so
   auto progress = [&](const TuneProgress &p) {
+    if (!timingStarted) {
+      timingStarted = true;
+      fmt::print(stderr, "timing {} points{}\n", p.total,
+                 o.budget > 0 ? fmt::format(" (budget {:g} s)", o.budget) : "");
+    }
     std::string best = p.best ? fmt::format("best {} {:.1f} us", p.best->text, p.best->medianUs) : "no result yet";
     if (terminal) {
       fmt::print(stderr, "\r\033[K[{}/{}] T={} {}; ETA {:.0f} s", p.done, p.total, p.last->tokens, best, p.etaSeconds);
@@ -221,6 +259,14 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
       return;
     }
     const TunePoint &q = *p.last;
+    if (q.status == TunePoint::Status::Untimed) { // one line says it: the rest of the token count follows suit
+      if (untimedTokens == q.tokens)
+        return;
+      untimedTokens = q.tokens;
+      fmt::print(stderr, "[{}/{}] T={} {}: untimed: {} (so are the points of T={} after it)\n", p.done, p.total, q.tokens,
+                 q.text, q.why, q.tokens);
+      return;
+    }
     std::string what = q.status == TunePoint::Status::Timed || q.status == TunePoint::Status::Reused
                            ? fmt::format("{:.1f} us{}", q.medianUs, q.status == TunePoint::Status::Reused ? " (earlier sweep)" : "")
                            : std::string(statusName(q.status)) + ": " + q.why;
@@ -230,7 +276,25 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
 
   std::string baseline = o.target == "ptx" ? "copy" : o.target == "ascend" ? "GM bound" : "memcpy";
   fmt::print("{}", rankedTable(result, baseline, o.top));
-  fmt::print("compiled {} configs (pruned ones never are)\n", result.compiled);
+  fmt::print("{}", sweepSummary(result, o.budget));
+  size_t mismatches = 0, ranked = 0;
+  for (const TunePoint &p : result.points) {
+    mismatches += p.status == TunePoint::Status::Mismatch;
+    ranked += p.status == TunePoint::Status::Timed || p.status == TunePoint::Status::Reused;
+  }
+  std::string mismatchError = fmt::format("{} configs gave outputs that differ from the heuristic's: a compiler bug "
+                                          "(see the lines marked 'mismatch')",
+                                          mismatches);
+  if (!ranked) { // no tuning file, no report: nothing to put in them
+    if (mismatches)
+      throw std::runtime_error(mismatchError);
+    throw std::runtime_error(
+        result.budgetSpent
+            ? fmt::format("nothing was timed: the budget of {:g} s was spent before the first group of configs "
+                          "(the reference runs and the checks took {:.2f} s); raise --budget, or leave it out",
+                          o.budget, result.timingSeconds)
+            : "nothing was timed: no config compiled and passed the check (see the lines above)");
+  }
   std::string where;
   if (!o.out.empty()) {
     writeTuningFile(o.out, result.file);
@@ -247,17 +311,12 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
   std::string note;
   std::vector<std::string> files =
       writeSweepReport(result, stem, fmt::format("{} {} {}", o.op, o.dtype, key.target),
-                       o.target == "ascend" ? "the chip's GM bound" : "same-run copy", note);
+                       o.target == "ascend" ? "the chip's GM bound" : "the same-run " + baseline, rt.target().kind, note);
   fmt::print("report: {}\n", fmt::join(files, ", "));
   if (!note.empty())
     fmt::print("note: {}\n", note);
-  size_t mismatches = 0;
-  for (const TunePoint &p : result.points)
-    mismatches += p.status == TunePoint::Status::Mismatch;
   if (mismatches)
-    throw std::runtime_error(fmt::format("{} configs gave outputs that differ from the heuristic's: a compiler bug "
-                                         "(see the lines marked 'mismatch')",
-                                         mismatches));
+    throw std::runtime_error(mismatchError);
 }
 
 } // namespace
@@ -279,7 +338,9 @@ void registerTuneCommand(CLI::App &app) {
   cmd->add_option("--tokens", o->tokens, "token counts, comma-separated (default: spec §8.1's production count)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  cmd->add_option("--budget", o->budget, "seconds; configs not reached in time stay untimed (0: no limit)")
+  cmd->add_option("--budget", o->budget,
+                  "seconds of timing (the compiles before it are not counted; their time is printed apart); "
+                  "configs not reached in time stay untimed, and a later sweep times them (0: no limit)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--configs", o->configsFile, "a file of configs, one per line (default: the target's space)");
   cmd->add_option("--reps", o->reps, "timed runs per config (the median is kept)")

@@ -2,14 +2,15 @@
 #include "TuneReport.h"
 
 #include "Common.h"
+#include "TunePlot.h"
 
-#include "moec/dsl/Printer.h"
 #include "moec/tune/TuningDb.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,9 @@
 namespace moec::cli {
 
 namespace {
+
+constexpr const char *kCsvHeader = "tokens,bucket,config,vector,threads,rows,unroll,off,on,buffers,chunk,family,status,"
+                                   "median_us,min_us,baseline_us,fraction_of_baseline,is_heuristic,is_best,why\n";
 
 bool ranks(const TunePoint &p) {
   return p.status == TunePoint::Status::Timed || p.status == TunePoint::Status::Reused;
@@ -90,7 +94,11 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
     const TunePoint *heuristic = heuristicOf(points);
     out += fmt::format("\ntokens {} (bucket {}): {} configs timed or reused\n", tokens, tune::tokenBucket(tokens),
                        timed.size());
-    out += fmt::format("{:>4}  {:<64} {:>11} {:>11} {:>13} {:>9}\n", "rank", "config", "median us", "min us",
+    size_t width = 64; // the config column holds the longest config shown
+    for (size_t i = 0; i < timed.size(); ++i)
+      if (i < top || timed[i] == heuristic)
+        width = std::max(width, timed[i]->text.size());
+    out += fmt::format("{:>4}  {:<{}} {:>11} {:>11} {:>13} {:>9}\n", "rank", "config", width, "median us", "min us",
                        "vs heuristic", "vs " + baselineName);
     for (size_t i = 0; i < timed.size(); ++i) {
       if (i >= top && timed[i] != heuristic)
@@ -99,19 +107,37 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
       std::string vsHeuristic = heuristic && ranks(*heuristic) ? fmt::format("{:.3f}x", heuristic->medianUs / p.medianUs) : "-";
       std::string vsBase = p.baselineUs > 0 ? fmt::format("{:.2f}", p.baselineUs / p.medianUs) : "-";
       std::string min = p.status == TunePoint::Status::Reused ? "(earlier)" : fmt::format("{:.1f}", p.minUs);
-      out += fmt::format("{:>4}  {:<64} {:>11.1f} {:>11} {:>13} {:>9}\n", i + 1, p.text, p.medianUs, min, vsHeuristic,
-                         vsBase);
+      out += fmt::format("{:>4}  {:<{}} {:>11.1f} {:>11} {:>13} {:>9}\n", i + 1, p.text, width, p.medianUs, min,
+                         vsHeuristic, vsBase);
     }
-    out += fmt::format("      pruned {}, failed {}, outputs differ {}, untimed {}\n", counts[TunePoint::Status::Pruned],
-                       counts[TunePoint::Status::Failed], counts[TunePoint::Status::Mismatch],
-                       counts[TunePoint::Status::Untimed]);
+    out += fmt::format("      of {} configs: timed {}, reused {}, pruned {}, failed to compile {}, outputs differ {}, "
+                       "untimed {}\n",
+                       points.size(), counts[TunePoint::Status::Timed], counts[TunePoint::Status::Reused],
+                       counts[TunePoint::Status::Pruned], counts[TunePoint::Status::Failed],
+                       counts[TunePoint::Status::Mismatch], counts[TunePoint::Status::Untimed]);
   }
   return out;
 }
 
+std::string sweepSummary(const TuneResult &result, double budgetSeconds) {
+  std::string out = fmt::format("\n{} configs: {} pruned, {} compiled, {} failed to compile", result.considered,
+                                result.pruned, result.compiled, result.failed);
+  if (result.timedEarlier)
+    out += fmt::format(", {} not compiled (timed by an earlier sweep at every token count)", result.timedEarlier);
+  out += fmt::format("; the compiles took {:.1f} s\n", result.compileSeconds);
+  size_t untimed = 0;
+  for (const TunePoint &p : result.points)
+    untimed += p.status == TunePoint::Status::Untimed;
+  out += fmt::format("the timing took {:.1f} s", result.timingSeconds);
+  if (budgetSeconds > 0)
+    out += result.budgetSpent ? fmt::format(", past its budget of {:g} s: {} points untimed (a later sweep times them)",
+                                            budgetSeconds, untimed)
+                              : fmt::format(", within its budget of {:g} s", budgetSeconds);
+  return out + "\n";
+}
+
 std::string sweepCsv(const TuneResult &result) {
-  std::string csv = "tokens,bucket,config,vector,threads,rows,unroll,off,on,buffers,chunk,family,status,median_us,min_us,"
-                    "baseline_us,fraction_of_baseline,is_heuristic,is_best,why\n";
+  std::string csv = kCsvHeader;
   for (const auto &[tokens, points] : byTokens(result)) {
     const TunePoint *best = fastest(points);
     for (const TunePoint *p : points) {
@@ -135,82 +161,77 @@ std::string sweepCsv(const TuneResult &result) {
 }
 
 std::vector<std::string> writeSweepReport(const TuneResult &result, const std::string &stem, const std::string &title,
-                                          const std::string &baselineName, std::string &note) {
+                                          const std::string &baselineName, TargetKind kind, std::string &note) {
   std::vector<std::string> written;
   writeFile(stem + ".csv", sweepCsv(result));
   written.push_back(stem + ".csv");
+  // The picture is of the largest token count that has a timed config.
   auto groups = byTokens(result);
-  if (groups.empty())
+  const std::vector<const TunePoint *> *points = nullptr;
+  for (const auto &[tokens, group] : groups)
+    if (fastest(group))
+      points = &group;
+  if (!points) {
+    note = "nothing was timed: no plot";
     return written;
-  const auto &[tokens, points] = *groups.rbegin();
-  // One data block per family (gnuplot's `index`), its title on the block's first line. Throughput, not
-  // a fraction of the copy: configs reused from an earlier sweep have no copy timed with them.
-  auto gbps = [](const TunePoint &p) { return p.bytesMoved / p.medianUs / 1e3; };
-  std::map<std::string, std::vector<const TunePoint *>> families;
-  std::vector<double> copies;
-  for (const TunePoint *p : points) {
-    if (ranks(*p) && p->medianUs > 0 && !(p->config == Schedule{}))
-      families[tune::familyOf(p->config)].push_back(p);
-    if (p->baselineUs > 0)
-      copies.push_back(p->baselineUs);
   }
-  std::string dat;
-  for (auto &[family, members] : families) {
-    std::sort(members.begin(), members.end(),
-              [](const TunePoint *a, const TunePoint *b) { return tune::plotAxisOf(a->config) < tune::plotAxisOf(b->config); });
-    dat += dsl::quote(family) + "\n";
-    for (const TunePoint *p : members)
-      dat += fmt::format("{} {:.4f}\n", tune::plotAxisOf(p->config), gbps(*p));
-    dat += "\n\n";
-  }
-  const TunePoint *heuristic = heuristicOf(points), *best = fastest(points);
-  writeFile(stem + ".dat", dat);
+  // The script names its data and its picture by absolute paths: it runs from any folder.
+  std::string absolute = std::filesystem::absolute(stem).string();
+  SweepPlot plot = sweepPlot(*points, absolute, absolute + ".dat", title, baselineName, kind, 12);
+  writeFile(stem + ".dat", plot.data);
   written.push_back(stem + ".dat");
-  // Ascend configs lie along their chunk, the others along their vector width.
-  bool byChunk = !families.empty() && families.begin()->second.front()->config.buffers != 0;
-  std::string gp = fmt::format("set terminal svg size 1200,650 dynamic noenhanced font 'sans,11'\nset output {}\n"
-                               "set title {}\nset xlabel {}\n"
-                               "set ylabel 'GB/s (minimum bytes of the op / median time)'\nset logscale x 2\n"
-                               "{}\nset key outside right top font ',8'\nset grid\n"
-                               "set offsets graph 0.05, graph 0.05, graph 0.08, 0\n",
-                               dsl::quote(stem + ".svg"), dsl::quote(fmt::format("{} ({} tokens)", title, tokens)),
-                               byChunk ? "'chunk (elements of a row per UB pass)'" : "'vector width (elements)'",
-                               byChunk ? "set xtics (256, 1024, 4096, 16384)" : "set xtics (1, 2, 4, 8, 16)");
-  auto hline = [&](double y, const std::string &label, const char *style) {
-    gp += fmt::format("set arrow from graph 0, first {0:.4f} to graph 1, first {0:.4f} nohead {1}\n"
-                      "set label {2} at graph 0.01, first {0:.4f} offset 0,0.6\n",
-                      y, style, dsl::quote(label));
-  };
-  // The y range holds the lines too (gnuplot's autoscale sees only the data).
-  double top = 0;
-  for (const auto &[family, members] : families)
-    for (const TunePoint *p : members)
-      top = std::max(top, gbps(*p));
-  if (!copies.empty()) {
-    std::sort(copies.begin(), copies.end());
-    double copy = points.front()->bytesMoved / copies[copies.size() / 2] / 1e3;
-    hline(copy, fmt::format("{} {:.1f} GB/s", baselineName, copy), "dt 3 lw 2 lc rgb 'gray40'");
-    top = std::max(top, copy);
-  }
-  if (heuristic && ranks(*heuristic))
-    top = std::max(top, gbps(*heuristic));
-  gp += top > 0 ? fmt::format("set yrange [0:{:.4f}]\n", 1.12 * top) : "set yrange [0:*]\n";
-  if (heuristic && ranks(*heuristic))
-    hline(gbps(*heuristic), fmt::format("heuristic {:.1f} GB/s", gbps(*heuristic)), "dt 2 lw 2 lc rgb 'black'");
-  if (best && !(best->config == Schedule{}))
-    gp += fmt::format("set label {} at first {}, first {:.4f} point pt 7 ps 2 lc rgb 'red' right offset -1,-1\n",
-                      dsl::quote("best: " + best->text), tune::plotAxisOf(best->config), gbps(*best));
-  if (families.empty())
-    gp += "plot 1/0 notitle\n";
-  else
-    gp += fmt::format("plot for [i=0:{}] {} index i using 1:2 with linespoints title columnheader(1)\n",
-                      families.size() - 1, dsl::quote(stem + ".dat"));
-  writeFile(stem + ".gp", gp);
+  writeFile(stem + ".gp", plot.script);
   written.push_back(stem + ".gp");
   note = runGnuplot(stem + ".gp");
   if (note.empty())
     written.push_back(stem + ".svg");
   return written;
+}
+
+size_t removeReports(const std::string &dir, size_t &leftAlone) {
+  namespace fs = std::filesystem;
+  auto opensWith = [](const fs::path &path, const std::string &start) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(start.size(), '\0');
+    return in.read(head.data(), std::streamsize(head.size())) && head == start;
+  };
+  auto regular = [](const fs::path &path) {
+    std::error_code ec;
+    return fs::symlink_status(path, ec).type() == fs::file_type::regular;
+  };
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec)))
+    return 0;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    files.push_back(it->path());
+  if (ec)
+    throw std::runtime_error("cannot read '" + dir + "': " + ec.message());
+  std::string marker = std::string(kPlotMarker) + " ";
+  std::vector<fs::path> ours;
+  for (const fs::path &path : files) {
+    std::string ext = path.extension().string();
+    fs::path script = fs::path(path).replace_extension(".gp");
+    bool mine = regular(path) &&
+                (ext == ".gp" || ext == ".dat"   ? opensWith(path, marker)
+                 : ext == ".csv"                 ? opensWith(path, kCsvHeader)
+                 : ext == ".svg" || ext == ".png" ? regular(script) && opensWith(script, marker) &&
+                                                       opensWith(path, ext == ".svg" ? "<?xml" : "\x89PNG")
+                                                  : false);
+    if (mine)
+      ours.push_back(path);
+    else
+      ++leftAlone;
+  }
+  size_t removed = 0;
+  for (const fs::path &path : ours) {
+    if (!fs::remove(path, ec) && ec)
+      throw std::runtime_error("cannot remove '" + path.string() + "': " + ec.message());
+    ++removed;
+  }
+  if (fs::is_empty(dir, ec)) // moec's folder, and no file in it now
+    fs::remove(dir, ec);
+  return removed;
 }
 
 } // namespace moec::cli

@@ -14,12 +14,20 @@ std::string rankedTable(const TuneResult &result, const std::string &baselineNam
 /// One row per point: tokens, bucket, config, its knobs, family, status, times, fractions, marks.
 std::string sweepCsv(const TuneResult &result);
 
-/// Writes `<stem>.csv`, `<stem>.dat` and `<stem>.gp`, and runs gnuplot on the script to make `<stem>.svg`:
-/// each config's throughput (minimum bytes / median time) against its vector width (an Ascend config's
-/// chunk), one line per config family, the baseline (`baselineName`: the same-run copy, or the chip's
-/// bound), the heuristic and the best marked, for the largest token count swept. Returns the files
-/// written; a missing gnuplot is a note, not an error (the script is still there to run).
+/// The sweep's counts: configs considered, pruned, compiled, failed, timed earlier; how long the compiles
+/// and the timing took, and what the budget (of the timing alone) left untimed.
+std::string sweepSummary(const TuneResult &result, double budgetSeconds);
+
+/// Writes `<stem>.csv` (every point), and `<stem>.dat` and `<stem>.gp` (TunePlot.h's picture of the largest
+/// token count with a timed config), and runs gnuplot on the script to make `<stem>.svg`. Returns the files
+/// written; a missing gnuplot is a note, not an error (the script is still there to run), and so is a sweep
+/// with nothing timed (no plot).
 std::vector<std::string> writeSweepReport(const TuneResult &result, const std::string &stem, const std::string &title,
-                                          const std::string &baselineName, std::string &note);
+                                          const std::string &baselineName, TargetKind kind, std::string &note);
+
+/// Removes the report files of `dir` that moec wrote (`<cache>/tuning/reports`): scripts and data files
+/// that open with TunePlot.h's marker, CSVs that open with sweepCsv's header, and the pictures (.svg, .png)
+/// of a script of moec's; then the folder, if it is empty. `leftAlone` counts what else is there.
+size_t removeReports(const std::string &dir, size_t &leftAlone);
 
 } // namespace moec::cli

@@ -1,11 +1,17 @@
 //===- Tuner.h - Timing a space of schedules for one op specialization -*- C++ -*-===//
 //
-// The engine behind `moec tune`: for each token count, run the heuristic's kernels once for reference
-// outputs, then every config of the sweep: pruned ones are never compiled, the others are compiled in
-// parallel (through the Runtime, so the disk cache keeps them), checked bit for bit against the
-// reference, and timed a fixed number of times (caches flushed before each run) against a same-run
-// baseline, in groups whose configs run in turn, rep after rep, so drift in the machine's speed touches
-// them alike. A config the previous tuning file already timed for a bucket is not timed again.
+// The engine behind `moec tune`: the configs that are not pruned are compiled first, in parallel
+// (through the Runtime, so the disk cache keeps them; the heuristic among them, since its outputs are the
+// reference). Then, for each token count, the heuristic's kernels run once for reference outputs, and
+// every compiled config is checked bit for bit against them and timed a fixed number of times (caches
+// flushed before each run) against a same-run baseline, in groups whose configs run in turn, rep after
+// rep, so drift in the machine's speed touches them alike. The budget bounds the timing (from the first
+// reference run on), not the compiles, whose time is reported apart. A config the previous tuning file
+// already timed for a bucket is not timed again.
+//
+// The counts: every distinct config (the heuristic included) is `considered`; each is pruned, compiled,
+// failed to compile, or needs no compile (timed earlier at every token count). Each token count has one
+// point per considered config, whose status says what became of it.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -17,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace moec {
@@ -37,13 +44,32 @@ struct TuneCall {
   double modeledBaselineSeconds = 0;
 };
 
+/// A config compiled (or loaded from the disk cache) or failed, reported as each finishes, one at a time.
+struct TuneCompileProgress {
+  size_t done = 0, total = 0; // total: the configs to compile, the heuristic included
+  std::string config;         // its text
+  std::string error;          // why it did not compile; "" when it did
+  double seconds = 0;         // since the compiles began
+};
+
+/// What a sweep will do, known before its first compile.
+struct TunePlan {
+  size_t considered = 0;   // distinct configs, the heuristic included
+  size_t toCompile = 0;    // the heuristic included
+  size_t timedEarlier = 0; // timed by an earlier sweep at every token count: not compiled
+  std::vector<std::pair<std::string, std::string>> pruned; // config text, why
+};
+
 struct TuneOptions {
   std::vector<int64_t> tokens;   // token counts; each is timed, and stored under its bucket
   std::vector<Schedule> configs; // the candidates, in order (a target's space, a --configs file, a shard)
   int reps = 10;                 // timed runs per config: fixed, so every sweep runs the same number
-  double budgetSeconds = 0;      // 0: none; else groups not reached in time stay untimed (a later sweep times them)
+  double budgetSeconds = 0;      // 0: none; else timing groups not reached in time stay untimed (a later sweep
+                                 // times them). Compiles are not part of it.
   unsigned compileThreads = 0;   // 0: the hardware's threads
   const tune::TuningFile *previous = nullptr; // timings kept from earlier sweeps
+  std::function<void(const TunePlan &)> planned;                     // called once, before the compiles
+  std::function<void(const TuneCompileProgress &)> compileProgress; // called as each compile finishes
 };
 
 struct TunePoint {
@@ -58,6 +84,8 @@ struct TunePoint {
 };
 const char *statusName(TunePoint::Status s);
 
+/// A point settled in the timing phase: timed, reused from the previous file, mismatched or left untimed.
+/// `total` counts the points of every token count that were not pruned and did compile.
 struct TuneProgress {
   size_t done = 0, total = 0;
   const TunePoint *last = nullptr;
@@ -68,7 +96,14 @@ struct TuneProgress {
 struct TuneResult {
   std::vector<TunePoint> points; // per token count: the heuristic first, then the configs in order
   tune::TuningFile file;         // the previous file (if any) plus this sweep's timings
-  size_t compiled = 0;           // configs compiled (pruned ones never are)
+  size_t considered = 0;         // distinct configs, the heuristic included: the points per token count
+  size_t pruned = 0;             // ruled out by the shape: never compiled
+  size_t compiled = 0;           // compiled or loaded from the disk cache, the heuristic included
+  size_t failed = 0;             // did not compile
+  size_t timedEarlier = 0;       // timed by an earlier sweep at every token count: not compiled
+  double compileSeconds = 0;     // the compiles (the heuristic's included)
+  double timingSeconds = 0;      // the checks and the timing: what the budget bounds
+  bool budgetSpent = false;      // some points were left untimed by the budget
 };
 
 /// Runs the sweep. `rt` should not use tuned schedules itself (Options::autotune = false), so the

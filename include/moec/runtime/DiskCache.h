@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,11 +92,13 @@ public:
   struct ClearResult {
     size_t removed = 0;   // entries
     size_t leftAlone = 0; // files and directories that are not moec's
+    size_t kept = 0;      // of the names the caller keeps (`keep`) that are there
   };
   /// Removes every entry moec wrote (a directory named by the hash of the key its meta.json holds) and
   /// stale temp directories of its own; never anything else, so a cache dir set to a home directory by
-  /// mistake loses nothing but moec's entries.
-  ClearResult clear();
+  /// mistake loses nothing but moec's entries. `keep` names what else in the directory is moec's but no
+  /// entry (the tuning folder): neither removed nor counted as left alone.
+  ClearResult clear(const std::set<std::string> &keep = {});
   Stats stats() const;
 
 private:

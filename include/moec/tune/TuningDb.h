@@ -135,6 +135,17 @@ public:
   /// end in ".json" are ignored silently.
   std::vector<TuningFile> list() const;
 
+  struct ClearResult {
+    size_t removed = 0;   // tuning files
+    size_t leftAlone = 0; // files and directories that are not tuning files moec wrote as they are now
+    size_t kept = 0;      // of the names the caller keeps (`keep`) that are there
+  };
+  /// Removes the tuning files of dir() that moec wrote: regular files whose JSON says "format":
+  /// "moec-tuning" and whose checksum matches their contents, of any moec version. Anything else (a file
+  /// moec did not write, one edited since, a link, a directory) is left alone and counted, except the
+  /// names in `keep` (the reports folder), which the caller sees to. A missing dir() clears nothing.
+  ClearResult clear(const std::set<std::string> &keep = {}) const;
+
   /// Reads a tuning file from any path (`moec tune --merge A.json B.json`, shard outputs): throws
   /// std::runtime_error naming the path on any problem.
   static TuningFile read(const std::filesystem::path &path);

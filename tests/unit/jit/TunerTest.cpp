@@ -21,10 +21,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -149,6 +151,10 @@ TEST_F(Tuner, PrunedConfigsAreNeverCompiledAndTheRestMatchTheHeuristic) {
                tune::parseConfig("vector=128,threads=1,rows=4,unroll=1"), // no such width: pruned
                tune::parseConfig("vector=8,threads=2000,rows=1,unroll=1"), // over the thread limit: pruned
                tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")}; // a repeat: tried once
+  std::vector<TunePlan> plans;
+  std::vector<TuneCompileProgress> compiles;
+  o.planned = [&](const TunePlan &p) { plans.push_back(p); };
+  o.compileProgress = [&](const TuneCompileProgress &p) { compiles.push_back(p); };
   TuneResult r = sweep(o);
   ASSERT_EQ(r.points.size(), 5u); // the heuristic, then 4 distinct configs
   EXPECT_EQ(r.points[0].text, "heuristic");
@@ -156,8 +162,25 @@ TEST_F(Tuner, PrunedConfigsAreNeverCompiledAndTheRestMatchTheHeuristic) {
                                           TunePoint::Status::Pruned, TunePoint::Status::Pruned};
   for (size_t i = 0; i < r.points.size(); ++i)
     EXPECT_EQ(r.points[i].status, expected[i]) << r.points[i].text << ": " << r.points[i].why;
-  EXPECT_EQ(r.compiled, 2u);
+  EXPECT_EQ(r.compiled, 3u) << "the heuristic (the reference) and the two configs that are not pruned";
   EXPECT_EQ(rt->stats().compiles, 3u) << "the heuristic and the two configs that are not pruned";
+  // One count of each: considered = pruned + compiled + failed + timed earlier, as planned and reported.
+  EXPECT_EQ(r.considered, 5u);
+  EXPECT_EQ(r.pruned, 2u);
+  EXPECT_EQ(r.failed, 0u);
+  EXPECT_EQ(r.timedEarlier, 0u);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].considered, 5u);
+  EXPECT_EQ(plans[0].toCompile, 3u);
+  ASSERT_EQ(plans[0].pruned.size(), 2u);
+  EXPECT_EQ(plans[0].pruned[0].first, "vector=128,threads=1,rows=4,unroll=1");
+  ASSERT_EQ(compiles.size(), 3u) << "a progress report per compile";
+  EXPECT_EQ(compiles[0].config, "heuristic") << "the heuristic compiles first";
+  for (size_t i = 0; i < compiles.size(); ++i) {
+    EXPECT_EQ(compiles[i].done, i + 1);
+    EXPECT_EQ(compiles[i].total, 3u);
+    EXPECT_EQ(compiles[i].error, "");
+  }
   const tune::BucketResult *bucket = r.file.forTokens(37);
   ASSERT_NE(bucket, nullptr);
   EXPECT_EQ(bucket->timings.size(), 3u);
@@ -175,7 +198,9 @@ TEST_F(Tuner, AddingConfigsRetimesOnlyTheNewOnes) {
   o.previous = &first.file;
   rt = std::make_unique<Runtime>(cpuOptions(dir / "second")); // another cache: every compile shows
   TuneResult second = sweep(o);
-  EXPECT_EQ(second.compiled, 1u) << "only the new config is compiled";
+  EXPECT_EQ(second.compiled, 2u) << "the heuristic (the reference) and the new config; the rest were timed before";
+  EXPECT_EQ(second.timedEarlier, 2u);
+  EXPECT_EQ(second.considered, 4u);
   size_t reused = 0, timed = 0;
   for (const TunePoint &p : second.points) {
     reused += p.status == TunePoint::Status::Reused;
@@ -220,7 +245,26 @@ TEST_F(Tuner, ABudgetLeavesTheRestUntimed) {
   ASSERT_EQ(r.points.size(), 2u);
   for (const TunePoint &p : r.points)
     EXPECT_EQ(p.status, TunePoint::Status::Untimed) << p.text;
+  EXPECT_TRUE(r.budgetSpent);
   EXPECT_TRUE(r.file.buckets.empty());
+}
+
+// The budget bounds the timing, not the compiles: compiles that outlast it (here a progress callback that
+// sleeps past it) still leave the first group of configs timed.
+TEST_F(Tuner, ABudgetBoundsTheTimingNotTheCompiles) {
+  TuneOptions o;
+  o.tokens = {16};
+  o.reps = 1;
+  o.configs = {tune::parseConfig("vector=4,threads=1,rows=1,unroll=2")};
+  o.budgetSeconds = 1.0;
+  o.compileProgress = [](const TuneCompileProgress &) { std::this_thread::sleep_for(std::chrono::milliseconds(800)); };
+  TuneResult r = sweep(o);
+  EXPECT_GE(r.compileSeconds, 1.6);
+  ASSERT_EQ(r.points.size(), 2u);
+  for (const TunePoint &p : r.points)
+    EXPECT_EQ(p.status, TunePoint::Status::Timed) << p.text << ": " << p.why;
+  EXPECT_FALSE(r.budgetSpent);
+  EXPECT_LT(r.timingSeconds, r.compileSeconds);
 }
 
 // Sampled configs of each target's space give every op and mode the heuristic's bytes exactly (the CPU,
