@@ -401,6 +401,12 @@ struct VersionRowLoopsPass : impl::MoeVersionRowLoopsBase<VersionRowLoopsPass> {
     });
     for (Operation *op : writes)
       op->erase();
+    // What the loop carries (a dot product's partial sums) feeds writes after it, of the same incomplete outputs:
+    // it yields its initial values instead, so that its work goes too (held across the loop, A3's batch of 8
+    // dot products' 64 partial sums made its probs kernel need 250 registers).
+    Operation *yield = loop.getBody()->getTerminator();
+    yield->setOperands(loop.getRegionIterArgs());
+    loop->removeAttr(MoeDialect::LaneSumAttrHelper::getNameStr()); // it no longer sums
   }
 
   /// A copy of `loop` with each condition in `known` replaced by its value; the copy's results.

@@ -848,6 +848,13 @@ MUTATIONS = [
        "isa<scf::ForOp>(op) && op->getNumResults() > 0, ",
        "isa<scf::ForOp>(op), ")],
      None, "Dialect/attributes"),
+    ("report-only-loop-keeps-its-sums",
+     "a GPU row that failed a check runs a loop that only reports it but still carries its sums (A3's probs "
+     "kernel then holds a batch's 64 partial sums across that loop)",
+     [("compiler/Transforms/VersionRowLoops.cpp",
+       "    yield->setOperands(loop.getRegionIterArgs());\n",
+       "")],
+     None, "Transforms/version-row-loops-gpu"),
     # The PTX emulator (issue 57, "The emulator's own tests"): a destination that is also a source, and
     # loads and stores at allocations' edges. Each is caught by tests/unit/runtime/PtxEmuAlias*Test.cpp or
     # PtxEmuBoundsTest.cpp, cases moec's own PTX does not produce today.
