@@ -100,8 +100,11 @@ const std::vector<Row> &table() {
       {Stage::Moe, "moe-group-rows", kGroupRows, kGpu, 0, hoisted,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeGroupRows()); }},
       // GPU: the points of a row whose dot products read the same row (a token's experts) run on one warp.
-      {Stage::Moe, "moe-group-points", kGroupPoints, kGpu, 0, nullptr,
-       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeGroupPoints()); }},
+      // Under register-budget a batch of 4 dot products, not 8: a point holds a vector's partial sums a lane.
+      {Stage::Moe, "moe-group-points", kGroupPoints, kGpu, kRegisterBudget, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &c) {
+         pm.addPass(moe::createMoeGroupPoints({/*batch=*/c.on(kRegisterBudget) ? 4 : 8}));
+       }},
       // CPU: a row of points whose dead points only write a constant runs its live ones only, from a list.
       {Stage::Moe, "moe-compact-predicated-points", kCompactPredicatedPoints, kCpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeCompactPredicatedPoints()); }},
@@ -132,6 +135,9 @@ const std::vector<Row> &table() {
        [](OpPassManager &pm, const PipelineConfig &c) {
          pm.addPass(moe::createMoeLowerToGPU({/*stepTables=*/c.on(kHoistRowInvariants)}));
        }},
+      // GPU (opt-in): every kernel within 128 registers a thread, twice the warps per SM of a 255-register one.
+      {Stage::Loops, "moe-budget-registers", kRegisterBudget, kGpu, 0, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeBudgetRegisters()); }},
       // GPU: a warp's steps along a dot product's row unroll, before the versions and guards, so that the
       // steps' gathers, guarded, are in flight together.
       {Stage::Loops, "moe-unroll-lane-sums", kLoadsInFlight, kGpu, 0, nullptr,

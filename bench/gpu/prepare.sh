@@ -85,6 +85,15 @@ variant c2-h4096-no-short-lists --ops moe_unpermute --shapes "$h4096" --disable 
 # builds C2's list): the emulator reads C2 75.8 -> 80.4 % at Mixtral, 91.7 -> 93.9 % at Qwen3, B2 at Mixtral
 # 93.5 -> 95.7 % (2026-12-05, later). 512 threads at Mixtral read 67.3 % there now, so that variant is gone.
 variant h4096-threads128 --ops moe_init_routing_v2_grad,moe_unpermute --shapes "$h4096" --threads 128
+# The opt-in register-budget: every kernel within 128 registers (.maxnreg), A3's probs kernels' dot products
+# in batches of 4 (254 -> 128 registers, 4-52 bytes spilled; C2 32-44 registers, none spilled), for 16 warps
+# per SM instead of 8; the emulator's bound, which does not model the occupancy's effect here, reads A3 with
+# probs at DeepSeek-V3 90.3 -> 78.8 % (its token's gradient row read twice). C2 takes the budget alone.
+variant a3-probs-register-budget --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
+  --with routing_map,permuted_tokens,probs --enable register-budget
+variant a3-pad-probs-register-budget --ops moe_token_unpermute_with_routing_map_grad \
+  --shapes "${shapes//H=/drop_and_pad=1,H=}" --with permuted_tokens,probs --enable register-budget
+variant c2-register-budget --ops moe_unpermute --shapes "$shapes" --enable register-budget
 mkdir -p .gpu-deps/include
 cp -r /usr/include/fmt /usr/include/nlohmann .gpu-deps/include/
 du -sh "$out" "$variants" .gpu-deps

@@ -44,8 +44,16 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
     return unitOn(op, attr, isa<CompactOp>(op), "a moe.compact");
   if (name == LiveRankAttrHelper::getNameStr() || name == LaneScanAttrHelper::getNameStr())
     return unitOn(op, attr, isa<FoldOp>(op), "a moe.fold");
-  if (name == RowGroupAttrHelper::getNameStr() || name == PointRowsAttrHelper::getNameStr())
+  if (name == RowGroupAttrHelper::getNameStr())
     return unitOn(op, attr, isDomain(op), "a moe.compute or moe.scatter");
+  if (name == PointRowsAttrHelper::getNameStr()) {
+    auto batch = dyn_cast<IntegerAttr>(value);
+    if (!isDomain(op))
+      return error() << "belongs on a moe.compute or moe.scatter";
+    if (!batch || batch.getInt() < 2 || batch.getInt() > 32 || !llvm::isPowerOf2_64(batch.getInt()))
+      return error() << "must be the points run together, a power of two from 2 to 32";
+    return success();
+  }
   if (name == LaneLoopAttrHelper::getNameStr())
     return unitOn(op, attr, isa<scf::ForOp>(op), "an scf.for");
   if (name == LaneSumAttrHelper::getNameStr())

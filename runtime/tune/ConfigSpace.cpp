@@ -50,13 +50,15 @@ uint32_t parseOptimizations(const std::string &field, const std::string &value, 
 
 // The spaces. CPU: `rows` is the least rows a worker takes at once (small batches stay on fewer threads);
 // `off` may turn streaming (non-temporal) stores off, the software prefetch of gathered rows, or both.
-// GPU: threads along the row, rows per block.
+// GPU: threads along the row, rows per block, and whether the kernels keep within 128 registers
+// (register-budget: twice the warps per SM, A3's dot products in smaller batches).
 const std::vector<Knob> kCpuKnobs = {
     {"off", {0, kStreamingStores, kPrefetchGatheredRows, kStreamingStores | kPrefetchGatheredRows}},
     {"rows", {1, 16, 128}},
     {"unroll", {1, 4, 8}},
     {"vector", {4, 8, 16, 32}}};
-const std::vector<Knob> kGpuKnobs = {{"threads", {32, 64, 128, 256, 512}},
+const std::vector<Knob> kGpuKnobs = {{"on", {0, kRegisterBudget}},
+                                     {"threads", {32, 64, 128, 256, 512}},
                                      {"rows", {1, 2, 4, 8}},
                                      {"unroll", {1, 4, 8}},
                                      {"vector", {1, 2, 4, 8}}};

@@ -855,6 +855,20 @@ MUTATIONS = [
        "    yield->setOperands(loop.getRegionIterArgs());\n",
        "")],
      None, "Transforms/version-row-loops-gpu"),
+    ("budget-registers-misses-kernels",
+     "moe-budget-registers gives no kernel its .maxnreg: under register-budget ptxas takes up to 255 registers "
+     "again",
+     [("compiler/Targets/GPU/BudgetRegisters.cpp",
+       "      if (kernel.isKernel())\n",
+       "      if (!kernel.isKernel())\n")],
+     None, "Transforms/budget-registers"),
+    ("group-points-ignores-batch",
+     "moe-group-points marks every row of points with batches of 8, whatever its batch option (register-budget's "
+     "batches of 4 never happen)",
+     [("compiler/Targets/GPU/GroupPoints.cpp",
+       "IntegerAttr::get(IntegerType::get(&getContext(), 64), batch)",
+       "IntegerAttr::get(IntegerType::get(&getContext(), 64), 8)")],
+     None, "Transforms/group-points"),
     # The PTX emulator (issue 57, "The emulator's own tests"): a destination that is also a source, and
     # loads and stores at allocations' edges. Each is caught by tests/unit/runtime/PtxEmuAlias*Test.cpp or
     # PtxEmuBoundsTest.cpp, cases moec's own PTX does not produce today.

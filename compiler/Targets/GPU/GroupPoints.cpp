@@ -8,7 +8,8 @@
 // This pass marks such a kernel `moe.point_rows` when a term of its dot product loads along the sum's
 // index through indices that do not depend on the point's last index (grad[t, j]: a row shared by the
 // row's points). moe-lower-to-gpu then runs a row of points (outer..., every e) per warp: the warp walks
-// the points in order, a live point's dot product waits until kWarpInterleavedPoints have, and those run
+// the points in order, a live point's dot product waits until a batch of them have (the pass's `batch`, the
+// mark's value), and those run
 // together in one loop along j, the shared row loaded once per vector for all of them
 // (emitWarpPointRow). Each point's partial sums add the same terms in the same order: the results are
 // bit-identical to a warp per point.
@@ -123,7 +124,12 @@ std::optional<SetVector<Operation *>> sharedRowKeys(DomainOp domain, SumOp sum) 
 }
 
 struct GroupPointsPass : impl::MoeGroupPointsBase<GroupPointsPass> {
+  using MoeGroupPointsBase::MoeGroupPointsBase;
   void runOnOperation() override {
+    if (batch < 2 || batch > 32 || !llvm::isPowerOf2_64(batch)) {
+      getOperation().emitError("moe-group-points: batch must be a power of two from 2 to 32, got ") << int64_t(batch);
+      return signalPassFailure();
+    }
     for (DomainOp domain : collectDomainOps(getOperation())) {
       ScheduleAttr schedule = domain.schedule();
       if (!schedule || schedule.getThreads() != kWarpSize ||
@@ -132,7 +138,7 @@ struct GroupPointsPass : impl::MoeGroupPointsBase<GroupPointsPass> {
       std::optional<SetVector<Operation *>> keys = sharedRowKeys(domain, contiguousReductionOf(domain));
       if (!keys)
         continue;
-      domain.op()->setAttr(kPointRowsAttr, UnitAttr::get(&getContext()));
+      domain.op()->setAttr(kPointRowsAttr, IntegerAttr::get(IntegerType::get(&getContext(), 64), batch));
       for (Operation *key : *keys)
         key->setAttr(kGroupKeyAttr, UnitAttr::get(&getContext()));
     }

@@ -2,7 +2,7 @@
 //
 // A domain marked by moe-group-points runs a warp per row of its points (or per run of a one-dim domain's
 // points): the warp takes the row's points 32 at a time, a lane each, runs each point's ops before its dot
-// product, and then the live points' dot products together, up to kWarpInterleavedPoints at a time, its
+// product, and then the live points' dot products together, up to the mark's batch at a time, its
 // lanes splitting each reduction (InterleavedPoints.cpp); moe-lane-point-access's prefix sums over the
 // points run as ballots (emitLaneScans).
 //===----------------------------------------------------------------------===//
@@ -88,7 +88,8 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, const VaryingAnalysis &analys
 } // namespace
 
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
-  constexpr int64_t kSlots = kWarpInterleavedPoints, kWarpLanes = kWarpSize, kNarrowBatch = 2;
+  constexpr int64_t kWarpLanes = kWarpSize, kNarrowBatch = 2;
+  const int64_t slots = op.op()->getAttrOfType<IntegerAttr>(kPointRowsAttr).getInt(); // a batch's points
   Location loc = op.op()->getLoc();
   ScheduleAttr schedule = op.schedule();
   VaryingAnalysis analysis(op);
@@ -105,7 +106,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   if (rank > 1)
     outer = unflattenRow(b, loc, row, op.bounds().drop_back());
   // What a waiting point keeps (its last index, and the values its sum and late ops take from before
-  // them), in kSlots slots; the row's indices are the same for all. The keys (moe.group_key) are the same
+  // them), in slots slots; the row's indices are the same for all. The keys (moe.group_key) are the same
   // for all the points of a batch: a live point whose keys differ from the waiting ones' runs them first.
   SmallVector<Value> kept;
   SmallVector<size_t> keys; // positions in `kept`
@@ -144,8 +145,8 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   SmallVector<Value> waiting{cst(0)};
   if (!oneChunk)
     for (Value v : kept)
-      waiting.append(kSlots, zero(v.getType()));
-  auto slot = [&](ValueRange state, size_t k, int64_t i) { return state[1 + k * kSlots + i]; };
+      waiting.append(slots, zero(v.getType()));
+  auto slot = [&](ValueRange state, size_t k, int64_t i) { return state[1 + k * slots + i]; };
 
   // The points 32 at a time, a lane each.
   Value chunks =
@@ -258,7 +259,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       otherKeys = arith::OrIOp::create(
           b, loc, otherKeys, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointValues[k], waitingKeys[k]));
     }
-    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(kSlots));
+    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pending, cst(slots));
     Value end = arith::XOrIOp::create(b, loc, live, i1(true));
     Value flush =
         arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pending, cst(0)),
@@ -305,15 +306,17 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       // A batch of at most kNarrowBatch points (a token routed to few experts: Mixtral's top-2) runs a loop
       // that loads and multiplies only that many rows; a slot that is not active still costs its
       // instructions, guarded. Each point's sum adds the same terms in the same order either way.
-      auto narrow = scf::IfOp::create(
-          b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, pending, cst(kNarrowBatch)),
-          /*withElseRegion=*/true);
-      {
+      if (slots <= kNarrowBatch) {
+        runBatch(slots);
+      } else {
+        auto narrow = scf::IfOp::create(
+            b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, pending, cst(kNarrowBatch)),
+            /*withElseRegion=*/true);
         OpBuilder::InsertionGuard side(b);
         b.setInsertionPointToStart(narrow.thenBlock());
         runBatch(kNarrowBatch);
         b.setInsertionPointToStart(narrow.elseBlock());
-        runBatch(kSlots);
+        runBatch(slots);
       }
     }
     // A live point takes the first free slot.
@@ -326,7 +329,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       yielded.push_back(arith::OrIOp::create(b, loc, stillWaiting, bit));
     }
     for (auto [k, v] : llvm::enumerate(kept))
-      for (int64_t i = 0; i < kSlots && !oneChunk; ++i) {
+      for (int64_t i = 0; i < slots && !oneChunk; ++i) {
         Value here =
             arith::AndIOp::create(b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, cst(i)));
         yielded.push_back(arith::SelectOp::create(b, loc, here, pointValues[k], slot(state, k, i)));

@@ -39,11 +39,14 @@ enum Optimization : uint32_t {
   kWidenBf16Pairs = 1u << 19,          // moe-widen-bf16-pairs (CPU)
   kCompressLists = 1u << 20,           // moe-lower-to-loops{compact-lanes} (CPU with AVX-512)
   kCompactPredicatedPoints = 1u << 21, // moe-compact-predicated-points (CPU)
-  kAllOptimizations = (1u << 22) - 1,
+  kRegisterBudget = 1u << 22,          // moe-budget-registers, moe-group-points{batch=4} (GPU; opt-in)
+  kAllOptimizations = (1u << 23) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
   // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec
-  // tune` decides. None at present (prefetch-gathered-rows was one until it learnt to tell them apart).
-  kOptInOptimizations = 0,
+  // tune` decides (prefetch-gathered-rows was one until it learnt to tell them apart). register-budget:
+  // 128 registers a thread, for twice the warps per SM, and A3's probs kernels' dot products in batches of
+  // 4, not 8 (a token's gradient row read twice at top-8); which wins is for a GPU to say.
+  kOptInOptimizations = kRegisterBudget,
 };
 
 /// Each optimization by the name `--disable NAME` / `--enable NAME` and a config's `off=NAME` / `on=NAME`
@@ -70,7 +73,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"short-lists", kShortLists},
     {"widen-bf16-pairs", kWidenBf16Pairs},
     {"compress-lists", kCompressLists},
-    {"compact-predicated-points", kCompactPredicatedPoints}};
+    {"compact-predicated-points", kCompactPredicatedPoints},
+    {"register-budget", kRegisterBudget}};
 static_assert(
     [] {
       uint32_t all = 0;
@@ -145,7 +149,7 @@ constexpr int64_t kRowGroupMembers = 16;
 
 /// GPU: a row of points (moe-group-points) of a one-dim domain is a run of at most this many consecutive
 /// points, a warp each; the runtime counts ceil(points / 8) runs. One batch of dot products
-/// (kWarpInterleavedPoints): a run of 32 gave A3's drop-and-pad probs kernel at DeepSeek-V3 a quarter as many
+/// (moe-group-points' batch): a run of 32 gave A3's drop-and-pad probs kernel at DeepSeek-V3 a quarter as many
 /// warps, each running four batches one after another (34 % of copy bandwidth in the emulator's bound, 86 %
 /// with runs of 8 and guarded batches; runs of 4 split a token's slots over two warps and fell to 25 %).
 constexpr int64_t kPointRunLength = 8;

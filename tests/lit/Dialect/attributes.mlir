@@ -113,6 +113,37 @@ func.func @row_group_on_a_function() attributes {moe.row_group} {
 
 // -----
 
+func.func @point_rows_on_a_function() attributes {moe.point_rows = 8 : i64} {
+  // expected-error @-1 {{'func.func' op 'moe.point_rows' belongs on a moe.compute or moe.scatter}}
+  return
+}
+
+// -----
+
+func.func @point_rows_batch_of_3(%out: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'moe.compute' op 'moe.point_rows' must be the points run together, a power of two from 2 to 32}}
+  moe.compute %out[%n] {moe.point_rows = 3 : i64} : memref<?xf32> {
+  ^bb0(%i: index):
+    %z = arith.constant 0.0 : f32
+    moe.yield %z : f32
+  }
+  return
+}
+
+// -----
+
+func.func @point_rows_unit(%out: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'moe.compute' op 'moe.point_rows' must be the points run together, a power of two from 2 to 32}}
+  moe.compute %out[%n] {moe.point_rows} : memref<?xf32> {
+  ^bb0(%i: index):
+    %z = arith.constant 0.0 : f32
+    moe.yield %z : f32
+  }
+  return
+}
+
+// -----
+
 func.func @dead_value_of_another_type(%out: memref<?xbf16>, %n: index) {
   // expected-error @+1 {{'moe.compute' op 'moe.dead_value' must be a constant of the output's element type 'bf16'}}
   moe.compute %out[%n] {moe.dead_value = 0.0 : f32} : memref<?xbf16> {

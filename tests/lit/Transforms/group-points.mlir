@@ -14,18 +14,33 @@
 // batch loads its token's row once, under the token's bounds check.
 // RUN: moec-opt %s --moe-group-points | FileCheck %s --check-prefix=MARK
 // RUN: moec-opt %s --moe-group-points --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU
+// Batches of 4 (register-budget): the mark says so, and a batch waits for 4 points and runs 4 slots.
+// RUN: moec-opt %s --moe-group-points=batch=4 | FileCheck %s --check-prefix=MARK4
+// RUN: moec-opt %s --moe-group-points=batch=4 --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=GPU4
+// RUN: not moec-opt %s --moe-group-points=batch=3 2>&1 | FileCheck %s --check-prefix=BAD
 
 // MARK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
-// MARK: moe.scatter {{.*}} {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32
+// MARK: moe.scatter {{.*}} {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32
 // MARK-LABEL: func.func @reads_only_the_point_rows
 // MARK-NOT: moe.point_rows
 // MARK: return
 // MARK-LABEL: func.func @pad_slots_by_token
-// MARK: moe.scatter {{.*}} {moe.point_rows, schedule
+// MARK: moe.scatter {{.*}} {moe.point_rows = 8 : i64, schedule
 // MARK: %[[TOKEN:.*]] = memref.load %4[%arg12] : memref<?xi32>
 // MARK-NEXT: arith.index_cast %[[TOKEN]] {moe.group_key} : i32 to index
 // MARK-NOT: moe.group_key
 // MARK: moe.write
+
+// MARK4-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
+// MARK4: moe.scatter {{.*}} {moe.point_rows = 4 : i64, schedule
+// GPU4-LABEL: gpu.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
+// GPU4: arith.cmpi eq, %{{.*}}, %c4 : index
+// GPU4: scf.for %{{.*}} = %{{.*}} to %c64 step %c128 iter_args(
+// GPU4-COUNT-4: scf.if %{{.*}} -> (vector<4xf32>) {
+// GPU4-NOT: scf.if %{{.*}} -> (vector<4xf32>) {
+// GPU4: scf.yield
+// GPU4-LABEL: gpu.func @reads_only_the_point_rows
+// BAD: moe-group-points: batch must be a power of two from 2 to 32, got 3
 
 // A warp (thread.y) per token, a lane (thread.x) per expert; the live experts in order, their values from
 // their lanes.

@@ -64,7 +64,7 @@ func.func @scan(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_ptr: !l
   %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
   %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
   %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
-  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  moe.scatter %out[%n, %c16] {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
   ^bb0(%t: index, %e: index):
     %k = moe.fold %e, %c0 : index {
     ^bb0(%j: index, %acc: index):
@@ -96,7 +96,7 @@ func.func @init_varies(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_
   %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
   %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
   %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
-  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  moe.scatter %out[%n, %c16] {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
   ^bb0(%t: index, %e: index):
     %k = moe.fold %e, %e : index {
     ^bb0(%j: index, %acc: index):
@@ -129,7 +129,7 @@ func.func @steps_read_the_point(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly
   %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
   %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
   %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
-  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  moe.scatter %out[%n, %c16] {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
   ^bb0(%t: index, %e: index):
     %k = moe.fold %e, %c0 : index {
     ^bb0(%j: index, %acc: index):
@@ -160,7 +160,7 @@ func.func @not_a_sum(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_pt
   %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
   %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
   %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
-  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  moe.scatter %out[%n, %c16] {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
   ^bb0(%t: index, %e: index):
     %k = moe.fold %e, %c0 : index {
     ^bb0(%j: index, %acc: index):
@@ -191,7 +191,7 @@ func.func @not_a_count(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_
   %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
   %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
   %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
-  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  moe.scatter %out[%n, %c16] {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
   ^bb0(%t: index, %e: index):
     %k = moe.fold %e, %c0 : index {
     ^bb0(%j: index, %acc: index):
@@ -224,7 +224,7 @@ func.func @whole_row(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_pt
   %map = moe.view %map_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xi8>
   %rows = moe.view %rows_ptr[%n, %c64] : !llvm.ptr -> memref<?x64xf32>
   %out = moe.view %out_ptr[%n, %c16] : !llvm.ptr -> memref<?x16xf32>
-  moe.scatter %out[%n, %c16] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
+  moe.scatter %out[%n, %c16] {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?x16xf32> {
   ^bb0(%t: index, %e: index):
     %k = moe.fold %c16, %c0 : index {
     ^bb0(%j: index, %acc: index):
@@ -256,7 +256,7 @@ func.func @one_dim(%map_ptr: !llvm.ptr {llvm.noalias, llvm.readonly}, %rows_ptr:
   %map = moe.view %map_ptr[%n] : !llvm.ptr -> memref<?xi8>
   %rows = moe.view %rows_ptr[%c64] : !llvm.ptr -> memref<64xf32>
   %out = moe.view %out_ptr[%n] : !llvm.ptr -> memref<?xf32>
-  moe.scatter %out[%n] {moe.point_rows, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?xf32> {
+  moe.scatter %out[%n] {moe.point_rows = 8 : i64, schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 1>} : memref<?xf32> {
   ^bb0(%i: index):
     %k = moe.fold %i, %c0 : index {
     ^bb0(%j: index, %acc: index):

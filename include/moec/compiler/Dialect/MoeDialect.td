@@ -45,10 +45,11 @@ def Moe_Dialect : Dialect {
     // to it (a power of two, 16 or more). moe-streaming-stores makes it non-temporal where that holds.
     "::mlir::IntegerAttr":$streamable,
     // moe-group-rows / moe-group-points (GPU): a domain run a block per group of rows or a warp per row of
-    // points, and the row-invariant ops that compute a group's keys.
+    // points (the value: how many of the row's live points run their dot products together, a power of two
+    // from 2 to 32), and the row-invariant ops that compute a group's keys.
     "::mlir::UnitAttr":$row_group,
     "::mlir::UnitAttr":$group_key,
-    "::mlir::UnitAttr":$point_rows,
+    "::mlir::IntegerAttr":$point_rows,
     // moe-lane-point-access (GPU): a prefix-count moe.fold that a warp of points counts with a ballot.
     "::mlir::UnitAttr":$lane_scan,
     // moe-widen-rounded-folds: an arith.truncf whose operand cannot be NaN (moe-expand-unchecked-roundings).

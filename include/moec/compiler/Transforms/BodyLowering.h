@@ -317,7 +317,7 @@ bool pointsCanInterleave(DomainOp op, int64_t minRowBytes);
 
 /// GPU, a point kernel marked kPointRowsAttr: a row per warp (`lane` its lane id; the same lane split as
 /// emitWarpPoint's), or for a one-dim domain a run of kPointRunLength points. The warp runs its points in
-/// order; a live point's dot product waits until kWarpInterleavedPoints have (or the row ends, or a live
+/// order; a live point's dot product waits until the mark's batch of them have (or the row ends, or a live
 /// point's keys, the ops marked kGroupKeyAttr, differ), and they run together, each loaded value their
 /// terms share (the row they all read) loaded once; a batch of at most 2 points runs a loop with 2 slots
 /// (a top-2 token's batch would otherwise pay for 8). Where the row's points fit one warp (a run, or a
@@ -328,8 +328,5 @@ void emitWarpPointRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Va
 /// The number of warps of a point kernel marked kPointRowsAttr: its rows, or for a one-dim domain its runs
 /// of kPointRunLength points.
 mlir::Value emitPointRowCount(mlir::OpBuilder &b, DomainOp op);
-
-/// GPU: how many live points of a row of points run their dot products together (A3: a token's top-8).
-constexpr int64_t kWarpInterleavedPoints = 8;
 
 } // namespace moec::moe

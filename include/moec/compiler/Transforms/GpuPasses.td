@@ -97,7 +97,10 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
     shared; of the terms that qualify, the one with the fewest keys is chosen.
 
     It needs a warp per point (32 threads) and a body whose dot product comes first in the then-block of
-    the scf.if that says the point is live, only arithmetic after it.
+    the scf.if that says the point is live, only arithmetic after it. The mark's value is the batch: how
+    many live points' dot products run together (`batch`; 8, or 4 under the opt-in `register-budget`:
+    each point of a batch holds a vector's partial sums per lane, 8 registers for a bf16 row, and A3's
+    batches of 8 kept its probs kernels at 250 registers).
 
     ```mlir
     moe.scatter %pg[%Tk, %c256] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, ...>} {
@@ -115,9 +118,13 @@ def MoeGroupPoints : Pass<"moe-group-points", "::mlir::ModuleOp"> {
       moe.write ...
     }
     // becomes
-    moe.scatter %pg[%Tk, %c256] {moe.point_rows, schedule = ...} { ... }
+    moe.scatter %pg[%Tk, %c256] {moe.point_rows = 8 : i64, schedule = ...} { ... }
     ```
   }];
+  let options = [
+    Option<"batch", "batch", "int64_t", "8",
+           "how many live points of a row run their dot products together (a power of two from 2 to 32)">
+  ];
 }
 
 def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
@@ -152,6 +159,26 @@ def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
       %k = moe.fold %e, %c0 {moe.lane_scan} : index { ... }
     ```
   }];
+}
+
+def MoeBudgetRegisters : Pass<"moe-budget-registers", "::mlir::ModuleOp"> {
+  let summary = "GPU: each kernel is compiled for at most 128 registers a thread";
+  let description = [{
+    The opt-in `register-budget`: every `gpu.func` kernel gets `nvvm.maxnreg = 128`, which NVPTX writes as
+    `.maxnreg 128`, so that ptxas leaves room for 16 warps of an SM's 64K registers (it otherwise takes up
+    to 255 where the block size allows, and a kernel of 8 warps a block then runs one block per SM). The
+    lowering must keep what a kernel holds live within the budget (moe-group-points' batches of 4 under the
+    same bit), or ptxas spills: the budget alone turns registers into spills.
+
+    ```mlir
+    gpu.func @k(...) kernel attributes {known_block_size = array<i32: 32, 8, 1>} { ... }
+    // becomes
+    gpu.func @k(...) kernel attributes {known_block_size = array<i32: 32, 8, 1>, nvvm.maxnreg = 128 : i32} { ... }
+    ```
+  }];
+  let options = [
+    Option<"registers", "registers", "int64_t", "128", "the most registers a thread of a kernel may use">
+  ];
 }
 
 def MoeUnrollLaneSums : Pass<"moe-unroll-lane-sums", "::mlir::ModuleOp"> {
