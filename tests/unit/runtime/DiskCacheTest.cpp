@@ -1,4 +1,5 @@
 //===- DiskCacheTest.cpp - The on-disk kernel cache -----------------------===//
+#include "FileTestSupport.h"
 #include "moec/runtime/DiskCache.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,9 @@ namespace moec {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::names;
+using testing::readText;
+using testing::writeText;
 
 const std::string kKey = "moec 0.1|src=5f1c|op=moe_init_routing_v2_grad|dtype=bf16|H=7168|K=8|ptx sm_90";
 
@@ -36,35 +40,12 @@ void expectSameEntry(const DiskCache::Entry &actual, const DiskCache::Entry &exp
   EXPECT_EQ(actual.meta, expected.meta);
 }
 
-std::string readText(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeText(const fs::path &path, const std::string &text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-/// The names in `dir`, sorted.
-std::vector<std::string> names(const fs::path &dir) {
-  std::vector<std::string> out;
-  for (const auto &e : fs::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-class DiskCacheTest : public ::testing::Test {
+class DiskCacheTest : public testing::ScratchDirTest {
 protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "moec-cache-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root = pattern;
-  }
   void TearDown() override {
     std::error_code ec;
     fs::permissions(root / "ro", fs::perms::owner_all, ec); // left read-only if a test failed early
-    fs::remove_all(root, ec);
+    ScratchDirTest::TearDown();
   }
 
   /// A cache in `root/name` whose warnings go to `warnings`.
@@ -74,7 +55,6 @@ protected:
     return cache;
   }
 
-  fs::path root;
   std::vector<std::string> warnings;
 };
 

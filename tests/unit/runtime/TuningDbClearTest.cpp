@@ -1,5 +1,5 @@
 //===- TuningDbClearTest.cpp - Clearing tuning files: only moec's, as moec wrote them -===//
-#include "moec/runtime/DiskCache.h"
+#include "FileTestSupport.h"
 #include "moec/tune/TuningDb.h"
 
 #include <gtest/gtest.h>
@@ -9,13 +9,16 @@
 #include <filesystem>
 #include <fstream>
 
-#include <stdlib.h>
 
 namespace moec::tune {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::names;
+using testing::readText;
+using testing::resign;
+using testing::writeText;
 
 TuningKey sampleKey(const std::string &op = "moe_init_routing_v2_grad") {
   return {op, "cpu-test-2threads", "bf16", {{"H", 7168}, {"top_k", 8}}, {}};
@@ -28,46 +31,12 @@ TuningFile sampleFile(const TuningKey &key = sampleKey()) {
   return file;
 }
 
-std::string readText(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeText(const fs::path &path, const std::string &text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-/// `doc` with its checksum made anew, as moec would have written it.
-std::string resign(json doc) {
-  doc.erase("checksum");
-  doc["checksum"] = contentHash(doc.dump());
-  return doc.dump(2);
-}
-
-std::vector<std::string> names(const fs::path &dir) {
-  std::vector<std::string> out;
-  for (const auto &e : fs::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-class TuningDbClear : public ::testing::Test {
+class TuningDbClear : public testing::ScratchDirTest {
 protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "moec-tuning-clear-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
   TuningDb db() {
     return TuningDb(root / "tuning", [this](const std::string &line) { warnings.push_back(line); });
   }
 
-  fs::path root;
   std::vector<std::string> warnings;
 };
 

@@ -1,6 +1,6 @@
 //===- TuningDbTest.cpp - The autotuning results database -----------------===//
+#include "FileTestSupport.h"
 #include "moec/tune/TuningDb.h"
-#include "moec/runtime/DiskCache.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::names;
+using testing::readText;
+using testing::resign;
+using testing::writeText;
 
 const std::string kFast = "vector=8,threads=1,rows=16,unroll=4";
 const std::string kSlow = "vector=4,threads=1,rows=16,unroll=4";
@@ -40,53 +44,17 @@ TuningFile sampleFile(const TuningKey &key = sampleKey()) {
   return file;
 }
 
-std::string readText(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeText(const fs::path &path, const std::string &text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-/// `doc` as a writer would save it: with a matching checksum over the compact dump of the rest.
-std::string resign(json doc) {
-  doc.erase("checksum");
-  doc["checksum"] = contentHash(doc.dump());
-  return doc.dump(2);
-}
-
-/// The file names in `dir`, sorted.
-std::vector<std::string> names(const fs::path &dir) {
-  std::vector<std::string> out;
-  for (const auto &e : fs::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 bool isPrintableAscii(const std::string &s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
 }
 
-class TuningDbTest : public ::testing::Test {
+class TuningDbTest : public testing::ScratchDirTest {
 protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "moec-tuning-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-
   /// A database in root/tuning (not created yet) whose warnings go to `warnings`.
   TuningDb db() {
     return TuningDb(root / "tuning", [this](const std::string &line) { warnings.push_back(line); });
   }
 
-  fs::path root;
   std::vector<std::string> warnings;
 };
 
