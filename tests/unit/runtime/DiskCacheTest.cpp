@@ -40,22 +40,20 @@ void expectSameEntry(const DiskCache::Entry &actual, const DiskCache::Entry &exp
   EXPECT_EQ(actual.meta, expected.meta);
 }
 
-class DiskCacheTest : public testing::ScratchDirTest {
+class DiskCacheTest : public testing::ScratchStoreTest {
 protected:
   void TearDown() override {
     std::error_code ec;
     fs::permissions(root / "ro", fs::perms::owner_all, ec); // left read-only if a test failed early
-    ScratchDirTest::TearDown();
+    ScratchStoreTest::TearDown();
   }
 
   /// A cache in `root/name` whose warnings go to `warnings`.
   std::unique_ptr<DiskCache> open(const std::string &name) {
     auto cache = std::make_unique<DiskCache>(root / name);
-    cache->setWarningHandler([this](const std::string &line) { warnings.push_back(line); });
+    cache->setWarningHandler(collectWarnings());
     return cache;
   }
-
-  std::vector<std::string> warnings;
 };
 
 TEST(DiskCacheHash, Is32HexDigitsOfXxh3_128) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,16 @@ protected:
   }
 
   std::filesystem::path root;
+};
+
+/// A ScratchDirTest whose store (a TuningDb, a DiskCache) is in `root` and sends its warnings to `warnings`.
+class ScratchStoreTest : public ScratchDirTest {
+protected:
+  std::function<void(const std::string &)> collectWarnings() {
+    return [this](const std::string &line) { warnings.push_back(line); };
+  }
+
+  std::vector<std::string> warnings;
 };
 
 } // namespace moec::testing

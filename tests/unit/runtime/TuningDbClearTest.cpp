@@ -31,13 +31,11 @@ TuningFile sampleFile(const TuningKey &key = sampleKey()) {
   return file;
 }
 
-class TuningDbClear : public testing::ScratchDirTest {
+class TuningDbClear : public testing::ScratchStoreTest {
 protected:
   TuningDb db() {
-    return TuningDb(root / "tuning", [this](const std::string &line) { warnings.push_back(line); });
+    return TuningDb(root / "tuning", collectWarnings());
   }
-
-  std::vector<std::string> warnings;
 };
 
 // `moec cache clear --tuning`: only tuning files moec wrote, as it wrote them, of any moec version; anything

@@ -48,14 +48,12 @@ bool isPrintableAscii(const std::string &s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
 }
 
-class TuningDbTest : public testing::ScratchDirTest {
+class TuningDbTest : public testing::ScratchStoreTest {
 protected:
   /// A database in root/tuning (not created yet) whose warnings go to `warnings`.
   TuningDb db() {
-    return TuningDb(root / "tuning", [this](const std::string &line) { warnings.push_back(line); });
+    return TuningDb(root / "tuning", collectWarnings());
   }
-
-  std::vector<std::string> warnings;
 };
 
 TEST(TuningVersion, IsTheProjectVersion) {
