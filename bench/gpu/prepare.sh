@@ -88,7 +88,7 @@ variant h4096-threads128 --ops moe_init_routing_v2_grad,moe_unpermute --shapes "
 # The opt-in register-budget: every kernel within 128 registers (.maxnreg), A3's probs kernels' dot products
 # in batches of 4 (254 -> 128 registers, 4-52 bytes spilled; C2 32-44 registers, none spilled), for 16 warps
 # per SM instead of 8; the emulator's bound, which does not model the occupancy's effect here, reads A3 with
-# probs at DeepSeek-V3 90.3 -> 78.8 % (its token's gradient row read twice). C2 takes the budget alone.
+# probs at DeepSeek-V3 90.3 -> 78.9 % (its token's gradient row read twice). C2 takes the budget alone.
 variant a3-probs-register-budget --ops moe_token_unpermute_with_routing_map_grad --shapes "$shapes" \
   --with routing_map,permuted_tokens,probs --enable register-budget
 variant a3-pad-probs-register-budget --ops moe_token_unpermute_with_routing_map_grad \
