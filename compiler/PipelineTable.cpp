@@ -131,9 +131,10 @@ const std::vector<Row> &table() {
        [](OpPassManager &pm, const PipelineConfig &c) {
          pm.addPass(moe::createMoeLowerToAscend({c.chip ? c.chip->ubAlignment : 32}));
        }},
-      {Stage::Loops, "moe-lower-to-gpu", 0, kGpu, kHoistRowInvariants, nullptr,
+      // A fold's row-invariant step work in tables its row's prologue fills: the prologue is the hoisting's.
+      {Stage::Loops, "moe-lower-to-gpu", 0, kGpu, kHoistRowInvariants | kStepTables, nullptr,
        [](OpPassManager &pm, const PipelineConfig &c) {
-         pm.addPass(moe::createMoeLowerToGPU({/*stepTables=*/c.on(kHoistRowInvariants)}));
+         pm.addPass(moe::createMoeLowerToGPU({/*stepTables=*/c.on(kHoistRowInvariants) && c.on(kStepTables)}));
        }},
       // GPU (opt-in): every kernel within 128 registers a thread, twice the warps per SM of a 255-register one.
       {Stage::Loops, "moe-budget-registers", kRegisterBudget, kGpu, 0, nullptr,

@@ -40,7 +40,8 @@ enum Optimization : uint32_t {
   kCompressLists = 1u << 20,           // moe-lower-to-loops{compact-lanes} (CPU with AVX-512)
   kCompactPredicatedPoints = 1u << 21, // moe-compact-predicated-points (CPU)
   kRegisterBudget = 1u << 22,          // moe-budget-registers, moe-group-points{batch=4} (GPU; opt-in)
-  kAllOptimizations = (1u << 23) - 1,
+  kStepTables = 1u << 23,              // moe-lower-to-gpu{step-tables} (GPU, with hoist-row-invariants)
+  kAllOptimizations = (1u << 24) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
   // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec
   // tune` decides (prefetch-gathered-rows was one until it learnt to tell them apart). register-budget:
@@ -74,7 +75,8 @@ inline constexpr std::pair<const char *, Optimization> kOptimizationsByName[] = 
     {"widen-bf16-pairs", kWidenBf16Pairs},
     {"compress-lists", kCompressLists},
     {"compact-predicated-points", kCompactPredicatedPoints},
-    {"register-budget", kRegisterBudget}};
+    {"register-budget", kRegisterBudget},
+    {"step-tables", kStepTables}};
 static_assert(
     [] {
       uint32_t all = 0;
