@@ -8,6 +8,8 @@
 # that run at once: below about a wave (1024 tokens fill the SMs with A3's probs kernels, a warp per token
 # at 8 warps per SM) the A3 rows would read too high; at top-2, 1024 tokens are 2048 slots, too few for
 # the kernels' fixed latencies (the fill's, a batch's) to hide behind the rows.
+# The last column is the estimate calibrated on a GPU run (bench/emu/calibrate.py), the one to steer by;
+# "bound" is the uncalibrated one. EXTRA: more moec bench arguments (EXTRA='--enable register-budget').
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 moec=${MOEC:-build/bin/moec}
@@ -17,21 +19,25 @@ run() { # label, then moec bench arguments
   local label=$1
   shift
   local line
-  line=$("$moec" bench "$@" --target ptx-emu --dtype "$dtype" --sample-blocks "$sample" | grep '^total:')
-  python3 - "$label" "$line" <<'PY'
+  local out
+  # shellcheck disable=SC2086 # EXTRA is a list of arguments
+  out=$("$moec" bench "$@" --target ptx-emu --dtype "$dtype" --sample-blocks "$sample" ${EXTRA:-})
+  line=$(grep '^total:' <<<"$out")
+  python3 - "$label" "$line" "$(grep '^estimate:' <<<"$out")" <<'PY'
 import re, sys
-label, line = sys.argv[1], sys.argv[2]
+label, line, estimate = sys.argv[1], sys.argv[2], sys.argv[3]
 ipb = re.search(r"([\d.]+) warp instructions per 16 bytes", line).group(1)
 coal = re.search(r"coalescing ([\d.]+)%", line).group(1)
 frac = re.search(r"= ([\d.]+)% of copy", line).group(1)
 us = re.search(r"bound ([\d.]+) us", line).group(1)
-print(f"| {label:<44} | {ipb:>9} | {coal:>9}% | {us:>9} | {frac:>7}% |")
+est = re.search(r"estimate: ([\d.]+)% of copy, \+-([\d.]+) points", estimate)
+print(f"| {label:<44} | {ipb:>9} | {coal:>9}% | {us:>9} | {frac:>7}% | {est.group(1):>6}% +-{est.group(2)} |")
 PY
 }
 echo "PTX emulator profile, $dtype, H=$H E=$E K=$K (sampled: $sample blocks per launch, counts scaled; A3: all"
 echo "blocks at $a3tokens tokens)"
-echo "| op, mode                                     | instr/16B | coalescing | bound us  | of copy |"
-echo "|----------------------------------------------|-----------|------------|-----------|---------|"
+echo "| op, mode                                     | instr/16B | coalescing | bound us  | bound: of copy | estimate: of copy |"
+echo "|----------------------------------------------|-----------|------------|-----------|----------------|-------------------|"
 b2=(moe_init_routing_v2_grad --dim H=$H --attr top_k=$K)
 run "B2 dropless" "${b2[@]}"
 run "B2 dropless, active_num" "${b2[@]}" --active

@@ -6,8 +6,8 @@
 //   2. time: the production token count of spec §8.1 for its hidden size, CUDA events around the launch
 //      after warm-up, the median, and the achieved TB/s next to a device-to-device copy of the same
 //      bytes measured in the same run;
-//   3. with --predict: the PTX emulator's H200 bound for the same call (a sample of blocks, counts scaled),
-//      next to the measurement.
+//   3. with --predict: the PTX emulator's calibrated estimate for the same call, with the calibration's
+//      held-out error band for the op (bench/emu/calibrate.py), next to the measurement.
 // With MOEC_GPU=emu the whole check runs on the emulator (no timing). The table comes last.
 //===----------------------------------------------------------------------===//
 #include "moec/cases/Cases.h"
@@ -55,18 +55,19 @@ int64_t get(const Bundle::Entry &e, const char *name, int64_t fallback = 0) {
   return it == e.statics.end() ? fallback : it->second;
 }
 
-/// The PTX emulator's H200 bound for `kernel` (loaded on the emulator) on `big`, as a fraction of copy
-/// bandwidth: a sample of each launch's blocks runs, and the counts are scaled to the grid.
-double predictedFraction(const Kernel &kernel, const Case &big) {
+/// The PTX emulator's calibrated estimate for `kernel` (loaded on the emulator) on `big`, as a fraction of
+/// copy bandwidth: a sample of each launch's blocks runs, and the counts are scaled to the grid, except where
+/// the kernels share a workspace (a fill skips the rows a scatter marked: every block runs).
+double predictedFraction(const Kernel &kernel, const Case &big, bool sharesWorkspace) {
   const CudaDriver &emu = CudaDriver::emulator();
   ptxemu::LaunchOptions options = ptxemu::launchOptions();
-  options.sampleBlocks = 256;
+  options.sampleBlocks = sharesWorkspace ? 0 : 256;
   options.registersFromPtxas = true; // where ptxas is installed: the latency bound's occupancy
   ptxemu::setLaunchOptions(options);
   DeviceCall call(emu, big);
   ptxemu::takeProfiles();
   kernel.launch(call.tensors, nullptr, big.attrs);
-  double seconds = ptxemu::boundSeconds(ptxemu::takeProfiles());
+  double seconds = ptxemu::estimatedSeconds(ptxemu::takeProfiles());
   options.sampleBlocks = 0;
   options.registersFromPtxas = false;
   ptxemu::setLaunchOptions(options);
@@ -78,8 +79,8 @@ double predictedFraction(const Kernel &kernel, const Case &big) {
 namespace {
 
 constexpr const char *kUsage = "usage: moec-gpu-check BUNDLE_DIR [REPS] [--predict]\n"
-                               "  REPS 0: check only, no timing (default 20); --predict: also the PTX emulator's H200\n"
-                               "  bound per entry\n"
+                               "  REPS 0: check only, no timing (default 20); --predict: also the PTX emulator's\n"
+                               "  calibrated estimate per entry, +- its held-out mean error\n"
                                "  MOEC_GPU=emu: everything on the emulator (checks at 1 and 37 tokens, no timing)\n";
 
 int checkBundle(std::vector<std::string> args) {
@@ -164,7 +165,8 @@ int checkBundle(std::vector<std::string> args) {
       }
       std::string predicted = "      -";
       if (predictor) {
-        std::snprintf(line, sizeof line, "%6.1f%%", 100 * predictedFraction(predictor->get(index), big));
+        double fraction = predictedFraction(predictor->get(index), big, !e.workspace.empty());
+        std::snprintf(line, sizeof line, "%5.1f%% +-%.1f", 100 * fraction, ptxemu::estimateErrorBand(e.op).meanAbs);
         predicted = line;
       }
       std::snprintf(line, sizeof line, "%-42s %-5s %-44s H=%-5lld T=%-5lld %s  %s  err %.1e", e.op.c_str(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine with CMake, a C++20 compiler and a CUDA driver (no LLVM needed): builds the
 # runtime-only GPU check and runs it on the bundle bench/gpu/prepare.sh emitted. Prints a table last;
-# PREDICT=1 adds the PTX emulator's H200 bound next to each measurement (host time: minutes).
+# PREDICT=1 adds the PTX emulator's calibrated estimate next to each measurement (host time: up to an hour,
+# on one core: A3's kernels share a workspace, so every block of theirs runs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD:-/tmp/moec-gpu-build}

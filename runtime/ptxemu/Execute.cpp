@@ -66,8 +66,12 @@ void BlockRunner::run(unsigned bx, unsigned by, unsigned bz) {
       }
     }
   }
-  for (const Warp &w : warps)
+  uint64_t slowest = 0;
+  for (const Warp &w : warps) {
     profile.warpCycles += double(w.cycles());
+    slowest = std::max(slowest, w.cycles());
+  }
+  profile.blockCycles.push_back(slowest);
 }
 
 [[noreturn]] void BlockRunner::fault(CUresult code, const Warp &w, int lane, const Instr &in,

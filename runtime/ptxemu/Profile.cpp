@@ -1,10 +1,12 @@
 //===- Profile.cpp - Launch counts and the H200 time bound ----------------===//
 #include "moec/contracts/Schedule.h"
+#include "moec/runtime/ptxemu/Calibration.h"
 #include "moec/runtime/ptxemu/Emulator.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <queue>
 
 namespace moec::ptxemu {
 
@@ -30,6 +32,7 @@ void Profile::add(const Profile &o) {
   storeBytes += o.storeBytes;
   warpCycles += o.warpCycles;
   registers = std::max(registers, o.registers);
+  blockCycles.insert(blockCycles.end(), o.blockCycles.begin(), o.blockCycles.end());
 }
 
 unsigned residentWarpsPerSm(const Profile &p) {
@@ -40,6 +43,28 @@ unsigned residentWarpsPerSm(const Profile &p) {
     blocks = std::min<uint64_t>(blocks, 65536 / (perWarp * warpsPerBlock));
   }
   return unsigned(std::max<uint64_t>(blocks, 1) * warpsPerBlock);
+}
+
+double makespanCycles(const Profile &p, const GpuModel &gpu) {
+  if (p.blockCycles.empty() || p.blocks == 0)
+    return 0;
+  const uint64_t warpsPerBlock = std::max<uint64_t>(1, (p.block.count() + kWarpSize - 1) / kWarpSize);
+  const uint64_t slots = uint64_t(gpu.sms) * std::max<uint64_t>(1, residentWarpsPerSm(p) / warpsPerBlock);
+  // A min-heap of the slots' free times; block b of the grid is run block b * run / blocks's stand-in.
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> freeAt;
+  uint64_t end = 0;
+  const uint64_t run = p.blockCycles.size();
+  for (uint64_t b = 0; b < p.blocks; ++b) {
+    uint64_t start = 0;
+    if (freeAt.size() == slots) {
+      start = freeAt.top();
+      freeAt.pop();
+    }
+    uint64_t done = start + p.blockCycles[size_t((unsigned __int128)b * run / p.blocks)];
+    freeAt.push(done);
+    end = std::max(end, done);
+  }
+  return double(end);
 }
 
 double Bound::seconds() const { return std::sqrt(memory * memory + issue * issue + latency * latency); }
@@ -61,6 +86,43 @@ double boundSeconds(const std::vector<Profile> &launches, const GpuModel &gpu) {
   for (const Profile &p : launches)
     seconds += boundSeconds(p, gpu);
   return seconds;
+}
+
+double estimateFromCounts(const Profile &p, double makespan, const GpuModel &gpu) {
+  namespace c = calibration;
+  const double memory = 32 * (p.loadSectors + c::kStoreWeight * p.storeSectors) / (c::kEfficiency * gpu.bandwidth);
+  const double rate = std::min(gpu.issuePerSm, residentWarpsPerSm(p) * c::kIssuePerWarp);
+  const double issue = p.totalWarpInstructions() / (gpu.sms * rate * gpu.clock);
+  const double latency = c::kLatencyScale * makespan / gpu.clock;
+  const double biggest = std::max({memory, issue, latency});
+  if (biggest <= 0)
+    return 0;
+  double sum = 0; // the norm of the three, scaled by the biggest so that a large norm does not overflow
+  for (double t : {memory, issue, latency})
+    sum += std::pow(t / biggest, c::kNorm);
+  return biggest * std::pow(sum, 1 / c::kNorm);
+}
+
+double estimatedSeconds(const Profile &p, const GpuModel &gpu) {
+  return estimateFromCounts(p, makespanCycles(p, gpu), gpu);
+}
+
+double estimatedSeconds(const std::vector<Profile> &launches, const GpuModel &gpu) {
+  double seconds = 0;
+  for (const Profile &p : launches)
+    seconds += estimatedSeconds(p, gpu);
+  return seconds;
+}
+
+ErrorBand estimateErrorBand(const std::string &op) {
+  const calibration::Band *all = nullptr;
+  for (const calibration::Band &band : calibration::kHeldOut) {
+    if (op == band.op)
+      return {band.op, band.cells, band.meanAbs, band.worst, calibration::kSource};
+    if (std::string_view(band.op) == "all")
+      all = &band;
+  }
+  return {all->op, all->cells, all->meanAbs, all->worst, calibration::kSource};
 }
 
 double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu) {

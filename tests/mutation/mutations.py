@@ -962,6 +962,28 @@ MUTATIONS = [
        "        sharedBytes = std::max(sharedBytes, uint64_t(s.offset));\n",
        "        sharedBytes = std::max(sharedBytes, uint64_t(k.sharedBytes));\n")],
      r"^PtxEmuBounds\.", None),
+    # The emulator's calibrated estimate (issue 57, "The model"): the C++ model is the one bench/emu/calibrate.py
+    # fitted, and the constants are what the fit gives.
+    ("estimate-ignores-store-weight",
+     "the C++ estimate weighs a stored sector like a loaded one, unlike the fitted model (A3's scattered rows "
+     "would read faster than the GPU ran them)",
+     [("runtime/ptxemu/Profile.cpp",
+       "(p.loadSectors + c::kStoreWeight * p.storeSectors)",
+       "(p.loadSectors + p.storeSectors)")],
+     r"^PtxEmuCalibration\.", None),
+    ("makespan-ignores-registers",
+     "the makespan hands blocks to 64 warps' worth of slots per SM whatever the registers leave (A3's probs "
+     "kernels, one block an SM, would finish in an eighth of their waves)",
+     [("runtime/ptxemu/Profile.cpp",
+       "std::max<uint64_t>(1, residentWarpsPerSm(p) / warpsPerBlock)",
+       "std::max<uint64_t>(1, 64 / warpsPerBlock)")],
+     r"^PtxEmuCalibration\.", None),
+    ("calibration-constant-edited",
+     "a constant of Calibration.h edited by hand instead of fitted",
+     [("include/moec/runtime/ptxemu/Calibration.h",
+       "constexpr double kIssuePerWarp = ",
+       "constexpr double kIssuePerWarp = 2 * ")],
+     r"^(emu\.calibration|PtxEmuCalibration\.)", None),
     ("attr-verifier-lane-loop-anywhere",
      "the moe dialect's verifier takes moe.lane_loop on any op, so a pass that marks the wrong loop (or an if) "
      "is not caught",

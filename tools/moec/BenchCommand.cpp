@@ -6,8 +6,9 @@
 //                     alternating with a memcpy of the same bytes on the same threads (--threads) and with
 //                     a pass that only reads the bytes the op reads (the bound on the ratio to the memcpy);
 //   --target ptx-emu  the PTX emulator's profile of each kernel (instructions by class, requests, sectors,
-//                     coalescing) and the H200 bound it implies, as a fraction of copy bandwidth. Large grids
-//                     run a sample of blocks (--sample-blocks) and scale the counts; the report says so.
+//                     coalescing) and the H200 bound it implies, as a fraction of copy bandwidth; then the
+//                     estimate calibrated on a GPU run, with the error band of the cells it held out. Large
+//                     grids run a sample of blocks (--sample-blocks) and scale the counts; the report says so.
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
 #include "Common.h"
@@ -108,6 +109,8 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
   double boundSeconds = ptxemu::boundSeconds(profiles);
   double perChunk = 16 * total.totalWarpInstructions() / std::max(c.bytesMoved, 1.0);
   double ofCopy = (c.bytesMoved / ptxemu::GpuModel{}.bandwidth) / boundSeconds;
+  double estimate = (c.bytesMoved / ptxemu::GpuModel{}.bandwidth) / ptxemu::estimatedSeconds(profiles);
+  ptxemu::ErrorBand band = ptxemu::estimateErrorBand(o.op);
   if (o.json) {
     nlohmann::json launches = nlohmann::json::array();
     for (const ptxemu::Profile &p : profiles) {
@@ -121,7 +124,10 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
     }
     line["launches"] = launches;
     line.update({{"warp_instructions_per_16B", perChunk}, {"coalescing", total.coalescing()},
-                 {"bound_us", 1e6 * boundSeconds}, {"fraction_of_copy", ofCopy}, {"sampled", total.sampled()}});
+                 {"bound_us", 1e6 * boundSeconds}, {"fraction_of_copy", ofCopy}, {"sampled", total.sampled()},
+                 {"estimate_fraction_of_copy", estimate},
+                 {"estimate_band", {{"points_mean_abs", band.meanAbs}, {"points_worst", band.worst},
+                                    {"cells", band.cells}, {"cells_of", band.op}, {"source", band.source}}}});
     fmt::print("{}\n", line.dump());
     return;
   }
@@ -129,6 +135,9 @@ void benchEmulated(const BenchOptions &o, const Kernel &kernel, const gpucheck::
              "H200 bound {:.2f} us = {:.1f}% of copy bandwidth{}\n",
              c.bytesMoved / 1e6, perChunk, 100 * total.coalescing(), 1e6 * boundSeconds, 100 * ofCopy,
              total.sampled() ? " (sampled)" : "");
+  fmt::print("estimate: {:.1f}% of copy, +-{:.1f} points (worst {:.1f}): the calibration's error on {} held-out cells "
+             "of {} ({}; bench/emu/calibrate.py)\n",
+             100 * estimate, band.meanAbs, band.worst, band.cells, band.op == "all" ? "every op" : band.op, band.source);
 }
 
 void benchCpu(const BenchOptions &o, const Kernel &kernel, gpucheck::Case &c, nlohmann::json line) {

@@ -76,6 +76,7 @@ struct Profile {
   double loadBytes = 0, storeBytes = 0;     // distinct bytes the lanes of each request asked for, summed
   double warpCycles = 0;                    // each warp's cycles on the latency model's timeline, summed
   unsigned registers = 0;                   // registers per thread, as ptxas allocates them (0: unknown)
+  std::vector<uint64_t> blockCycles;        // each block run's cycles (its slowest warp's), in the order run
 
   double totalWarpInstructions() const;
   double sectorBytes() const { return 32 * (loadSectors + storeSectors); }
@@ -101,6 +102,12 @@ struct GpuModel {
 /// Warps one SM holds at once for the launch: at most 64 warps and 32 blocks, and, when the register count
 /// is known, as many blocks as the 64 K registers hold.
 unsigned residentWarpsPerSm(const Profile &p);
+/// The cycles from a launch's first block to its last block's end when the GPU's block scheduler hands the
+/// blocks, in grid order, to the SMs' free block slots (sms x the blocks an SM holds at once) as they free up,
+/// each block taking its cycles on the latency timeline (Profile::blockCycles; a sampled block stands for its
+/// stratum of the grid). Unlike the latency bound's average it sees the last wave and the blocks that take
+/// longer than the rest (rows with more work). 0 where no block cycles were recorded.
+double makespanCycles(const Profile &p, const GpuModel &gpu = {});
 /// A launch's time bounds, in seconds: its sectors at full bandwidth; its warp instructions on every issue
 /// slot; and its latency bound, the warps' timeline cycles (a warp stalls at the first use of a load in
 /// flight) spread over the warps that run at once. The launch takes about their root sum of squares: where
@@ -117,6 +124,26 @@ double boundSeconds(const std::vector<Profile> &launches, const GpuModel &gpu = 
 /// The fraction of copy bandwidth the bound allows for an op whose minimum traffic is `minimumBytes`:
 /// (minimumBytes / bandwidth) / boundSeconds.
 double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu = {});
+/// The calibrated estimate of a launch's time, in seconds, with the constants bench/emu/calibrate.py fitted
+/// to a GPU run (Calibration.h): its sectors at the bandwidth (a stored sector weighing kStoreWeight loaded
+/// ones, over kEfficiency); its warp instructions at the issue rate its resident warps sustain (kIssuePerWarp
+/// each, at most 4 an SM); its makespan x kLatencyScale; combined by their kNorm-norm. The model is
+/// bench/emu/calibration_model.py's; PtxEmuCalibration.* checks that the two agree on every measured cell.
+double estimatedSeconds(const Profile &p, const GpuModel &gpu = {});
+/// The same from the counts and a makespan in cycles (estimatedSeconds takes makespanCycles(p)).
+double estimateFromCounts(const Profile &p, double makespanCycles, const GpuModel &gpu = {});
+/// The estimate of launches that run one after another: the sum of theirs.
+double estimatedSeconds(const std::vector<Profile> &launches, const GpuModel &gpu = {});
+/// The calibration's error, in points of copy bandwidth, on the cells it held out from the fit: `op`'s own
+/// where it has some, else all of them (`op` is then "all").
+struct ErrorBand {
+  std::string op;
+  int cells = 0;
+  double meanAbs = 0, worst = 0;
+  std::string source; // the run and the shapes the band comes from
+};
+ErrorBand estimateErrorBand(const std::string &op);
+
 /// Each kernel's registers per thread as ptxas allocates them for `target` (sm_90, ...): empty where ptxas
 /// is not installed or fails. Runs ptxas -v on the module (profiling only).
 std::map<std::string, unsigned> ptxasRegisters(std::string_view ptx, const std::string &target);
