@@ -17,9 +17,10 @@ Outputs:
   bench/emu/calibrate.py            fit and print the report
   bench/emu/calibrate.py --write    also write the two outputs
   bench/emu/calibrate.py --check    fail unless the outputs are what a fit gives today (ctest runs this)
-  bench/emu/calibrate.py --regenerate COMMIT
+  bench/emu/calibrate.py --regenerate COMMIT [--entries FIRST:COUNT --counts FILE]
                                     recount a commit's kernels (a worktree, its moec and bundle, and a
-                                    runtime-only build of that tree with today's emulator: an hour of CPU)
+                                    runtime-only build of that tree with today's emulator: an hour of CPU
+                                    for all of them), then fit
 
 Pure Python (no numpy here): a Nelder-Mead search in log space, deterministic.
 """
@@ -226,10 +227,16 @@ def main():
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--regenerate", metavar="COMMIT")
+    parser.add_argument("--entries", metavar="FIRST:COUNT",
+                        help="with --regenerate: only these bundle entries, into --counts, then stop (a check that "
+                             "the counts reproduce)")
     args = parser.parse_args()
     if args.regenerate:
         import regenerate_counts
-        regenerate_counts.run(ROOT, args.regenerate, args.counts)
+        first, count = (int(x) for x in args.entries.split(":")) if args.entries else (0, None)
+        regenerate_counts.run(ROOT, args.regenerate, args.counts, first, count)
+        if args.entries:
+            return
     rows = joined(measured_cells(args.results, RUN["section"], RUN["column"]), counted_cells(args.counts))
     result = fit(rows)
     text, header = json.dumps(result, indent=1) + "\n", header_text(result)

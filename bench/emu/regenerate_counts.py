@@ -34,8 +34,10 @@ target_link_libraries(moec-emu-estimate PRIVATE moec_runtime)
 
 def sh(cmd, cwd, log):
     print("+", " ".join(cmd), file=sys.stderr)
+    # ccache then sees paths relative to the build folder: a tree anywhere hits what any earlier build stored.
+    env = dict(os.environ, CCACHE_BASEDIR="/")
     with open(log, "a") as out:
-        if subprocess.call(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT) != 0:
+        if subprocess.call(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env) != 0:
             sys.exit(f"calibrate.py --regenerate: '{' '.join(cmd)}' failed (log: {log})")
 
 
@@ -58,7 +60,7 @@ def overlay_emulator(root, tree):
         open(os.path.join(gpu, "CMakeLists.txt"), "a").write(ESTIMATE_TARGET)
 
 
-def run(root, commit, counts_path):
+def run(root, commit, counts_path, first=0, count=None):
     scratch = tempfile.mkdtemp(prefix=f"moec-calibrate-{commit}-")
     tree, log = os.path.join(scratch, "tree"), os.path.join(scratch, "log.txt")
     print(f"calibrate.py --regenerate: working in {scratch}", file=sys.stderr)
@@ -76,6 +78,7 @@ def run(root, commit, counts_path):
         sh(["cmake", "--build", runtime, "--target", "moec-emu-estimate"], tree, log)
         bundle = os.path.join(tree, "bench/gpu/bundle")
         entries = len(json.load(open(os.path.join(bundle, "bundle.json")))["entries"])
+        chosen = range(first, entries if count is None else min(entries, first + count))
         binary = os.path.join(runtime, "bin/moec-emu-estimate")
 
         def one(index):
@@ -85,7 +88,7 @@ def run(root, commit, counts_path):
             print(f"  entry {index} of {entries} counted", file=sys.stderr)
             return out.stdout
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            outputs = list(pool.map(one, range(entries)))
+            outputs = list(pool.map(one, chosen))
         os.makedirs(os.path.dirname(counts_path), exist_ok=True)
         with open(counts_path, "w") as out:
             out.write("".join(outputs))
