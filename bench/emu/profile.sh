@@ -31,7 +31,7 @@ coal = re.search(r"coalescing ([\d.]+)%", line).group(1)
 frac = re.search(r"= ([\d.]+)% of copy", line).group(1)
 us = re.search(r"bound ([\d.]+) us", line).group(1)
 est = re.search(r"estimate: ([\d.]+)% of copy, \+-([\d.]+) points", estimate)
-print(f"| {label:<44} | {ipb:>9} | {coal:>9}% | {us:>9} | {frac:>7}% | {est.group(1):>6}% +-{est.group(2)} |")
+print(f"| {label:<44} | {ipb:>9} | {coal:>9}% | {us:>9} | {frac:>13}% | {est.group(1):>9}% +-{est.group(2):<4} |")
 PY
 }
 echo "PTX emulator profile, $dtype, H=$H E=$E K=$K (sampled: $sample blocks per launch, counts scaled; A3: all"
