@@ -984,6 +984,13 @@ MUTATIONS = [
        "constexpr double kIssuePerWarp = ",
        "constexpr double kIssuePerWarp = 2 * ")],
      r"^(emu\.calibration|PtxEmuCalibration\.)", None),
+    ("point-batches-of-16",
+     "moe-group-points batches 16 dot products, not 8: A3's probs kernels hold twice the partial sums (ptxas "
+     "spills them); the register check sees kernels over the budget that are not the known ones",
+     [("compiler/PipelineTable.cpp",
+       "c.on(kRegisterBudget) ? 4 : 8}",
+       "c.on(kRegisterBudget) ? 4 : 16}")],
+     r"^gpu\.registers\.", None),
     ("attr-verifier-lane-loop-anywhere",
      "the moe dialect's verifier takes moe.lane_loop on any op, so a pass that marks the wrong loop (or an if) "
      "is not caught",
