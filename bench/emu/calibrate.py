@@ -8,8 +8,9 @@ device copy, on two model shapes, and reports the error on the third, held out.
 
 Inputs, both kept in the repo:
   bench/gpu/RESULTS.md                    the measured cells (a run's table: op, dtype, mode, shape, us, %)
-  bench/emu/calibration/<commit>.jsonl    the emulator's counts for the kernels that run measured
-                                          (moec-emu-estimate over that commit's bundle; --regenerate)
+  bench/emu/calibration/<commit>.jsonl    the emulator's counts for the kernels a run measured, one file per
+                                          commit (moec-emu-estimate over that commit's bundle; --regenerate);
+                                          RUNS below says which runs, columns and ops
 Outputs:
   bench/emu/calibration.json              the fitted constants, the error tables, each cell's estimate
   include/moec/runtime/ptxemu/Calibration.h   the constants and the error bands for the C++ estimate
@@ -35,9 +36,13 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibration_model as model  # noqa: E402
 
-# The run the counts are of: bench/gpu/RESULTS.md's section, the column measured, the commit it measured.
-RUN = {"section": "# GPU check on an H200 (2026-12-04)", "column": "after", "commit": "1cee32e",
-       "gpu": "H200", "date": "2026-12-04"}
+# The measured runs: bench/gpu/RESULTS.md's section, the column, the commit whose kernels it measured, and the
+# ops whose kernels of that commit are counted (bench/emu/calibration/<commit>.jsonl). The "before" column's
+# A3 kernels are not counted: every block of theirs runs, an hour of CPU.
+RUNS = [{"section": "# GPU check on an H200 (2026-12-04)", "column": "after", "commit": "1cee32e",
+         "gpu": "H200", "date": "2026-12-04", "ops": ["A3", "B2", "C2"]},
+        {"section": "# GPU check on an H200 (2026-12-04)", "column": "before", "commit": "21563fc",
+         "gpu": "H200", "date": "2026-12-04", "ops": ["B2", "C2"]}]
 SHAPES = {"DeepSeek-V3": (7168, 256, 8), "Qwen3": (4096, 128, 8), "Mixtral": (4096, 8, 2)}
 FIT_SHAPES, HELD_OUT = ("DeepSeek-V3", "Qwen3"), "Mixtral"
 OPS = {"moe_token_unpermute_with_routing_map_grad": "A3", "moe_init_routing_v2_grad": "B2", "moe_unpermute": "C2"}
@@ -83,13 +88,25 @@ def counted_cells(path):
     return cells
 
 
-def joined(measured, counted):
+def joined(run, measured, counted):
     rows = []
     for key, fraction in sorted(measured.items()):
+        if key[0] not in run["ops"]:
+            continue
         if key not in counted:
-            sys.exit(f"calibrate.py: the counts have no line for measured cell {key}")
-        rows.append({"key": key, "measured": fraction, "counts": counted[key]})
+            sys.exit(f"calibrate.py: the counts of {run['commit']} have no line for measured cell {key}")
+        rows.append({"key": key, "commit": run["commit"], "measured": fraction, "counts": counted[key]})
     return rows
+
+
+def sources(runs):
+    """One line: the runs and cells the calibration comes from."""
+    parts = [f"{r['commit']}" + ("" if len(r["ops"]) == 3 else f" ({', '.join(r['ops'])})") for r in runs]
+    return f"{runs[0]['gpu']} run of {runs[0]['date']}, the kernels of {' and '.join(parts)} (bench/gpu/RESULTS.md)"
+
+
+def counts_path(commit):
+    return os.path.join(ROOT, f"bench/emu/calibration/{commit}.jsonl")
 
 
 def errors(rows, params):
@@ -156,13 +173,13 @@ def fit(rows):
     for step in (0.3, 0.05, 0.2):  # restarts: Nelder-Mead stalls on a ridge
         logs = nelder_mead(objective(train), logs, step=step)
     params = model.rounded(model.from_logs(logs))
-    cells = [{"op": r["key"][0], "dtype": r["key"][1], "mode": r["key"][2], "shape": r["key"][3],
+    cells = [{"commit": r["commit"], "op": r["key"][0], "dtype": r["key"][1], "mode": r["key"][2], "shape": r["key"][3],
               "op_name": r["counts"]["op"], "H": r["counts"]["H"], "E": r["counts"]["E"], "K": r["counts"]["K"],
               "measured": round(100 * r["measured"], 1),
               "uncalibrated": round(100 * model.fraction_of_copy(r["counts"]), 1),
               "estimate": round(100 * model.fraction_of_copy(r["counts"], params), 1),
               "held_out": r["key"][3] == HELD_OUT} for r in rows]
-    return {"run": RUN, "fit_shapes": list(FIT_SHAPES), "held_out_shape": HELD_OUT,
+    return {"runs": RUNS, "source": sources(RUNS), "fit_shapes": list(FIT_SHAPES), "held_out_shape": HELD_OUT,
             "model": model.DESCRIPTION, "parameters": params,
             "fit": {"all": summary(train, params), "by_op": by_op(train, params)},
             "held_out": {"all": summary(held, params), "by_op": by_op(held, params),
@@ -175,8 +192,7 @@ def fit(rows):
 
 def report(result):
     out = [f"Fitted on {result['fit']['all']['cells']} cells ({', '.join(result['fit_shapes'])}), "
-           f"held out {result['held_out']['all']['cells']} ({result['held_out_shape']}); "
-           f"{result['run']['gpu']} run of {result['run']['date']} at {result['run']['commit']}",
+           f"held out {result['held_out']['all']['cells']} ({result['held_out_shape']}); {result['source']}",
            "parameters: " + ", ".join(f"{k} {v:g}" for k, v in result["parameters"].items()),
            "| cells | uncalibrated: mean, worst | calibrated: mean, worst |", "|---|---|---|"]
     for name, cal, unc in (("fit", result["fit"]["all"], result["uncalibrated"]["fit"]),
@@ -185,11 +201,12 @@ def report(result):
     for op, s in result["held_out"]["by_op"].items():
         u = result["uncalibrated"]["held_out_by_op"][op]
         out.append(f"| held out, {op} ({s['cells']}) | {u['mean_abs']}, {u['worst']} | {s['mean_abs']}, {s['worst']} |")
-    out += ["", "| op | dtype | mode | shape | measured | uncalibrated | calibrated |", "|---|---|---|---|---|---|---|"]
+    out += ["", "| kernels of | op | dtype | mode | shape | measured | uncalibrated | calibrated |",
+            "|---|---|---|---|---|---|---|---|"]
     for c in result["cells"]:
         shape = c["shape"] + (" (held out)" if c["held_out"] else "")
-        out.append(f"| {c['op']} | {c['dtype']} | {c['mode']} | {shape} | {c['measured']} | {c['uncalibrated']} | "
-                   f"{c['estimate']} |")
+        out.append(f"| {c['commit']} | {c['op']} | {c['dtype']} | {c['mode']} | {shape} | {c['measured']} | "
+                   f"{c['uncalibrated']} | {c['estimate']} |")
     return "\n".join(out) + "\n"
 
 
@@ -199,15 +216,14 @@ def header_text(result):
              "//",
              "// Generated by bench/emu/calibrate.py --write from bench/emu/calibration.json; do not edit (ctest's",
              "// emu.calibration fails when this file is not what a fit gives). The model: bench/emu/calibration_model.py.",
-             f"// Fitted on the {result['run']['gpu']} cells of bench/gpu/RESULTS.md ({result['run']['date']}, "
-             f"{result['run']['commit']}) at {' and '.join(result['fit_shapes'])};",
+             f"// Fitted on the cells of the {result['source']}",
+             f"// at {' and '.join(result['fit_shapes'])};",
              f"// the error bands are the held-out {result['held_out_shape']} cells' (points of copy bandwidth).",
              "//===----------------------------------------------------------------------===//",
              "#pragma once", "", "namespace moec::ptxemu::calibration {", ""]
     for name, value in p.items():
         lines.append(f"constexpr double k{model.camel(name)} = {value!r};")
-    lines += ["", f'constexpr const char *kSource = "{result["run"]["gpu"]} run of {result["run"]["date"]} at '
-              f'{result["run"]["commit"]} (bench/gpu/RESULTS.md), fitted at {" and ".join(result["fit_shapes"])}, '
+    lines += ["", f'constexpr const char *kSource = "{result["source"]}, fitted at {" and ".join(result["fit_shapes"])}, '
               f'held out {result["held_out_shape"]}";', "",
               "struct Band {", "  const char *op; // the op's name, or \"all\"", "  int cells;", "  double meanAbs, worst;", "};",
               "/// Per op, then every held-out cell together (op \"all\").", "constexpr Band kHeldOut[] = {"]
@@ -220,7 +236,8 @@ def header_text(result):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", default=os.path.join(ROOT, "bench/gpu/RESULTS.md"))
-    parser.add_argument("--counts", default=os.path.join(ROOT, f"bench/emu/calibration/{RUN['commit']}.jsonl"))
+    parser.add_argument("--counts", help="with --regenerate: where the counts go (default: the commit's file in "
+                        "bench/emu/calibration/)")
     parser.add_argument("--json", default=os.path.join(ROOT, "bench/emu/calibration.json"))
     parser.add_argument("--header", default=os.path.join(ROOT, "include/moec/runtime/ptxemu/Calibration.h"))
     mode = parser.add_mutually_exclusive_group()
@@ -234,10 +251,14 @@ def main():
     if args.regenerate:
         import regenerate_counts
         first, count = (int(x) for x in args.entries.split(":")) if args.entries else (0, None)
-        regenerate_counts.run(ROOT, args.regenerate, args.counts, first, count)
+        counts = args.counts or counts_path(args.regenerate)
+        regenerate_counts.run(ROOT, args.regenerate, counts, first, count)
         if args.entries:
             return
-    rows = joined(measured_cells(args.results, RUN["section"], RUN["column"]), counted_cells(args.counts))
+    rows = []
+    for run in RUNS:
+        rows += joined(run, measured_cells(args.results, run["section"], run["column"]),
+                       counted_cells(counts_path(run["commit"])))
     result = fit(rows)
     text, header = json.dumps(result, indent=1) + "\n", header_text(result)
     if args.check:
