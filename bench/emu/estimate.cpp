@@ -3,8 +3,10 @@
 // moec-emu-estimate BUNDLE_DIR [FIRST [COUNT]]: for every entry of a bundle (bench/gpu/prepare.sh's), and
 // B2's active_num mode as moec-gpu-check times it, runs the production-size call of spec §8.1 once on the
 // PTX emulator and prints one JSON line: the call's minimum traffic and each launch's counts (sectors,
-// instructions, the latency timeline's cycles, registers from ptxas, resident warps). bench/emu/calibrate.py
-// turns them into an estimate under the model's parameters and fits those to the GPU's measured cells.
+// instructions, the latency timeline's cycles, registers from ptxas, resident warps, makespan), the bound's
+// fraction of copy and the calibrated estimate's. bench/emu/calibrate.py turns the counts into an estimate
+// under the model's parameters and fits those to the GPU's measured cells; bench/gpu/prepare.sh (ESTIMATE=1)
+// keeps the lines with the bundle, so that moec-gpu-check prints the estimate beside each measurement.
 //
 // The inputs are those moec-gpu-check times (moec/cases/Cases.h, fixed seed), so the counts are of the
 // calls a GPU ran. To count the kernels of an older commit, calibrate.py --regenerate builds this file in
@@ -85,7 +87,7 @@ nlohmann::json estimateEntry(const Bundle::Entry &e, const Kernel &kernel, bool 
   std::vector<ptxemu::Profile> profiles = ptxemu::takeProfiles();
   for (const ptxemu::Profile &p : profiles)
     launches.push_back(launchJson(p));
-  double seconds = ptxemu::boundSeconds(profiles);
+  double seconds = ptxemu::boundSeconds(profiles), estimate = ptxemu::estimatedSeconds(profiles);
   return {{"op", e.op},
           {"dtype", dsl::dtypeName(e.dtype)},
           {"mode", gpucheck::modeName(e.statics, e.present, active)},
@@ -95,6 +97,7 @@ nlohmann::json estimateEntry(const Bundle::Entry &e, const Kernel &kernel, bool 
           {"tokens", tokens},
           {"bytes", big.bytesMoved},
           {"fraction_of_copy", seconds > 0 ? (big.bytesMoved / ptxemu::GpuModel{}.bandwidth) / seconds : 0},
+          {"estimate", estimate > 0 ? (big.bytesMoved / ptxemu::GpuModel{}.bandwidth) / estimate : 0},
           {"launches", launches}};
 }
 

@@ -2,7 +2,8 @@
 # The whole device session in one call (the device tool's budget is short): the GPU check (build, validate,
 # time; bench/gpu/run.sh), then the same validation under compute-sanitizer's memcheck where the machine
 # allows it, then the schedule variants (last: on 2026-12-04 the whole script took over 470 s and they were
-# cut). Logs go to $OUT when it is set. Carry: .gpu-deps, bench/gpu/bundle, bench/gpu/variants.
+# cut). Logs go to $OUT when it is set. Carry: .gpu-deps, bench/gpu/bundle, bench/gpu/variants. Where
+# prepare.sh ran with ESTIMATE=1, the table has the emulator's calibrated estimate beside each measurement.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp}

@@ -6,8 +6,9 @@
 //   2. time: the production token count of spec §8.1 for its hidden size, CUDA events around the launch
 //      after warm-up, the median, and the achieved TB/s next to a device-to-device copy of the same
 //      bytes measured in the same run;
-//   3. with --predict: the PTX emulator's calibrated estimate for the same call, with the calibration's
-//      held-out error band for the op (bench/emu/calibrate.py), next to the measurement.
+//   3. the PTX emulator's calibrated estimate for the same call, with the calibration's held-out error band
+//      for the op (bench/emu/calibrate.py), next to the measurement: from BUNDLE_DIR/estimate.jsonl where
+//      prepare.sh stored it (ESTIMATE=1, counted off the device's clock), else with --predict, run here.
 // With MOEC_GPU=emu the whole check runs on the emulator (no timing). The table comes last.
 //===----------------------------------------------------------------------===//
 #include "moec/cases/Cases.h"
@@ -16,12 +17,16 @@
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/ptxemu/EmuDriver.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 
 using namespace moec;
@@ -74,13 +79,34 @@ double predictedFraction(const Kernel &kernel, const Case &big, bool sharesWorks
   return seconds > 0 ? (big.bytesMoved / ptxemu::GpuModel{}.bandwidth) / seconds : 0;
 }
 
+/// The key of an entry's cell in estimate.jsonl (moec-emu-estimate's lines): op, dtype, mode and shape.
+std::string cellKey(const std::string &op, const std::string &dtype, const std::string &mode, int64_t H, int64_t E,
+                    int64_t K) {
+  return op + "|" + dtype + "|" + mode + "|" + std::to_string(H) + "|" + std::to_string(E) + "|" + std::to_string(K);
+}
+
+/// The calibrated estimates prepare.sh (ESTIMATE=1) stored beside the bundle, by cell; none without the file.
+std::map<std::string, double> storedEstimates(const std::filesystem::path &bundle) {
+  std::map<std::string, double> estimates;
+  std::ifstream in(bundle / "estimate.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("estimate"))
+      throw std::runtime_error((bundle / "estimate.jsonl").string() + ": a line without an estimate: " + line);
+    estimates[cellKey(j.at("op"), j.at("dtype"), j.at("mode"), j.at("H"), j.at("E"), j.at("K"))] =
+        j.at("estimate").get<double>();
+  }
+  return estimates;
+}
+
 } // namespace
 
 namespace {
 
 constexpr const char *kUsage = "usage: moec-gpu-check BUNDLE_DIR [REPS] [--predict]\n"
                                "  REPS 0: check only, no timing (default 20); --predict: also the PTX emulator's\n"
-                               "  calibrated estimate per entry, +- its held-out mean error\n"
+                               "  calibrated estimate per entry, +- its held-out mean error (without it, the\n"
+                               "  estimates in BUNDLE_DIR/estimate.jsonl where prepare.sh stored them)\n"
                                "  MOEC_GPU=emu: everything on the emulator (checks at 1 and 37 tokens, no timing)\n";
 
 int checkBundle(std::vector<std::string> args) {
@@ -115,6 +141,7 @@ int checkBundle(std::vector<std::string> args) {
   const bool emulated = &driver == &CudaDriver::emulator();
   std::unique_ptr<Bundle> bundle = Bundle::open(args[0], driver);
   std::unique_ptr<Bundle> predictor = predict ? Bundle::open(args[0], CudaDriver::emulator()) : nullptr;
+  const std::map<std::string, double> stored = storedEstimates(args[0]);
   std::mt19937 rng(std::random_device{}());
   std::vector<std::string> table;
   int failures = 0;
@@ -164,8 +191,11 @@ int checkBundle(std::vector<std::string> args) {
         measured = line;
       }
       std::string predicted = "      -";
-      if (predictor) {
-        double fraction = predictedFraction(predictor->get(index), big, !e.workspace.empty());
+      auto storedEstimate = stored.find(cellKey(e.op, dsl::dtypeName(e.dtype), mode, get(e, "H"), get(e, "E"),
+                                                get(e, "K", get(e, "top_k"))));
+      if (predictor || storedEstimate != stored.end()) {
+        double fraction = predictor ? predictedFraction(predictor->get(index), big, !e.workspace.empty())
+                                    : storedEstimate->second;
         std::snprintf(line, sizeof line, "%5.1f%% +-%.1f", 100 * fraction, ptxemu::estimateErrorBand(e.op).meanAbs);
         predicted = line;
       }

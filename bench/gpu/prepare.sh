@@ -4,6 +4,7 @@
 #   bench/gpu/bundle/   PTX + metadata for every op x dtype x mode at the production shapes of spec §8.1
 #   .gpu-deps/include/  fmt and nlohmann-json headers
 #   bench/gpu/variants/ bundles of other schedules of some of them (bench/gpu/device.sh times them too)
+#   bench/gpu/bundle/estimate.jsonl  with ESTIMATE=1: the emulator's calibrated estimate of each (an hour)
 # Then, on the GPU machine: bash bench/gpu/run.sh (carry: .gpu-deps, bench/gpu/bundle, bench/gpu/variants).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,6 +49,18 @@ json.dump(merged, open(os.path.join(out, "bundle.json"), "w"), indent=1)
 print(f"{len(merged['entries'])} specializations in {out}")
 PY
 rm -rf "$tmp"
+# ESTIMATE=1: the emulator's calibrated estimate of every entry, kept in the bundle (estimate.jsonl), which
+# moec-gpu-check prints beside each measurement without spending device time on it. Host time: about an hour
+# on 2 cores (A3's kernels share a workspace, so every block of theirs runs at production size).
+if [ "${ESTIMATE:-0}" = 1 ]; then
+  estimates=$(mktemp -d)
+  count=$(python3 -c "import json, sys; print(len(json.load(open(sys.argv[1]))['entries']))" "$out/bundle.json")
+  seq 0 $((count - 1)) | xargs -P "$(nproc)" -I{} sh -c \
+    "build/bin/moec-emu-estimate '$out' {} 1 > '$estimates/{}.jsonl' || echo 'entry {}: estimate failed' >&2"
+  for ((i = 0; i < count; ++i)); do cat "$estimates/$i.jsonl"; done > "$out/estimate.jsonl"
+  rm -rf "$estimates"
+  echo "$(wc -l < "$out/estimate.jsonl") estimates in $out/estimate.jsonl"
+fi
 # Schedule variants (bf16), each a bundle of its own under bench/gpu/variants/NAME, timed beside the default
 # in the same device run: what the default was measured against (a pass off, another block shape). Variants
 # answered are dropped (128 threads x 2 rows at H = 4096, B2 and C2: no better; bench/gpu/RESULTS.md).
