@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <queue>
 
 namespace moec::ptxemu {
@@ -32,7 +33,6 @@ void Profile::add(const Profile &o) {
   storeBytes += o.storeBytes;
   warpCycles += o.warpCycles;
   registers = std::max(registers, o.registers);
-  blockCycles.insert(blockCycles.end(), o.blockCycles.begin(), o.blockCycles.end());
 }
 
 unsigned residentWarpsPerSm(const Profile &p) {
@@ -115,14 +115,12 @@ double estimatedSeconds(const std::vector<Profile> &launches, const GpuModel &gp
 }
 
 ErrorBand estimateErrorBand(const std::string &op) {
-  const calibration::Band *all = nullptr;
-  for (const calibration::Band &band : calibration::kHeldOut) {
+  // calibrate.py writes every held-out cell together ("all") last.
+  const calibration::Band &all = calibration::kHeldOut[std::size(calibration::kHeldOut) - 1];
+  for (const calibration::Band &band : calibration::kHeldOut)
     if (op == band.op)
       return {band.op, band.cells, band.meanAbs, band.worst, calibration::kSource};
-    if (std::string_view(band.op) == "all")
-      all = &band;
-  }
-  return {all->op, all->cells, all->meanAbs, all->worst, calibration::kSource};
+  return {all.op, all.cells, all.meanAbs, all.worst, calibration::kSource};
 }
 
 double boundFractionOfCopy(const Profile &p, double minimumBytes, const GpuModel &gpu) {

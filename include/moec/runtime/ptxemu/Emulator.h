@@ -84,7 +84,7 @@ struct Profile {
   /// Useful bytes over the bytes of the sectors they sit in: 1.0 when every request is perfectly coalesced.
   double coalescing() const { return sectorBytes() > 0 ? usefulBytes() / sectorBytes() : 1.0; }
   bool sampled() const { return blocksRun < blocks; }
-  void add(const Profile &other); // sums the counts of several launches
+  void add(const Profile &other); // sums the counts of several launches (blockCycles stays a launch's own)
 };
 
 /// The latency model's cycles (see Bound): from issue to result for a global load (an H200's under
