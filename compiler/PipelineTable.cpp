@@ -111,6 +111,14 @@ const std::vector<Row> &table() {
       // One CPU thread runs its rows in order: a prefix fold can continue from the row before.
       {Stage::Moe, "moe-carry-prefix-folds", kCarryPrefixFolds, kCpu, 0, hoisted,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeCarryPrefixFolds()); }},
+      // CPU: a point kernel's live points run their dot products four at a time: four gathered rows stream.
+      {Stage::Moe, "moe-interleave-reductions", kInterleaveReductions, kCpu, 0, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeInterleaveReductions()); }},
+      // A list's live entries 16 at a time (C2's live experts in its rowmap row): AVX-512 compresses a vector
+      // of indices in one instruction; without it LLVM would expand the compress lane by lane.
+      {Stage::Moe, "moe-compress-lists", kCompressLists, kCpu, 0,
+       [](const PipelineConfig &c) { return c.vectorLanes >= 16; },
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeCompressLists({/*lanes=*/16})); }},
       // GPU: a row of points runs 32 points at once, a lane each; a prefix count over them is a ballot.
       {Stage::Moe, "moe-lane-point-access", kLanePointAccess, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeLanePointAccess()); }},
@@ -143,13 +151,9 @@ const std::vector<Row> &table() {
       // steps' gathers, guarded, are in flight together.
       {Stage::Loops, "moe-unroll-lane-sums", kLoadsInFlight, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeUnrollLaneSums()); }},
-      // A list's live entries 16 at a time (C2's live experts in its rowmap row): AVX-512 compresses a vector
-      // of indices in one instruction; without it LLVM would expand the compress lane by lane.
-      {Stage::Loops, "moe-lower-to-loops", 0, kCpu, kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,
+      {Stage::Loops, "moe-lower-to-loops", 0, kCpu, kAccumulateRows, nullptr,
        [](OpPassManager &pm, const PipelineConfig &c) {
-         pm.addPass(moe::createMoeLowerToLoops(
-             {c.on(kAccumulateRows), c.on(kInterleaveReductions),
-              /*compactLanes=*/c.on(kCompressLists) && c.vectorLanes >= 16 ? 16 : 0}));
+         pm.addPass(moe::createMoeLowerToLoops({c.on(kAccumulateRows)}));
        }},
       // CPU: the output's vector stores are non-temporal where it is large and its base is aligned.
       {Stage::Loops, "moe-streaming-stores", kStreamingStores, kCpu, 0, nullptr,

@@ -54,6 +54,22 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
       return error() << "must be the points run together, a power of two from 2 to 32";
     return success();
   }
+  if (name == CompressLanesAttrHelper::getNameStr()) {
+    auto lanes = dyn_cast<IntegerAttr>(value);
+    if (!isa<CompactOp>(op))
+      return error() << "belongs on a moe.compact";
+    if (!lanes || lanes.getInt() < 2 || lanes.getInt() > 64 || !llvm::isPowerOf2_64(lanes.getInt()))
+      return error() << "must be the entries tested at a time, a power of two from 2 to 64";
+    return success();
+  }
+  if (name == InterleavedPointsAttrHelper::getNameStr()) {
+    auto points = dyn_cast<IntegerAttr>(value);
+    if (!isDomain(op))
+      return error() << "belongs on a moe.compute or moe.scatter";
+    if (!points || points.getInt() < 2 || points.getInt() > 8)
+      return error() << "must be the points whose dot products run together, 2 to 8";
+    return success();
+  }
   if (name == LaneLoopAttrHelper::getNameStr())
     return unitOn(op, attr, isa<scf::ForOp>(op), "an scf.for");
   if (name == LaneSumAttrHelper::getNameStr())

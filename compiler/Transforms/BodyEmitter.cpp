@@ -82,7 +82,6 @@ void BodyEmitter::startFrom(const BodyEmitter &prologue) {
 void BodyEmitter::setRowTarget(RowTarget t) {
   onGpu = t.onGpu;
   staged = t.staged;
-  compactLanes = t.compactLanes;
   streamableStores = t.streamableStores;
   if (onGpu && part == Part::RowPrologue) {
     Location loc = domain.op()->getLoc();

@@ -275,13 +275,13 @@ private:
   /// end past the live ones (the end never passes the index, so it stays inside the array).
   void emitCompact(CompactOp compact);
 
-  /// CPU, RowTarget::compactLanes: the loop over [0, bound) tests `compactLanes` entries at a time, the
+  /// CPU, a moe.compact marked kCompressLanesAttr: the loop over [0, bound) tests `w` entries at a time, the
   /// predicate as vectors, and stores the live indices of each step compressed to the list's end (a
   /// register compress and one vector store; the end never passes the step's first index, so the store
   /// stays inside the array). Returns the loop over the whole steps (its upper bound is where the entries
   /// left for one at a time begin, its result the count so far), or null where the predicate does not
   /// vectorize along its index.
-  mlir::scf::ForOp emitVectorCompact(CompactOp compact, mlir::Value list, mlir::Value bound);
+  mlir::scf::ForOp emitVectorCompact(CompactOp compact, mlir::Value list, mlir::Value bound, int64_t w);
 
   /// A fold's per-step values, computed in the row's prologue (emitStepTables): the step's ops that do not
   /// vary along the row, and a shared-memory column (this warp's from `base`) per value the rest uses.
@@ -376,7 +376,6 @@ private:
   bool onGpu = false, streamableStores = false; // see RowTarget
   StagedRow *staged = nullptr;
   bool skipMapped = false; // set by premap()
-  int64_t compactLanes = 0;    // see RowTarget
   mlir::Value warpLane; // set where the warp's 32 lanes run this code converged and alike: folds split over them
   mlir::IRMapping scalars, vectors;
   // a moe.compact list -> (buffer, this warp's base)

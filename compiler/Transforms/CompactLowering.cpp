@@ -2,9 +2,10 @@
 //
 // BodyEmitter's lists: a moe.compact becomes a loop that appends the live indices to a stack array (CPU,
 // Ascend), or, on the GPU, a warp-wide ballot that places 32 indices at a time in the warp's part of a
-// shared-memory buffer; where the block's warps all run one row, they build one list for the block. On a
-// CPU with AVX-512 (RowTarget::compactLanes) the loop tests 16 entries at a time and appends their live
-// indices with one compress: C2's rowmap row at E = 256 in 16 steps, not 256 dependent selects.
+// shared-memory buffer; where the block's warps all run one row, they build one list for the block. A
+// moe.compact marked by moe-compress-lists (CPU with AVX-512) tests its mark's count of entries at a time and
+// appends their live indices with one compress: C2's rowmap row at E = 256 in 16 steps, not 256 dependent
+// selects.
 //===----------------------------------------------------------------------===//
 #include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"
@@ -41,8 +42,9 @@ void BodyEmitter::emitCompact(CompactOp compact) {
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value bound = get(compact.getBound(), false);
   Value begin = cst(0), count = cst(0);
-  if (compactLanes > 1 && !staged)
-    if (scf::ForOp steps = emitVectorCompact(compact, list, bound)) { // the entries after its whole steps remain
+  auto lanes = compact->getAttrOfType<IntegerAttr>(kCompressLanesAttr);
+  if (lanes && !staged)
+    if (scf::ForOp steps = emitVectorCompact(compact, list, bound, lanes.getInt())) { // the entries after its whole steps remain
       begin = steps.getUpperBound();
       count = steps.getResult(0);
     }
@@ -67,13 +69,17 @@ void BodyEmitter::emitCompact(CompactOp compact) {
   pendingUnrolls.push_back(loop);
 }
 
-scf::ForOp BodyEmitter::emitVectorCompact(CompactOp compact, Value list, Value bound) {
+bool compactVectorizes(CompactOp compact) {
+  Block &predicate = compact.getPredicate().front();
+  return !VaryingAnalysis(predicate.getArgument(0), predicate).blocker();
+}
+
+scf::ForOp BodyEmitter::emitVectorCompact(CompactOp compact, Value list, Value bound, int64_t w) {
   Block &predicate = compact.getPredicate().front();
   VaryingAnalysis along(predicate.getArgument(0), predicate);
   if (along.blocker())
     return {};
   Location loc = compact.getLoc();
-  int64_t w = compactLanes;
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value steps = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, bound, cst(w)), cst(w));
   auto loop = scf::ForOp::create(b, loc, cst(0), steps, cst(w), ValueRange{cst(0)});

@@ -41,12 +41,6 @@ void emitStagedPoint(OpBuilder &b, DomainOp op, Value point, int64_t reductionWi
 bool runsPerPoint(DomainOp op) { return !isVectorizable(op) && contiguousReductionOf(op); }
 
 namespace {
-/// Points of a point kernel whose reductions wait to run together (splitSums): as many gathered
-/// rows stream at once per thread (4 read a gathered row set at ~2x the bandwidth of 1 on a 2-core EPYC).
-constexpr int64_t kInterleavedPoints = 4;
-/// Only rows of at least a page stream: shorter dot products gain nothing from waiting in slots, which
-/// costs (H = 64: 1.7x the time of the plain point loop, A3 at DeepSeek-V3's E).
-constexpr int64_t kInterleavedRowBytes = 4096;
 
 /// A domain marked by moe-compact-predicated-points: the list of a row's live points, the count that is a
 /// live point's position in it, and what the other points write.
@@ -85,7 +79,7 @@ Block *withoutTerminator(Block *block) {
 /// in the range (a range may start or end within a row: it visits the listed points inside it).
 using PointVisitor = function_ref<void(ValueRange indices, Value rank, ValueRange iterArgs)>;
 ValueRange forEachPoint(OpBuilder &b, DomainOp op, Value begin, Value end, ValueRange inits,
-                        std::optional<LivePoints> live, int64_t compactLanes, PointVisitor visit) {
+                        std::optional<LivePoints> live, PointVisitor visit) {
   Location loc = op.op()->getLoc();
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   if (!live) {
@@ -116,9 +110,6 @@ ValueRange forEachPoint(OpBuilder &b, DomainOp op, Value begin, Value end, Value
   }
   VaryingAnalysis analysis(op);
   BodyEmitter listEmitter(b, op, analysis, 1, op.schedule().getUnroll(), /*maxAlignment=*/1);
-  RowTarget target;
-  target.compactLanes = compactLanes;
-  listEmitter.setRowTarget(target);
   listEmitter.mapIndices(indices);
   listEmitter.emitOpAt(*live->list);
   Value list = listEmitter.value(live->list.getList());
@@ -147,8 +138,7 @@ ValueRange forEachPoint(OpBuilder &b, DomainOp op, Value begin, Value end, Value
 
 } // namespace
 
-void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth, bool interleave,
-                    int64_t compactLanes) {
+void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t reductionWidth) {
   Location loc = op.op()->getLoc();
   VaryingAnalysis analysis(op);
   int64_t unroll = op.schedule().getUnroll();
@@ -169,9 +159,11 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
     emitter.skip(live->rank);
     emitter.mapScalar(live->rank.getResult(), rank);
   };
-  std::optional<InterleavedPoints> plan = interleave && reductionWidth > 0 ? interleavedPoints(op, kInterleavedRowBytes) : std::nullopt;
+  auto together = op.op()->getAttrOfType<IntegerAttr>(kInterleavedPointsAttr);
+  std::optional<InterleavedPoints> plan =
+      together && reductionWidth > 0 ? interleavedPoints(op, kInterleavedRowBytes) : std::nullopt;
   if (!plan) {
-    forEachPoint(b, op, begin, end, {}, live, compactLanes, [&](ValueRange indices, Value rank, ValueRange) {
+    forEachPoint(b, op, begin, end, {}, live, [&](ValueRange indices, Value rank, ValueRange) {
       std::unique_ptr<BodyEmitter> emitter = newEmitter();
       atPoint(*emitter, indices, rank);
       emitter->emitElement(indices);
@@ -180,12 +172,13 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
     });
     return;
   }
-  // One slot array per saved value, kInterleavedPoints entries each.
+  // One slot array per saved value, an entry per point run together.
+  int64_t slotCount = together.getInt();
   SmallVector<Value> slots;
   {
     OpBuilder entry = builderAtFunctionEntry(b);
     for (Value v : plan->saved)
-      slots.push_back(memref::AllocaOp::create(entry, loc, MemRefType::get({kInterleavedPoints}, v.getType())));
+      slots.push_back(memref::AllocaOp::create(entry, loc, MemRefType::get({slotCount}, v.getType())));
   }
   Block &body = op.body();
   // The live points in slots `at`: their sums together, then each one's late ops and write.
@@ -214,12 +207,12 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
     for (auto [v, array] : llvm::zip(plan->saved, slots))
       memref::StoreOp::create(b, loc, early->value(v), array, ValueRange{pending});
     Value next = arith::AddIOp::create(b, loc, pending, cst(1));
-    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next, cst(kInterleavedPoints));
+    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next, cst(slotCount));
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(scf::IfOp::create(b, loc, full, /*withElseRegion=*/false).thenBlock());
       SmallVector<Value> all;
-      for (int64_t i = 0; i < kInterleavedPoints; ++i)
+      for (int64_t i = 0; i < slotCount; ++i)
         all.push_back(cst(i));
       finish(all);
     }
@@ -231,7 +224,7 @@ void emitPointRange(OpBuilder &b, DomainOp op, Value begin, Value end, int64_t r
     scf::YieldOp::create(b, loc, ValueRange{ifLive.getResult(0)});
     early->flushUnrolls();
   };
-  ValueRange waiting = forEachPoint(b, op, begin, end, ValueRange{cst(0)}, live, compactLanes, queuePoint);
+  ValueRange waiting = forEachPoint(b, op, begin, end, ValueRange{cst(0)}, live, queuePoint);
   // The points left waiting, one at a time.
   auto rest = scf::ForOp::create(b, loc, cst(0), waiting[0], cst(1));
   OpBuilder::InsertionGuard guard(b);

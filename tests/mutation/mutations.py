@@ -827,13 +827,25 @@ MUTATIONS = [
        "          slotLanes.push_back(firstLane);\n")],
      r"EmulatedGpu\.(PointRows|KeyedPointRuns|ProductionShapesAtFewTokens|MixtralProbs)", "Transforms/group-points"),
     ("pipeline-table-drops-an-option",
-     "the pipeline table forgets that moe-lower-to-loops reads compress-lists: the CPU's optimizations leave it "
-     "out, so the runtime keys a kernel without compressed lists as the one with them (caught where the host "
-     "has AVX-512, the only place the option changes the code)",
+     "the pipeline table forgets that moe-lower-to-gpu reads step-tables: the GPU's optimizations leave it out, "
+     "so the runtime keys a kernel without step tables as the one with them",
      [("compiler/PipelineTable.cpp",
-       "kCpu, kAccumulateRows | kInterleaveReductions | kCompressLists, nullptr,\n",
-       "kCpu, kAccumulateRows | kInterleaveReductions, nullptr,\n")],
+       "kGpu, kHoistRowInvariants | kStepTables, nullptr,\n",
+       "kGpu, kHoistRowInvariants, nullptr,\n")],
      r"PipelineTable\.", None),
+    ("interleave-reductions-short-rows",
+     "moe-interleave-reductions marks point kernels whose rows are shorter than a page, where waiting in slots "
+     "costs more than it gains",
+     [("compiler/Targets/CPU/InterleaveReductions.cpp",
+       "pointsCanInterleave(domain, kInterleavedRowBytes)",
+       "pointsCanInterleave(domain, /*minRowBytes=*/0)")],
+     None, "Transforms/interleave-reductions"),
+    ("compress-lists-ignores-lanes",
+     "moe-compress-lists marks every list 16 lanes, whatever its option says",
+     [("compiler/Targets/CPU/CompressLists.cpp",
+       "IntegerAttr::get(IntegerType::get(&getContext(), 64), lanes)",
+       "IntegerAttr::get(IntegerType::get(&getContext(), 64), 16)")],
+     None, "Transforms/compact-predicated-folds"),
     ("lane-sums-not-unrolled",
      "moe-unroll-lane-sums never finds a factor above 1: a warp's dot product along a row waits for each "
      "step's loads before it issues the next step's",

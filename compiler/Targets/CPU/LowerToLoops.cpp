@@ -7,7 +7,7 @@
 //    BodyLowering (a vector loop along the contiguous dim, then the scalar remainder).
 // 3. A moe.sum that reads along its own index (a dot product over H) keeps 32 f32 partial sums. A domain
 //    whose points each run one and that does not vectorize along its last dim runs by point (the range
-//    is of points), up to four points' dot products interleaved (interleave-reductions).
+//    is of points), its points' dot products interleaved where moe-interleave-reductions marked it.
 // 4. The vector stores of the output are marked kStreamableAttr with the alignment they have where the
 //    output's base pointer is aligned: moe-streaming-stores makes them non-temporal where it is.
 // Vector accesses promise only element alignment: CPU vector loads need no more, and host tensors
@@ -46,7 +46,6 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
   RowTarget rowTarget() const {
     RowTarget target{/*onGpu=*/false, /*streamableStores=*/true};
     target.accumulateRows = accumulateRows;
-    target.compactLanes = compactLanes;
     return target;
   }
 
@@ -64,7 +63,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
       b.setInsertionPoint(domain.op());
       if (runsPerPoint(domain)) {
         Value end = arith::MinSIOp::create(b, loc, rowEnd, emitPointCount(b, domain));
-        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth, interleaveReductions, compactLanes);
+        emitPointRange(b, domain, rowBegin, end, kCpuReductionWidth);
         domain.op()->erase();
         continue;
       }

@@ -132,6 +132,50 @@ func.func @point_rows_batch_of_3(%out: memref<?xf32>, %n: index) {
 
 // -----
 
+func.func @interleaved_points_of_9(%out: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'moe.compute' op 'moe.interleaved_points' must be the points whose dot products run together, 2 to 8}}
+  moe.compute %out[%n] {moe.interleaved_points = 9 : i64} : memref<?xf32> {
+  ^bb0(%i: index):
+    %z = arith.constant 0.0 : f32
+    moe.yield %z : f32
+  }
+  return
+}
+
+// -----
+
+func.func @interleaved_points_on_a_function() attributes {moe.interleaved_points = 4 : i64} {
+  // expected-error @-1 {{'func.func' op 'moe.interleaved_points' belongs on a moe.compute or moe.scatter}}
+  return
+}
+
+// -----
+
+func.func @compress_lanes_of_12(%n: index) {
+  %c8 = arith.constant 8 : index
+  // expected-error @+1 {{'moe.compact' op 'moe.compress_lanes' must be the entries tested at a time, a power of two from 2 to 64}}
+  %list, %count = moe.compact %c8 {moe.compress_lanes = 12 : i64} : memref<8xi32> {
+  ^bb0(%e: index):
+    %live = arith.cmpi ult, %e, %n : index
+    moe.yield %live : i1
+  }
+  return
+}
+
+// -----
+
+func.func @compress_lanes_on_a_compute(%out: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'moe.compute' op 'moe.compress_lanes' belongs on a moe.compact}}
+  moe.compute %out[%n] {moe.compress_lanes = 16 : i64} : memref<?xf32> {
+  ^bb0(%i: index):
+    %z = arith.constant 0.0 : f32
+    moe.yield %z : f32
+  }
+  return
+}
+
+// -----
+
 func.func @point_rows_unit(%out: memref<?xf32>, %n: index) {
   // expected-error @+1 {{'moe.compute' op 'moe.point_rows' must be the points run together, a power of two from 2 to 32}}
   moe.compute %out[%n] {moe.point_rows} : memref<?xf32> {

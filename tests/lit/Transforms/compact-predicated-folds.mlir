@@ -5,12 +5,24 @@
 // RUN: moec-opt %s --moe-compact-predicated-folds | FileCheck %s --check-prefix=SPLIT
 // RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LOOPS
 // RUN: moec-opt %s --moe-compact-predicated-folds | moec-opt | FileCheck %s --check-prefix=SPLIT
-// moe-lower-to-loops{compact-lanes=16} (the CPU pipeline's where the host has AVX-512) tests 16 entries at a
+// moe-compress-lists (the CPU pipeline's where the host has AVX-512) marks the list, whose predicate
+// vectorizes along e, moe.compress_lanes = 16; moe-lower-to-loops then tests 16 entries at a
 // time: a vector load of the row map, the live lanes' indices compressed to the list's end, the end moved
 // by the mask's popcount; entries 32 to 39 run one at a time after it, from its count. With E = 32 nothing
-// is left for them.
-// RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-lower-to-loops=compact-lanes=16 --canonicalize | FileCheck %s --check-prefix=LANES
-// RUN: sed -e 's/40/32/g' %s | moec-opt --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-lower-to-loops=compact-lanes=16 --canonicalize | FileCheck %s --check-prefix=LANES32
+// is left for them. Unmarked (the LOOPS run above), the list is built one entry at a time.
+// RUN: moec-opt %s --moe-compact-predicated-folds --moe-compress-lists | FileCheck %s --check-prefix=MARK
+// RUN: moec-opt %s --moe-compact-predicated-folds --moe-compress-lists=lanes=8 | FileCheck %s --check-prefix=MARK8
+// RUN: not moec-opt %s --moe-compact-predicated-folds --moe-compress-lists=lanes=12 2>&1 | FileCheck %s --check-prefix=BADLANES
+// RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-compress-lists --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LANES
+// RUN: sed -e 's/40/32/g' %s | moec-opt --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-compress-lists --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LANES32
+// RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-compress-lists=lanes=8 --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LANES8
+// MARK: moe.compact %c40 {moe.compress_lanes = 16 : i64} : memref<40xi32>
+// MARK8: moe.compact %c40 {moe.compress_lanes = 8 : i64} : memref<40xi32>
+// BADLANES: lanes must be a power of two from 2 to 64, not 12
+// LANES8: scf.for %{{.*}} = %c0 to %c40 step %c8
+// LANES8: vector.load %{{.*}} : memref<?x40xi32>, vector<8xi32>
+// LANES8: llvm.call_intrinsic "llvm.experimental.vector.compress"
+// LANES8-NOT: memref.store %{{.*}} : memref<40xi32>
 // E = 8 is no longer than the unroll (8): unrolled fully, it keeps its branches, unless short-folds (the CPU
 // pipeline's, whose loop lowering adds a short list's steps directly) compacts it because its live step
 // adds an f32 term; a live step that does something else (a maximum) is kept as it is even then.

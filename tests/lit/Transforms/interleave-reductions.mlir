@@ -1,11 +1,25 @@
-// moe-lower-to-loops on a point kernel (CPU): the A3 probs gradient (E = 4, H = 1024, f32: rows of a
-// page) does not vectorize along e but runs a dot product over H per (t, e) point, so the kernel's range is
-// of points. With interleave-reductions (the default) a live point (row >= 0) saves what its dot product and
-// write need in slot %pending of small stack arrays; four saved points run their dot products in one loop
-// along j, four vectors of 32 partial sums; the points left waiting at the end of the range run one at a
-// time. A point that is not live writes its 0 at once.
-// RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s
-// RUN: moec-opt %s --moe-lower-to-loops=interleave-reductions=false | FileCheck %s --check-prefix=OFF
+// moe-interleave-reductions, then moe-lower-to-loops, on a point kernel (CPU): the A3 probs gradient
+// (E = 4, H = 1024, f32: rows of a page) does not vectorize along e but runs a dot product over H per (t, e)
+// point, so the kernel's range is of points. The pass marks it moe.interleaved_points = 4; the lowering then
+// has a live point (row >= 0) save what its dot product and write need in slot %pending of small stack
+// arrays; four saved points run their dot products in one loop along j, four vectors of 32 partial sums;
+// the points left waiting at the end of the range run one at a time. A point that is not live writes its 0
+// at once. Unmarked (--disable interleave-reductions: the pass does not run), a point at a time.
+// RUN: moec-opt %s --moe-interleave-reductions | FileCheck %s --check-prefix=MARK
+// RUN: moec-opt %s --moe-interleave-reductions --moe-lower-to-loops | FileCheck %s
+// RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s --check-prefix=OFF
+// RUN: moec-opt %s --moe-interleave-reductions=points=2 --moe-lower-to-loops | FileCheck %s --check-prefix=TWO
+// Rows shorter than a page (H = 512 f32) stay a point at a time.
+// RUN: sed -e 's/1024/512/g' %s | moec-opt --moe-interleave-reductions | FileCheck %s --check-prefix=SHORT
+// RUN: not moec-opt %s --moe-interleave-reductions=points=9 2>&1 | FileCheck %s --check-prefix=BADPOINTS
+
+// MARK: moe.scatter %{{.*}} {moe.interleaved_points = 4 : i64, schedule =
+// SHORT-NOT: moe.interleaved_points
+// BADPOINTS: points must be 2 to 8, not 9
+// TWO: memref.alloca() : memref<2xindex>
+// TWO: arith.cmpi eq, %{{.*}}, %c2
+// TWO: iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<32xf32>, vector<32xf32>)
+// TWO-NOT: -> (vector<32xf32>, vector<32xf32>, vector<32xf32>
 
 // CHECK-LABEL: func.func @moe_token_unpermute_with_routing_map_grad__4_probs_grad
 // CHECK: %[[SLOT:.*]] = memref.alloca() : memref<4xindex>

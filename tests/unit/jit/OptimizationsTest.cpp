@@ -153,7 +153,7 @@ TEST(StreamingStores, LargeOutputsAlignedOrNotAreExact) {
   }
 }
 
-// Interleaved dot products (moe-lower-to-loops{interleave-reductions}) run only on rows of a page or more,
+// Interleaved dot products (moe-interleave-reductions) run only on rows of a page or more,
 // which the test above does not reach: A3's probs_grad, both modes, at such rows (bf16 and f32, odd lengths),
 // on 29 tokens (points split over the workers mid-token; 1 to 3 live points are mostly left waiting at the
 // end of a range), match one point at a time byte for byte, and the reference.

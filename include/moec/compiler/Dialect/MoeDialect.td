@@ -44,6 +44,12 @@ def Moe_Dialect : Dialect {
     // reads back; the value is the byte alignment the store has where the output's base pointer is aligned
     // to it (a power of two, 16 or more). moe-streaming-stores makes it non-temporal where that holds.
     "::mlir::IntegerAttr":$streamable,
+    // moe-compress-lists (CPU with AVX-512): a moe.compact whose predicate vectorizes tests this many
+    // entries at a time and compresses their live indices into its list (a power of two from 2 to 64).
+    "::mlir::IntegerAttr":$compress_lanes,
+    // moe-interleave-reductions (CPU): a point domain whose live points run their dot products together,
+    // this many at a time (2 to 8), so that their gathered rows stream at once.
+    "::mlir::IntegerAttr":$interleaved_points,
     // moe-group-rows / moe-group-points (GPU): a domain run a block per group of rows or a warp per row of
     // points (the value: how many of the row's live points run their dot products together, a power of two
     // from 2 to 32), and the row-invariant ops that compute a group's keys.

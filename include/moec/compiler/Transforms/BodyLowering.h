@@ -138,15 +138,24 @@ std::optional<PredicatedStep> predicatedStep(mlir::Operation *reduction);
 bool runsPerPoint(DomainOp op);
 
 /// CPU point kernels: emits the points [begin, end) of the domain (all dims flattened), in order, their
-/// dot products as `reductionWidth`-wide partial sums. With `interleave`, the dot products of up to four
-/// live points run together in one loop along the row (see splitSums in BodyEmitter.h);
-/// each point's result is the same either way. The vector stores of its moe.row_stores are marked
-/// kStreamableAttr (moe-streaming-stores).
-/// A domain marked by moe-compact-predicated-points visits, in each row, only the points its list holds
-/// (built `compactLanes` entries a step where that is more than 1), after storing the dead value to the
-/// row's elements in the range.
-void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth,
-                    bool interleave, int64_t compactLanes);
+/// dot products as `reductionWidth`-wide partial sums. In a domain marked kInterleavedPointsAttr
+/// (moe-interleave-reductions) the dot products of that many live points run together in one loop along the
+/// row (see splitSums in BodyEmitter.h); each point's result is the same either way. The vector stores of
+/// its moe.row_stores are marked kStreamableAttr (moe-streaming-stores).
+/// A domain marked by moe-compact-predicated-points visits, in each row, only the points its list holds,
+/// after storing the dead value to the row's elements in the range.
+void emitPointRange(mlir::OpBuilder &b, DomainOp op, mlir::Value begin, mlir::Value end, int64_t reductionWidth);
+
+/// CPU point kernels interleave only dot products over rows of at least a page: shorter ones gain nothing
+/// from waiting in slots, which costs (H = 64: 1.7x the time of the plain point loop, A3 at DeepSeek-V3's E).
+constexpr int64_t kInterleavedRowBytes = 4096;
+/// moe-interleave-reductions: a CPU point domain whose live points' dot products run together, this many
+/// at a time (the attribute's value; see MoeDialect.td).
+constexpr llvm::StringLiteral kInterleavedPointsAttr = MoeDialect::InterleavedPointsAttrHelper::getNameStr();
+/// moe-compress-lists: a moe.compact that tests the attribute's count of entries at a time (CPU).
+constexpr llvm::StringLiteral kCompressLanesAttr = MoeDialect::CompressLanesAttrHelper::getNameStr();
+/// Whether a moe.compact's predicate vectorizes along its index: what moe-compress-lists needs.
+bool compactVectorizes(CompactOp compact);
 
 /// The widest non-temporal vector store (AVX-512: a whole 64-byte line; AVX2 splits it in two).
 constexpr int64_t kMaxNontemporalAlignment = 64;
@@ -239,7 +248,6 @@ struct RowTarget {
   bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
   bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
-  int64_t compactLanes = 0;    // CPU: a moe.compact tests this many entries at a time (0: one at a time)
 };
 
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,

@@ -38,15 +38,16 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
 
     A domain whose points each run a dot product along a contiguous dim and that does not vectorize along
     its last dim (A3's probs_grad[t, e] = sum(j < H) ...) runs by point instead: the range is of points
-    (all dims flattened), and the runtime splits points, not rows, over threads. With
-    `interleave-reductions` (the default) a point whose dot product runs (the condition around it holds)
-    waits in one of four slots; four waiting points run their dot products together in one loop along j,
-    so four gathered rows stream at once, each point's partial sums adding the same terms in the same order.
+    (all dims flattened), and the runtime splits points, not rows, over threads. In a domain marked
+    `moe.interleaved_points = N` (moe-interleave-reductions) a point whose dot product runs (the condition
+    around it holds) waits in one of N slots; N waiting points run their dot products together in one loop
+    along j, so N gathered rows stream at once, each point's partial sums adding the same terms in the same
+    order. A `moe.compact` marked `moe.compress_lanes = N` (moe-compress-lists) tests N entries a step.
 
     ```mlir
     %n = scf.for %p = %begin to %end iter_args(%pending = %c0) {
-      ... the point's ops before the sum; scf.if %live { save them in slot %pending; when 4 are saved:
-          scf.for %j = 0 to H step 32 { 4 x vector<32 x f32> partial sums } and each point's write }
+      ... the point's ops before the sum; scf.if %live { save them in slot %pending; when N are saved:
+          scf.for %j = 0 to H step 32 { N x vector<32 x f32> partial sums } and each point's write }
       else { the point's write now }
     }
     scf.for %q = 0 to %n { the points left waiting, one at a time }
@@ -54,12 +55,7 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"accumulateRows", "accumulate-rows", "bool", "true",
-           "reductions along the row run step by step over the whole row, into f32 accumulators">,
-    Option<"interleaveReductions", "interleave-reductions", "bool", "true",
-           "point kernels: the dot products of four live points run together along the row">,
-    Option<"compactLanes", "compact-lanes", "int64_t", "0",
-           "a moe.compact tests this many entries at a time as vectors and compresses the live indices into "
-           "its list (0: one at a time; the pipeline sets 16 where the host has AVX-512)">
+           "reductions along the row run step by step over the whole row, into f32 accumulators">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::math::MathDialect",
