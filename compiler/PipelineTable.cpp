@@ -86,13 +86,17 @@ const std::vector<Row> &table() {
          pm.addPass(moe::createMoeWidenRoundedFolds({c.on(kUncheckedStepRoundings)}));
        }},
       // A GPU list is built by a warp's converged lanes, so only in a row's prologue: it needs the hoisting.
-      // A short fold's list: the CPU's accumulated rows add its live steps directly; the GPU runs the row in
-      // a version per power of two of live steps (moe-lower-to-gpu).
-      {Stage::Moe, "moe-compact-predicated-folds", kCompactPredicatedFolds, kAll, kShortLists | kAccumulateRows,
+      {Stage::Moe, "moe-compact-predicated-folds", kCompactPredicatedFolds, kAll, 0,
        [](const PipelineConfig &c) { return hoisted(c) || !isGpu(c); },
        [](OpPassManager &pm, const PipelineConfig &c) {
-         bool shortFolds = isGpu(c) ? c.on(kShortLists) : c.target != TargetKind::Ascend && c.on(kAccumulateRows);
-         pm.addPass(moe::createMoeCompactPredicatedFolds({isGpu(c) ? "gpu" : "cpu", shortFolds}));
+         pm.addPass(moe::createMoeCompactPredicatedFolds({isGpu(c) ? "gpu" : "cpu"}));
+       }},
+      // A short fold's list: the CPU's accumulated rows add its live steps directly; the GPU runs the row in
+      // a version per power of two of live steps (moe-lower-to-gpu).
+      {Stage::Moe, "moe-short-lists", kShortLists, kCpu | kGpu, kAccumulateRows,
+       [](const PipelineConfig &c) { return isGpu(c) ? hoisted(c) : c.on(kAccumulateRows); },
+       [](OpPassManager &pm, const PipelineConfig &c) {
+         pm.addPass(moe::createMoeShortLists({isGpu(c) ? "gpu" : "cpu"}));
        }},
       {Stage::Moe, "moe-hoist-row-invariants", kHoistRowInvariants, kAll, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeHoistRowInvariants()); }},

@@ -68,7 +68,7 @@ MUTATIONS = [
      r"^Bundle\.|GpuCheckCases|Hardening|Schedules|EmulatedGpu", "Transforms/|PTX/"),
     ("compact-dead-steps",
      "moe-compact-predicated-folds lists the steps that leave the accumulator alone instead of the live ones",
-     [("compiler/Transforms/CompactPredicatedFolds.cpp",
+     [("compiler/Transforms/PredicatedFolds.cpp",
        "      if (!step->liveIsThen)\n",
        "      if (step->liveIsThen)\n")],
      r"MoeUnpermute|Optimizations", "Transforms/compact"),
@@ -638,10 +638,10 @@ MUTATIONS = [
        "                                                         k));\n")],
      r"EmulatedGpu\.(PointRunsStart|KeyedPointRuns)", "Transforms/group-points"),
     ("short-fold-any-step",
-     "moe-compact-predicated-folds' short-folds compacts a short fold whatever its live step does (one the CPU "
+     "moe-short-lists compacts a short fold whatever its live step does (one the CPU "
      "lowering cannot add directly then runs as a loop over the list for each vector)",
-     [("compiler/Transforms/CompactPredicatedFolds.cpp",
-       "    if (!step || (shortFold && !liveStepAccumulates(reduction, *step, /*inT=*/target == \"gpu\")))\n",
+     [("compiler/Transforms/PredicatedFolds.cpp",
+       "    if (!step || (shortFold && !liveStepAccumulates(reduction, *step, /*inT=*/gpu)))\n",
        "    if (!step)\n")],
      None, "Transforms/compact-predicated"),
     ("bf16-bits-branches-left",

@@ -23,7 +23,7 @@ enum Optimization : uint32_t {
   kAccumulateRows = 1u << 3,           // moe-lower-to-loops{accumulate-rows} (CPU)
   kFillUncoveredRows = 1u << 4,        // moe-fill-uncovered-rows
   kCarryPrefixFolds = 1u << 5,         // moe-carry-prefix-folds
-  kInterleaveReductions = 1u << 6,     // moe-lower-to-loops{interleave-reductions} (CPU)
+  kInterleaveReductions = 1u << 6,     // moe-interleave-reductions (CPU)
   kFuseRowStores = 1u << 7,            // genMoe's statement fusion (dsl::FusedRows; every target)
   kGroupRows = 1u << 8,                // moe-group-rows (GPU)
   kGroupPoints = 1u << 9,              // moe-group-points (GPU)
@@ -35,9 +35,9 @@ enum Optimization : uint32_t {
   kNativeBf16Roundings = 1u << 15,     // moe-native-bf16-roundings (CPU with AVX512-BF16)
   kGuardLoads = 1u << 16,              // moe-guard-loads (GPU)
   kLoadsInFlight = 1u << 17,           // moe-unroll-lane-sums, moe-unroll-row-loops (GPU)
-  kShortLists = 1u << 18,              // moe-compact-predicated-folds{short-folds} (GPU)
+  kShortLists = 1u << 18,              // moe-short-lists (CPU with accumulate-rows, GPU)
   kWidenBf16Pairs = 1u << 19,          // moe-widen-bf16-pairs (CPU)
-  kCompressLists = 1u << 20,           // moe-lower-to-loops{compact-lanes} (CPU with AVX-512)
+  kCompressLists = 1u << 20,           // moe-compress-lists (CPU with AVX-512)
   kCompactPredicatedPoints = 1u << 21, // moe-compact-predicated-points (CPU)
   kRegisterBudget = 1u << 22,          // moe-budget-registers, moe-group-points{batch=4} (GPU; opt-in)
   kStepTables = 1u << 23,              // moe-lower-to-gpu{step-tables} (GPU, with hoist-row-invariants)

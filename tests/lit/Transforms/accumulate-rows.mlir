@@ -11,7 +11,7 @@
 // steps (1, 2, 4, 8): a row runs the least that holds its count, so it computes at most twice its terms.
 // RUN: moec-opt %s --moe-lower-to-loops --moe-streaming-stores | FileCheck %s
 // RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=OFF
-// A list of 2 experts (a short fold compacted: moe-compact-predicated-folds' short-folds) runs at most 2
+// A list of 2 experts (a short fold compacted: moe-short-lists) runs at most 2
 // steps directly, not 8.
 // RUN: sed -e 's/memref<40xi32>/memref<2xi32>/g' -e 's/moe.compact %c40/moe.compact %c2/' %s | moec-opt --moe-lower-to-loops --moe-streaming-stores | FileCheck %s --check-prefix=SHORT
 

@@ -23,12 +23,12 @@
 // LANES8: vector.load %{{.*}} : memref<?x40xi32>, vector<8xi32>
 // LANES8: llvm.call_intrinsic "llvm.experimental.vector.compress"
 // LANES8-NOT: memref.store %{{.*}} : memref<40xi32>
-// E = 8 is no longer than the unroll (8): unrolled fully, it keeps its branches, unless short-folds (the CPU
+// E = 8 is no longer than the unroll (8): unrolled fully, it keeps its branches, unless moe-short-lists (the CPU
 // pipeline's, whose loop lowering adds a short list's steps directly) compacts it because its live step
 // adds an f32 term; a live step that does something else (a maximum) is kept as it is even then.
 // RUN: sed -e 's/40/8/g' %s | moec-opt --moe-compact-predicated-folds | FileCheck %s --check-prefix=SHORT
-// RUN: sed -e 's/40/8/g' %s | moec-opt --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT-ON
-// RUN: sed -e 's/40/8/g' -e 's/arith.addf %arg13, %12/arith.maximumf %arg13, %12/' %s | moec-opt --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT
+// RUN: sed -e 's/40/8/g' %s | moec-opt --moe-compact-predicated-folds --moe-short-lists | FileCheck %s --check-prefix=SHORT-ON
+// RUN: sed -e 's/40/8/g' -e 's/arith.addf %arg13, %12/arith.maximumf %arg13, %12/' %s | moec-opt --moe-compact-predicated-folds --moe-short-lists | FileCheck %s --check-prefix=SHORT
 
 // LANES: %[[LIST:.*]] = memref.alloca() : memref<40xi32>
 // LANES: %[[N16:.*]] = scf.for %[[K:.*]] = %c0 to %c32 step %c16 iter_args(%[[END:.*]] = %c0) -> (index) {

@@ -1,5 +1,5 @@
 // A short list on the GPU (C2's combine at Mixtral's 8 experts, f32, 4 rows of 32 threads a block): with
-// `short-folds`, moe-compact-predicated-folds compacts a fold of at most the unroll's steps too, and
+// moe-short-lists, moe-compact-predicated-folds' sibling, compacts a fold of at most the unroll's steps too, and
 // moe-lower-to-gpu runs the row's loop along h in one version per power of two of live steps: a row with
 // none writes the init; one with at most 2 takes the version whose fold runs 2 steps, each reading the
 // step table at min(j, count - 1) (only entries a live step wrote) and adding its term where j < count;
@@ -7,7 +7,7 @@
 // tests. A list of at most 32 entries takes one ballot, lane k testing entry k (lanes past the bound test
 // the last entry again, and are not live): each live lane then writes the step table's row at its place for
 // its own entry, with what its test loaded, without reading the list back.
-// RUN: moec-opt %s --moe-compact-predicated-folds="target=gpu short-folds=true" --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s
+// RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-short-lists=target=gpu --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s
 // A short list's steps load their weights themselves (C2 weighted at Mixtral: each live expert's prob): the step
 // table has no f32 column, so the row's prologue does not wait for a load that depends on the row index.
 // RUN: moec emit moe_unpermute --target ptx --arch sm_90 --dtype bf16 --dim E=8 --dim K=2 --dim H=4096 --attr using_weighted_combine=1 --emit loops -o %t.loops
@@ -29,7 +29,7 @@
 // IN-T: arith.extf %{{.*}} : bf16 to f32
 // IN-T: arith.addf
 // IN-T: arith.truncf %{{.*}} : f32 to bf16
-// Without short-folds the fold keeps its 8 tested steps, and the loop along h has no versions.
+// Without moe-short-lists the fold keeps its 8 tested steps, and the loop along h has no versions.
 // RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=LONG
 
 // CHECK: %[[ENTRY:.*]] = arith.minui %{{.*}}, %c7 : index

@@ -8,8 +8,8 @@
 // The widened live step adds a term to the f32 accumulator, so the CPU's short-fold compaction takes it
 // (and the loop lowering then adds the live steps directly); carried in bf16 it does not (on the CPU; the GPU's
 // short lists run any fold's live steps and take it: lower-to-gpu-short-lists.mlir).
-// RUN: moec-opt %s --moe-widen-rounded-folds --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=SHORT
-// RUN: moec-opt %s --moe-compact-predicated-folds=short-folds=true | FileCheck %s --check-prefix=NARROW
+// RUN: moec-opt %s --moe-widen-rounded-folds --moe-compact-predicated-folds --moe-short-lists | FileCheck %s --check-prefix=SHORT
+// RUN: moec-opt %s --moe-compact-predicated-folds --moe-short-lists | FileCheck %s --check-prefix=NARROW
 // unchecked-roundings: the step's rounding of acc + a bf16 term, read back only by the accumulator, is
 // marked moe.nan_unchecked (a NaN there keeps its low 16 bits zero: moe-expand-unchecked-roundings); the
 // rounding of the fold's result keeps its NaN case. Without the option, or when a term is not a widened

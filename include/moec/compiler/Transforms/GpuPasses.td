@@ -310,7 +310,7 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     moe-unroll-row-loops.
 
     A row whose folds run over a short list (`moe.compact` of at most the unroll's steps in the row's
-    prologue: moe-compact-predicated-folds with `short-folds`) runs its loop along the row in one version per
+    prologue: moe-short-lists) runs its loop along the row in one version per
     power of two of live steps: a row with none writes the folds' inits; one with at most 2 (4, ...) takes
     the version whose folds run 2 (4, ...) steps, the last the list's length. Step j reads the list and
     its step table at min(j, count - 1), only entries that live steps wrote, and adds its term only where

@@ -153,7 +153,7 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
   let description = [{
     A `moe.fold` inside a domain that runs along the row (its result depends on the contiguous index),
     has a constant bound longer than the schedule's unroll factor (shorter ones unroll fully and keep
-    their well-predicted branches), and whose step is `p ? acc : f(acc)` with `p` independent of the accumulator
+    their well-predicted branches; moe-short-lists compacts some of those), and whose step is `p ? acc : f(acc)` with `p` independent of the accumulator
     and of the contiguous index, becomes a `moe.compact` of the steps where `f` applies and a fold over
     that list, in the same order (results are bit-identical). With `moe-hoist-row-invariants` after it,
     the list is built once per row and every vector along the row does only the live steps: C2 then does
@@ -162,14 +162,9 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
     dropped or inactive rows cost no branch per vector. On the GPU (`target=gpu`) each warp keeps its list in shared
     memory, so only domains lowered a row at a time qualify, and the bound must fit; where a block's warps
     all run one row (C2 at 256 threads), the block builds one list, each warp testing every W-th run of 32
-    steps, with two block barriers (the row's index loads once per block, not once per warp). With `short-folds`
-    (the CPU pipeline's, unless accumulate-rows is off) a short fold or sum whose live steps add f32
-    terms is compacted too: moe-lower-to-loops adds a short list's live steps directly in registers
-    (C2 at Mixtral's top-2 of 8, B2 with inactive rows), without a test per step and vector. The GPU
-    pipeline sets it too (unless short-lists is off), for folds only: moe-lower-to-gpu runs the row in a
-    version per power of two of live steps, each fold step reading its step table (a short sum's steps
-    would redo their row-invariant work for every vector: B2's top-8 stays as it is; lit:
-    `lower-to-gpu-short-lists.mlir`).
+    steps, with two block barriers (the row's index loads once per block, not once per warp). The lists of
+    a domain share 16 KiB (CPU stack, or GPU shared memory per block), which lists it already has count
+    against (lit: `compact-predicated-folds-budget.mlir`).
 
     Before:
     ```mlir
@@ -200,9 +195,46 @@ def MoeCompactPredicatedFolds : Pass<"moe-compact-predicated-folds", "::mlir::Mo
     ```
   }];
   let options = [
-    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">,
-    Option<"shortFolds", "short-folds", "bool", "false",
-           "also compact a fold short enough to unroll whose live steps add f32 terms (CPU accumulated rows)">
+    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def MoeShortLists : Pass<"moe-short-lists", "::mlir::ModuleOp"> {
+  let summary = "A fold short enough to unroll, whose live steps add terms, over a list of its live steps";
+  let description = [{
+    moe-compact-predicated-folds leaves a predicated fold of at most the schedule's unroll factor's steps
+    alone: unrolled fully, its branches are the same for every vector of a row and its loads issue at once.
+    Where its live steps add terms, this pass splits it the same way all the same (a `moe.compact` of the
+    live steps and a fold over that list, in the same order: bit-identical results), because the loop
+    lowerings then run the live steps without a test per step and vector:
+    - CPU (the pipeline runs it unless accumulate-rows is off): a fold or sum whose live steps add f32
+      terms (an f32 accumulator, or a fold that moe-widen-rounded-folds carries in f32); moe-lower-to-loops
+      adds a short list's live steps directly in registers (C2 at Mixtral's top-2 of 8: 0.82 -> 1.06-1.14
+      of a memcpy; B2 with inactive rows). lit: `compact-predicated-folds.mlir` (SHORT-ON),
+      `widen-rounded-folds.mlir`.
+    - GPU (`target=gpu`): folds only, whose live steps add terms in T or f32, where moe-hoist-row-invariants
+      runs; moe-lower-to-gpu runs the row in a version per power of two of live steps, each fold step
+      reading its step table (a short sum's steps would redo their row-invariant work for every vector:
+      B2's top-8 stays as it is). lit: `lower-to-gpu-short-lists.mlir`.
+    The lists share their domain's budget with moe-compact-predicated-folds' (16 KiB). `--disable
+    short-lists` leaves short folds with their branches.
+
+    ```mlir
+    %acc = moe.fold %c8, %cst : f32 {           // Mixtral: 8 experts, 2 live per token
+    ^bb0(%e: index, %a: f32):
+      %r = memref.load %rowmap[%t, %e] : memref<?x8xi32>
+      %dead = arith.cmpi slt, %r, %c0_i32 : i32
+      %next = scf.if %dead -> (f32) { scf.yield %a : f32 } else { ...; %s = arith.addf %a, %x : f32; scf.yield %s : f32 }
+      moe.yield %next : f32
+    }
+    // becomes
+    %list, %n = moe.compact %c8 : memref<8xi32> { ^bb0(%e: index): ... moe.yield %live : i1 }
+    %acc = moe.fold %n, %cst : f32 { ^bb0(%i: index, %a: f32): %e = ... %list[%i] ...; %s = arith.addf %a, %x : f32; moe.yield %s : f32 }
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cpu\"", "cpu or gpu">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
