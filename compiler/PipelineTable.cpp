@@ -123,6 +123,9 @@ const std::vector<Row> &table() {
       {Stage::Moe, "moe-compress-lists", kCompressLists, kCpu, 0,
        [](const PipelineConfig &c) { return c.vectorLanes >= 16; },
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeCompressLists({/*lanes=*/16})); }},
+      // CPU: a row's reduction over gathered rows runs its steps over the whole row, several at a time.
+      {Stage::Moe, "moe-accumulate-rows", kAccumulateRows, kCpu, 0, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeAccumulateRows()); }},
       // GPU: a row of points runs 32 points at once, a lane each; a prefix count over them is a ballot.
       {Stage::Moe, "moe-lane-point-access", kLanePointAccess, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeLanePointAccess()); }},
@@ -155,10 +158,8 @@ const std::vector<Row> &table() {
       // steps' gathers, guarded, are in flight together.
       {Stage::Loops, "moe-unroll-lane-sums", kLoadsInFlight, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeUnrollLaneSums()); }},
-      {Stage::Loops, "moe-lower-to-loops", 0, kCpu, kAccumulateRows, nullptr,
-       [](OpPassManager &pm, const PipelineConfig &c) {
-         pm.addPass(moe::createMoeLowerToLoops({c.on(kAccumulateRows)}));
-       }},
+      {Stage::Loops, "moe-lower-to-loops", 0, kCpu, 0, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeLowerToLoops()); }},
       // CPU: the output's vector stores are non-temporal where it is large and its base is aligned.
       {Stage::Loops, "moe-streaming-stores", kStreamingStores, kCpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeStreamingStores()); }},

@@ -42,6 +42,8 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
   }
   if (name == LiveListAttrHelper::getNameStr())
     return unitOn(op, attr, isa<CompactOp>(op), "a moe.compact");
+  if (name == AccumulatedRowAttrHelper::getNameStr())
+    return unitOn(op, attr, isa<FoldOp, SumOp>(op), "a moe.fold or moe.sum");
   if (name == LiveRankAttrHelper::getNameStr() || name == LaneScanAttrHelper::getNameStr())
     return unitOn(op, attr, isa<FoldOp>(op), "a moe.fold");
   if (name == RowGroupAttrHelper::getNameStr())

@@ -320,8 +320,10 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   StagedRow *staged = rowTarget.staged;
   if (staged)
     return emitStagedRow(b, op, analysis, *staged, rowIndices, prologue, width, decidedIfs, newEmitter);
-  Operation *accumulated =
-      rowTarget.accumulateRows && width > 1 && laneStride == 1 ? accumulatedReduction(op, analysis, false) : nullptr;
+  // The reduction moe-accumulate-rows marked (CPU), if it still qualifies.
+  Operation *accumulated = !rowTarget.onGpu && width > 1 && laneStride == 1 ? accumulatedReduction(op, analysis, false) : nullptr;
+  if (accumulated && !accumulated->hasAttr(kAccumulatedRowAttr))
+    accumulated = nullptr;
   // Vector part: h in [laneStart*V, (inner/V)*V) step laneStride*V.
   Value mainEnd = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, inner, cst(width)), cst(width));
   Value accumulators;

@@ -833,6 +833,13 @@ MUTATIONS = [
        "kGpu, kHoistRowInvariants | kStepTables, nullptr,\n",
        "kGpu, kHoistRowInvariants, nullptr,\n")],
      r"PipelineTable\.", None),
+    ("accumulate-rows-scalar-rows",
+     "moe-accumulate-rows marks the reduction of a row of scalars (vector 1), which has no vectors to "
+     "accumulate for",
+     [("compiler/Targets/CPU/AccumulateRows.cpp",
+       "      if (analysis.blocker() || schedule.getVector() <= 1)\n",
+       "      if (analysis.blocker())\n")],
+     None, "Transforms/accumulate-rows"),
     ("interleave-reductions-short-rows",
      "moe-interleave-reductions marks point kernels whose rows are shorter than a page, where waiting in slots "
      "costs more than it gains",

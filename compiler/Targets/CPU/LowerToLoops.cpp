@@ -43,11 +43,7 @@ struct LowerToLoopsPass : impl::MoeLowerToLoopsBase<LowerToLoopsPass> {
     getOperation().walk([](Operation *op) { op->removeAttr(kRowInvariantAttr); });
   }
 
-  RowTarget rowTarget() const {
-    RowTarget target{/*onGpu=*/false, /*streamableStores=*/true};
-    target.accumulateRows = accumulateRows;
-    return target;
-  }
+  RowTarget rowTarget() const { return RowTarget{/*onGpu=*/false, /*streamableStores=*/true}; }
 
   LogicalResult lowerKernel(func::FuncOp func, ArrayRef<DomainOp> domains) {
     OpBuilder b(func);

@@ -20,7 +20,7 @@ enum Optimization : uint32_t {
   kHoistRowInvariants = 1u << 0,       // moe-hoist-row-invariants
   kCompactPredicatedFolds = 1u << 1,   // moe-compact-predicated-folds
   kStreamingStores = 1u << 2,          // moe-streaming-stores (CPU)
-  kAccumulateRows = 1u << 3,           // moe-lower-to-loops{accumulate-rows} (CPU)
+  kAccumulateRows = 1u << 3,           // moe-accumulate-rows (CPU)
   kFillUncoveredRows = 1u << 4,        // moe-fill-uncovered-rows
   kCarryPrefixFolds = 1u << 5,         // moe-carry-prefix-folds
   kInterleaveReductions = 1u << 6,     // moe-interleave-reductions (CPU)

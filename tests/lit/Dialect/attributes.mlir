@@ -132,6 +132,18 @@ func.func @point_rows_batch_of_3(%out: memref<?xf32>, %n: index) {
 
 // -----
 
+func.func @accumulated_row_on_a_compute(%out: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'moe.compute' op 'moe.accumulated_row' belongs on a moe.fold or moe.sum}}
+  moe.compute %out[%n] {moe.accumulated_row} : memref<?xf32> {
+  ^bb0(%i: index):
+    %z = arith.constant 0.0 : f32
+    moe.yield %z : f32
+  }
+  return
+}
+
+// -----
+
 func.func @interleaved_points_of_9(%out: memref<?xf32>, %n: index) {
   // expected-error @+1 {{'moe.compute' op 'moe.interleaved_points' must be the points whose dot products run together, 2 to 8}}
   moe.compute %out[%n] {moe.interleaved_points = 9 : i64} : memref<?xf32> {

@@ -1,6 +1,6 @@
-// moe-lower-to-loops with accumulate-rows (CPU): C2's combine (f32, E = 40, H = 20, vector 8, after
-// moe-compact-predicated-folds and moe-hoist-row-invariants) is a fold over the row's list of live experts.
-// Instead of every step for each vector of the row, the steps run over the whole row into f32 accumulators
+// moe-accumulate-rows, then moe-lower-to-loops (CPU): C2's combine (f32, E = 40, H = 20, vector 8, after
+// moe-compact-predicated-folds and moe-hoist-row-invariants) is a fold over the row's list of live experts,
+// which moe-accumulate-rows marks moe.accumulated_row. Instead of every step for each vector of the row, the steps run over the whole row into f32 accumulators
 // on the stack (an alloca of H floats, set to the init): passes of 8 steps, the last one masked;
 // a step's row-invariant work (the list entry, the row index, its check) runs once per pass, and each
 // element adds its terms in step order, so results are unchanged. A last loop along the row reads the
@@ -9,11 +9,16 @@
 // one reads), then for each vector the init plus step 0's term and step j's where j < count, in order: every
 // step is computed and a select on the row's `j < count` keeps or drops it, in a version per power of two of
 // steps (1, 2, 4, 8): a row runs the least that holds its count, so it computes at most twice its terms.
-// RUN: moec-opt %s --moe-lower-to-loops --moe-streaming-stores | FileCheck %s
-// RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=OFF
+// RUN: moec-opt %s --moe-accumulate-rows | FileCheck %s --check-prefix=MARK
+// RUN: moec-opt %s --moe-accumulate-rows --moe-lower-to-loops --moe-streaming-stores | FileCheck %s
+// RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s --check-prefix=OFF
+// A row of scalars (vector 1) has no vectors to accumulate for: the fold stays unmarked.
+// RUN: sed -e 's/vector = 8/vector = 1/' %s | moec-opt --moe-accumulate-rows | FileCheck %s --check-prefix=SCALAR
+// MARK: moe.fold %{{.*}} {moe.accumulated_row} : f32
+// SCALAR-NOT: moe.accumulated_row
 // A list of 2 experts (a short fold compacted: moe-short-lists) runs at most 2
 // steps directly, not 8.
-// RUN: sed -e 's/memref<40xi32>/memref<2xi32>/g' -e 's/moe.compact %c40/moe.compact %c2/' %s | moec-opt --moe-lower-to-loops --moe-streaming-stores | FileCheck %s --check-prefix=SHORT
+// RUN: sed -e 's/memref<40xi32>/memref<2xi32>/g' -e 's/moe.compact %c40/moe.compact %c2/' %s | moec-opt --moe-accumulate-rows --moe-lower-to-loops --moe-streaming-stores | FileCheck %s --check-prefix=SHORT
 
 // CHECK-LABEL: func.func @moe_unpermute__0_hidden_states
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<20xf32>

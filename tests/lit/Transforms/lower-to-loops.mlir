@@ -2,13 +2,13 @@
 // moe.compute becomes a row loop around a vector loop along the contiguous dim (vector.load /
 // vector.store) and a scalar remainder loop when the vector width does not divide it; moe.sum becomes
 // an unrolled f32 (or vector<V x f32>) accumulation. Input: `moec emit --emit moe` output, scheduled.
-// (Sums over gathered rows as the row's value are accumulated over whole rows by default: see
-// accumulate-rows.mlir; here they are not.)
-// RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false --moe-streaming-stores | FileCheck %s
+// (Sums over gathered rows as the row's value are accumulated over whole rows where moe-accumulate-rows
+// marks them: see accumulate-rows.mlir; here they are not.)
+// RUN: moec-opt %s --moe-lower-to-loops --moe-streaming-stores | FileCheck %s
 // The pass marks the output's vector stores with the alignment they have where the output's base pointer
 // is aligned (moe.streamable: only where that is 16 bytes or more); moe-streaming-stores makes them
 // streaming (non-temporal) stores where it is (streaming-stores.mlir), and without it they stay cached:
-// RUN: moec-opt %s --moe-lower-to-loops=accumulate-rows=false | FileCheck %s --check-prefix=CACHED
+// RUN: moec-opt %s --moe-lower-to-loops | FileCheck %s --check-prefix=CACHED
 // CACHED-LABEL: func.func @f32_h7_k2
 // CACHED-NOT: moe.streamable
 // CACHED-LABEL: func.func @bf16_h16_k2

@@ -47,6 +47,9 @@ def Moe_Dialect : Dialect {
     // moe-compress-lists (CPU with AVX-512): a moe.compact whose predicate vectorizes tests this many
     // entries at a time and compresses their live indices into its list (a power of two from 2 to 64).
     "::mlir::IntegerAttr":$compress_lanes,
+    // moe-accumulate-rows (CPU): the moe.fold or moe.sum of a row-at-a-time domain whose steps the row runs
+    // one after the other over the whole row, into f32 accumulators.
+    "::mlir::UnitAttr":$accumulated_row,
     // moe-interleave-reductions (CPU): a point domain whose live points run their dot products together,
     // this many at a time (2 to 8), so that their gathered rows stream at once.
     "::mlir::IntegerAttr":$interleaved_points,

@@ -152,6 +152,8 @@ constexpr int64_t kInterleavedRowBytes = 4096;
 /// moe-interleave-reductions: a CPU point domain whose live points' dot products run together, this many
 /// at a time (the attribute's value; see MoeDialect.td).
 constexpr llvm::StringLiteral kInterleavedPointsAttr = MoeDialect::InterleavedPointsAttrHelper::getNameStr();
+/// moe-accumulate-rows: the CPU row's reduction whose steps run over the whole row (see MoeDialect.td).
+constexpr llvm::StringLiteral kAccumulatedRowAttr = MoeDialect::AccumulatedRowAttrHelper::getNameStr();
 /// moe-compress-lists: a moe.compact that tests the attribute's count of entries at a time (CPU).
 constexpr llvm::StringLiteral kCompressLanesAttr = MoeDialect::CompressLanesAttrHelper::getNameStr();
 /// Whether a moe.compact's predicate vectorizes along its index: what moe-compress-lists needs.
@@ -245,7 +247,6 @@ struct RowTarget {
   bool onGpu = false;            // whole warps of a gpu.func: moe.compact lists go to shared memory, and a
                                  // loop along the row of a constant count per lane is marked kLaneLoopAttr
   bool streamableStores = false; // CPU: the output's vector stores are marked kStreamableAttr (markStreamable)
-  bool accumulateRows = false; // CPU: a reduction along the row runs step by step over the whole row
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
   bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
 };

@@ -26,8 +26,8 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     Values that do not depend on the contiguous index stay scalar and are computed once per vector.
     The vector stores of the output are marked `moe.streamable` with the alignment they have where the
     output's base pointer is aligned (moe-streaming-stores, next, decides whether they stream).
-    With `accumulate-rows` (the default) a row whose value is a reduction over gathered rows too long to
-    unroll fully (C2's combine over its list of live experts) runs the reduction's steps over the whole row
+    A row whose reduction moe-accumulate-rows marked `moe.accumulated_row` (a reduction over gathered rows
+    too long to unroll fully: C2's combine over its list of live experts) runs the reduction's steps over the whole row
     into f32 accumulators on the stack, several steps per pass, each element still adding its terms in
     order (bit-identical results). A row whose bound turns out to be 1 to 8 at run time (C2's K live
     experts of E) skips the accumulators: each step's row-invariant work runs once per row (step j past
@@ -53,10 +53,6 @@ def MoeLowerToLoops : Pass<"moe-lower-to-loops", "::mlir::ModuleOp"> {
     scf.for %q = 0 to %n { the points left waiting, one at a time }
     ```
   }];
-  let options = [
-    Option<"accumulateRows", "accumulate-rows", "bool", "true",
-           "reductions along the row run step by step over the whole row, into f32 accumulators">
-  ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect", "::mlir::math::MathDialect",
                            "::mlir::LLVM::LLVMDialect"];
