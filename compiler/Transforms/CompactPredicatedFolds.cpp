@@ -23,11 +23,8 @@ struct CompactPredicatedFoldsPass : impl::MoeCompactPredicatedFoldsBase<CompactP
   using MoeCompactPredicatedFoldsBase::MoeCompactPredicatedFoldsBase;
 
   void runOnOperation() override {
-    if (target != "cpu" && target != "gpu") {
-      getOperation().emitError("moe-compact-predicated-folds: target must be cpu or gpu, not ") << target;
-      return signalPassFailure();
-    }
-    compactPredicatedFolds(getOperation(), target == "gpu", FoldLength::Long);
+    if (failed(compactPredicatedFolds(getOperation(), target, FoldLength::Long)))
+      signalPassFailure();
   }
 };
 } // namespace

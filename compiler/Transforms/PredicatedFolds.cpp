@@ -247,6 +247,12 @@ struct FoldCompactor {
 };
 } // namespace
 
-void compactPredicatedFolds(Operation *root, bool gpu, FoldLength which) { FoldCompactor{gpu, which}.run(root); }
+LogicalResult compactPredicatedFolds(Operation *root, StringRef target, FoldLength which) {
+  if (target != "cpu" && target != "gpu")
+    return root->emitError(which == FoldLength::Long ? "moe-compact-predicated-folds" : "moe-short-lists")
+           << ": target must be cpu or gpu, not '" << target << "'";
+  FoldCompactor{target == "gpu", which}.run(root);
+  return success();
+}
 
 } // namespace moec::moe

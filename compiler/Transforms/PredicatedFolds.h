@@ -8,6 +8,7 @@
 #define MOEC_COMPILER_TRANSFORMS_PREDICATEDFOLDS_H
 
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
 
 namespace moec::moe {
 
@@ -21,7 +22,8 @@ enum class FoldLength { Long, Short };
 /// which the lists the domain already has count against. `gpu`: lists live in shared memory, so only
 /// domains lowered a row at a time whose lists are built in the row's prologue qualify; a short one must
 /// be a fold, its live steps adding terms in T or f32 (on the CPU: an f32 sum or f32-carried fold).
-void compactPredicatedFolds(mlir::Operation *root, bool gpu, FoldLength which);
+/// `target` is the pass option: "cpu" or "gpu"; anything else is an error on `root`, and nothing changes.
+mlir::LogicalResult compactPredicatedFolds(mlir::Operation *root, llvm::StringRef target, FoldLength which);
 
 } // namespace moec::moe
 

@@ -22,11 +22,8 @@ struct ShortListsPass : impl::MoeShortListsBase<ShortListsPass> {
   using MoeShortListsBase::MoeShortListsBase;
 
   void runOnOperation() override {
-    if (target != "cpu" && target != "gpu") {
-      getOperation().emitError("moe-short-lists: target must be cpu or gpu, not ") << target;
-      return signalPassFailure();
-    }
-    compactPredicatedFolds(getOperation(), target == "gpu", FoldLength::Short);
+    if (failed(compactPredicatedFolds(getOperation(), target, FoldLength::Short)))
+      signalPassFailure();
   }
 };
 } // namespace

@@ -16,6 +16,10 @@
 // RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-compress-lists --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LANES
 // RUN: sed -e 's/40/32/g' %s | moec-opt --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-compress-lists --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LANES32
 // RUN: moec-opt %s --moe-compact-predicated-folds --moe-hoist-row-invariants --moe-compress-lists=lanes=8 --moe-lower-to-loops --canonicalize | FileCheck %s --check-prefix=LANES8
+// RUN: not moec-opt %s --moe-compact-predicated-folds=target=npu 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not moec-opt %s --moe-short-lists=target=npu 2>&1 | FileCheck %s --check-prefix=BADSHORT
+// BADTARGET: moe-compact-predicated-folds: target must be cpu or gpu, not 'npu'
+// BADSHORT: moe-short-lists: target must be cpu or gpu, not 'npu'
 // MARK: moe.compact %c40 {moe.compress_lanes = 16 : i64} : memref<40xi32>
 // MARK8: moe.compact %c40 {moe.compress_lanes = 8 : i64} : memref<40xi32>
 // BADLANES: lanes must be a power of two from 2 to 64, not 12
