@@ -458,6 +458,10 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   } else {
     if (wants(Stage::Asm))
       result.dumps[Stage::Asm] = emitHostAsm(*llvmModule, tm);
+    if (finished(Stage::Asm)) { // `moec emit --emit asm` prints the text: no object to build and load
+      result.times.codegen = msSince(start);
+      return result;
+    }
     std::vector<std::string> names;
     for (const KernelInfo &k : result.kernels)
       names.push_back(k.name);

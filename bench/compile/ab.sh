@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compile time of every example specialization (ops/examples.json) by two builds of moec side by side:
-# `moec emit ... --emit asm` (CPU: DSL to host code) and `--emit ptx` (sm_90: DSL to PTX), each a fresh
+# `moec emit ... --emit asm` (CPU: DSL to host assembly text; since stop 63 without the object the runtime
+# would also build and load) and `--emit ptx` (sm_90: DSL to PTX), each a fresh
 # process, the two builds' runs alternating REPS (7) times, medians in ms (process start-up, ~20 ms on a
 # 2-core VM, included in both). Usage: AGAINST=/path/to/old/moec bash bench/compile/ab.sh [TARGETS]
 # (TARGETS: "cpu ptx" by default); MOEC=path picks the new build's moec.
