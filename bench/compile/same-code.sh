@@ -46,16 +46,17 @@ specs=(
   "c2-odd|moe_unpermute --dim H=37 --dim E=40 --dim K=3|H=37,E=40,K=3"
 )
 
+run() { # label, then moec arguments after the current spec's ($args) and dtype
+  local label=$1
+  shift
+  "$old/moec" emit $args --dtype $dtype "$@" >"$work/old" 2>&1
+  "$new/moec" emit $args --dtype $dtype "$@" >"$work/new" 2>&1
+  same "$name $dtype $label" "$work/old" "$work/new"
+}
+
 for entry in "${specs[@]}"; do
   IFS='|' read -r name args bindings <<<"$entry"
   for dtype in bf16 f16 f32; do
-    run() { # label suffix, then moec arguments
-      local label=$1
-      shift
-      "$old/moec" emit $args --dtype $dtype "$@" >"$work/old" 2>&1
-      "$new/moec" emit $args --dtype $dtype "$@" >"$work/new" 2>&1
-      same "$name $dtype $label" "$work/old" "$work/new"
-    }
     run cpu --target cpu --emit llvm
     for opt in $disable; do
       run "cpu --disable $opt" --target cpu --emit llvm --disable "$opt"

@@ -60,7 +60,7 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
     auto lanes = dyn_cast<IntegerAttr>(value);
     if (!isa<CompactOp>(op))
       return error() << "belongs on a moe.compact";
-    if (!lanes || lanes.getInt() < 2 || lanes.getInt() > 64 || !llvm::isPowerOf2_64(lanes.getInt()))
+    if (!lanes || !isCompressLanes(lanes.getInt()))
       return error() << "must be the entries tested at a time, a power of two from 2 to 64";
     return success();
   }
@@ -68,7 +68,7 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
     auto points = dyn_cast<IntegerAttr>(value);
     if (!isDomain(op))
       return error() << "belongs on a moe.compute or moe.scatter";
-    if (!points || points.getInt() < 2 || points.getInt() > 8)
+    if (!points || !isInterleavedPoints(points.getInt()))
       return error() << "must be the points whose dot products run together, 2 to 8";
     return success();
   }

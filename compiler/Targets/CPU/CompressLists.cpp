@@ -7,8 +7,6 @@
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 
-#include "llvm/Support/MathExtras.h"
-
 #define DEBUG_TYPE "moe-compress-lists"
 
 using namespace mlir;
@@ -22,7 +20,7 @@ struct CompressListsPass : impl::MoeCompressListsBase<CompressListsPass> {
   using MoeCompressListsBase::MoeCompressListsBase;
 
   void runOnOperation() override {
-    if (lanes < 2 || lanes > 64 || !llvm::isPowerOf2_64(lanes)) {
+    if (!isCompressLanes(lanes)) {
       getOperation().emitError("moe-compress-lists: lanes must be a power of two from 2 to 64, not ") << int64_t(lanes);
       return signalPassFailure();
     }

@@ -21,7 +21,7 @@ struct InterleaveReductionsPass : impl::MoeInterleaveReductionsBase<InterleaveRe
   using MoeInterleaveReductionsBase::MoeInterleaveReductionsBase;
 
   void runOnOperation() override {
-    if (points < 2 || points > 8) {
+    if (!isInterleavedPoints(points)) {
       getOperation().emitError("moe-interleave-reductions: points must be 2 to 8, not ") << int64_t(points);
       return signalPassFailure();
     }
