@@ -33,7 +33,9 @@ void compileBench(benchmark::State &state, moec::Target target, const moec::Buil
   moec::StageTimes sum;
   for (auto _ : state) {
     auto op = moec::dsl::loadOpText(builtin.path, builtin.source);
-    moec::CompiledOp compiled = moec::compile(*op, spec);
+    moec::CompileOptions fresh;
+    fresh.reuseGeneratedCode = false; // each iteration's LLVM stages run
+    moec::CompiledOp compiled = moec::compile(*op, spec, fresh);
     benchmark::DoNotOptimize(compiled.ptx.data());
     sum.frontend += compiled.times.frontend;
     sum.passes += compiled.times.passes;

@@ -23,6 +23,7 @@
 #include "moec/compiler/Frontend/MoeGen.h"
 #include "moec/compiler/Registration.h"
 #include "Targets/CodeGen.h"
+#include "Targets/GeneratedCode.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
 #include "moec/dsl/Diagnostics.h"
@@ -82,6 +83,9 @@ static bool shapesUse(const dsl::OpDef &op, const std::set<std::string> &present
 }
 
 namespace {
+
+/// LLVM's optimization level for every target's IR.
+constexpr int kLlvmOptLevel = 2;
 
 /// "; did you mean 'top_k'?" for a name a few edits from one of the op's static dims and attributes (or an
 /// attribute's short name), else "".
@@ -442,7 +446,18 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   llvmModule->setDataLayout(tm.createDataLayout());
   if (!isGpu)
     moveBf16AsBits(*llvmModule);
-  optimizeModule(*llvmModule, tm, 2);
+  std::vector<std::string> kernelNames; // the host object's packed wrappers
+  if (!isGpu)
+    for (const KernelInfo &k : result.kernels)
+      kernelNames.push_back(k.name);
+  // The same IR for the same machine gives the same code: an earlier compile's is taken as it is. Not where
+  // the optimized IR or the host assembly is printed, which are not kept.
+  std::string codeKey;
+  if (options.reuseGeneratedCode && !wants(Stage::LLVM) && !wants(Stage::Asm))
+    codeKey = generatedCodeKey(*llvmModule, tm, kLlvmOptLevel, isGpu ? "ptx" : "host object", kernelNames);
+  std::optional<std::string> reused = codeKey.empty() ? std::nullopt : findGeneratedCode(codeKey);
+  if (!reused)
+    optimizeModule(*llvmModule, tm, kLlvmOptLevel);
   if (wants(Stage::LLVM))
     result.dumps[Stage::LLVM] = printIR(*llvmModule);
   result.times.llvm = msSince(start);
@@ -452,7 +467,7 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   // 6. Code: PTX text, or host code in this process.
   start = Clock::now();
   if (isGpu) {
-    result.ptx = emitPtx(*llvmModule, tm);
+    result.ptx = reused ? std::move(*reused) : emitPtx(*llvmModule, tm);
     if (wants(Stage::PTX))
       result.dumps[Stage::PTX] = result.ptx;
   } else {
@@ -462,12 +477,11 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
       result.times.codegen = msSince(start);
       return result;
     }
-    std::vector<std::string> names;
-    for (const KernelInfo &k : result.kernels)
-      names.push_back(k.name);
-    result.cpuObject = emitHostObject(*llvmModule, tm, names);
+    result.cpuObject = reused ? std::move(*reused) : emitHostObject(*llvmModule, tm, kernelNames);
     result.cpu = loadHostObject(result.cpuObject);
   }
+  if (!codeKey.empty() && !reused)
+    keepGeneratedCode(std::move(codeKey), isGpu ? result.ptx : result.cpuObject);
   result.times.codegen = msSince(start);
   return result;
 }

@@ -1024,4 +1024,18 @@ MUTATIONS = [
        "<< spec.schedule.str() << '|' << static_cast<const void *>(driver)",
        "<< static_cast<const void *>(driver)")],
      r"CompiledRuns\.", None),
+    ("generated-code-key-ignores-arch",
+     "the key of code reused across compiles leaves out the target machine's CPU: sm_100's compile of the "
+     "same IR gets sm_90's PTX",
+     [("compiler/Targets/GeneratedCode.cpp",
+       "     << tm.getTargetCPU() << '\\n'\n",
+       "")],
+     r"^GeneratedCode\.", None),
+    ("generated-code-key-ignores-ir",
+     "the key of code reused across compiles is the target machine alone: every compile for it gets the "
+     "first one's code",
+     [("compiler/Targets/GeneratedCode.cpp",
+       "  module.print(os, nullptr);\n",
+       "")],
+     r"^GeneratedCode\.|Optimizations\.LeaveEveryResultBitIdentical/C2_cpu", None),
 ]

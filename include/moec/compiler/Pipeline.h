@@ -107,6 +107,10 @@ struct CompileOptions {
   /// Stop once the last stage in `dump` is printed (`moec emit --emit loops` needs no code): the result then
   /// has no PTX or CPU code, and its kernels, workspace and tilings only as far as the stages before made them.
   bool stopAfterDumps = false;
+  /// Take the PTX or host object from an earlier compile in this process whose LLVM IR was the same
+  /// (Targets/GeneratedCode.h), instead of optimizing and generating it again. Off where the compile's own
+  /// time is measured.
+  bool reuseGeneratedCode = true;
 };
 
 /// A specialization that does not fit the op (unknown or missing static values, a static require that
