@@ -1024,12 +1024,12 @@ MUTATIONS = [
        "<< spec.schedule.str() << '|' << static_cast<const void *>(driver)",
        "<< static_cast<const void *>(driver)")],
      r"CompiledRuns\.", None),
-    ("generated-code-key-ignores-arch",
-     "the key of code reused across compiles leaves out the target machine's CPU: sm_100's compile of the "
-     "same IR gets sm_90's PTX",
-     [("compiler/Targets/GeneratedCode.cpp",
-       "     << tm.getTargetCPU() << '\\n'\n",
-       "")],
+    ("generated-code-reused-for-llvm-dump",
+     "a compile that prints the optimized LLVM IR takes the kept code too, so LLVM never runs and the dump "
+     "is the IR before optimization",
+     [("compiler/Pipeline.cpp",
+       "options.reuseGeneratedCode && !wants(Stage::LLVM) && !wants(Stage::Asm)",
+       "options.reuseGeneratedCode && !wants(Stage::Asm)")],
      r"^GeneratedCode\.", None),
     ("generated-code-key-ignores-ir",
      "the key of code reused across compiles is the target machine alone: every compile for it gets the "
