@@ -2,9 +2,9 @@
 #   make run   - set up, build, emit every built-in op for every target into out/, print a table, sweep one
 #                small autotuning example (out/tune/: its table, tuning file, CSV and plot)
 #   make test  - set up, build, run every test (GoogleTest + lit, through ctest)
-#   make test-asan - the whole ctest suite built with ASan + UBSan (build-asan)
+#   make test-asan - the whole ctest suite built with ASan + UBSan (build-asan, shared with make fuzz)
 #   make test-tsan - the runtime's concurrency tests built with TSan (build-tsan)
-#   make fuzz  - build the libFuzzer targets (build-fuzz) and run each for FUZZ_SECONDS on its corpus
+#   make fuzz  - build the libFuzzer targets (build-asan) and run each for FUZZ_SECONDS on its corpus
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
@@ -42,9 +42,13 @@ clean:
 
 # Sanitizers. The project's code is instrumented; libLLVM.so/libMLIR.so and the JIT-compiled kernels
 # are not. scripts/sanitizers/ holds the options and suppressions.
+# One ASan + UBSan build serves the sanitized tests and the fuzzers: configured alike (MOEC_FUZZ=ON, whose
+# libraries carry libFuzzer's coverage besides ASan and UBSan), `make fuzz` then `make test-asan` (.ci/run)
+# compile the project once, not twice.
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
-FUZZ_BUILD ?= build-fuzz
+FUZZ_BUILD ?= $(ASAN_BUILD)
+SANITIZED_FLAGS := $(CMAKE_FLAGS) -DMOEC_FUZZ=ON
 FUZZ_SECONDS ?= 60
 SAN_DIR := $(CURDIR)/scripts/sanitizers
 # allow_user_poisoning=0: LLVM's headers poison BumpPtrAllocator slabs in instrumented code
@@ -59,7 +63,7 @@ TSAN_TESTS ?= ^(Runtime|RuntimeHammer|DiskCacheTest|Bundle|ThreadPool|TensorView
 # Every kind of test, each parameterized one at the two ends of its parameters (scripts/ctest-kinds.py);
 # ASAN_ALL=1 runs every test.
 test-asan: setup
-	cmake -S . -B $(ASAN_BUILD) $(CMAKE_FLAGS) -DMOEC_SANITIZE=address,undefined > $(ASAN_BUILD).configure.log \
+	cmake -S . -B $(ASAN_BUILD) $(SANITIZED_FLAGS) > $(ASAN_BUILD).configure.log \
 	  || (cat $(ASAN_BUILD).configure.log; exit 1)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	python3 scripts/ctest-kinds.py $(ASAN_BUILD) $(ASAN_BUILD)/kinds.txt
@@ -72,7 +76,7 @@ test-tsan: setup
 	ctest --test-dir $(TSAN_BUILD) --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
 
 fuzz: setup
-	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) -DMOEC_FUZZ=ON > $(FUZZ_BUILD).configure.log \
+	cmake -S . -B $(FUZZ_BUILD) $(SANITIZED_FLAGS) > $(FUZZ_BUILD).configure.log \
 	  || (cat $(FUZZ_BUILD).configure.log; exit 1)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target moec-fuzzers
 	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
