@@ -456,6 +456,7 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   if (options.reuseGeneratedCode && !wants(Stage::LLVM) && !wants(Stage::Asm))
     codeKey = generatedCodeKey(*llvmModule, tm, kLlvmOptLevel, isGpu ? "ptx" : "host object", kernelNames);
   std::optional<std::string> reused = codeKey.empty() ? std::nullopt : findGeneratedCode(codeKey);
+  result.times.reusedCode = reused.has_value();
   if (!reused)
     optimizeModule(*llvmModule, tm, kLlvmOptLevel);
   if (wants(Stage::LLVM))

@@ -83,8 +83,8 @@ void runBundle(const BundleOptions &o) {
         entries.push_back(e);
         ptx.push_back(compiled.ptx);
         sources[name] = builtin->source;
-        fmt::print("bundled {} -> {} ({} kernels, {:.1f} ms)\n", label, e.codeFile, e.kernels.size(),
-                   compiled.times.total());
+        fmt::print("bundled {} -> {} ({} kernels, {:.1f} ms{})\n", label, e.codeFile, e.kernels.size(),
+                   compiled.times.total(), compiled.times.reusedCode ? ", the PTX of an earlier compile" : "");
       }
     }
   }

@@ -85,6 +85,9 @@ struct StageTimes {
   double passes = 0;   // moe passes, loop lowering, LLVM dialect conversion
   double llvm = 0;     // translation to LLVM IR and LLVM's optimizer
   double codegen = 0;  // NVPTX emission, or JIT compilation
+  /// LLVM's optimizer and code generator did not run: the code is an earlier compile's in this process, of
+  /// the same LLVM IR (CompileOptions::reuseGeneratedCode).
+  bool reusedCode = false;
   double total() const { return frontend + passes + llvm + codegen; }
 };
 

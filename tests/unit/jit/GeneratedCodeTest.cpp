@@ -60,9 +60,12 @@ TEST(GeneratedCode, ASecondCompileSkipsLlvmAndPrintedStagesStillRunIt) {
   spec.schedule.unroll = 3; // a schedule no other test compiles: the first compile misses
   CompiledOp first = compile(*op, spec);
   CompiledOp second = compile(*op, spec);
+  EXPECT_FALSE(first.times.reusedCode);
+  EXPECT_TRUE(second.times.reusedCode);
   EXPECT_EQ(second.ptx, first.ptx);
   EXPECT_TRUE(second.dumps.empty());
   CompiledOp printed = compile(*op, spec, {{Stage::LLVM, Stage::PTX}});
+  EXPECT_FALSE(printed.times.reusedCode);
   EXPECT_EQ(printed.ptx, first.ptx);
   CompileOptions fresh{{Stage::LLVM}};
   fresh.reuseGeneratedCode = false;
