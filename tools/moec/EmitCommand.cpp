@@ -83,6 +83,7 @@ std::string emitText(const EmitOptions &o) {
   CompileOptions options;
   options.dump.insert(wanted);
   options.stopAfterDumps = true; // the stages' text is all emit prints
+  options.reuseGeneratedCode = false; // one compile a process: nothing to reuse, so no key to print
   if (!o.dumpDir.empty())
     options.dump.insert(stages.begin(), stages.end());
   CompiledOp compiled = compile(*op, spec, options);
