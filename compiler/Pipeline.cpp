@@ -450,17 +450,19 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   if (!isGpu)
     for (const KernelInfo &k : result.kernels)
       kernelNames.push_back(k.name);
-  // The same IR for the same machine gives the same code: an earlier compile's is taken as it is. Not where
-  // the optimized IR or the host assembly is printed, which are not kept.
+  // The same IR for the same machine gives the same code: an earlier compile's is taken as it is, with its
+  // optimized IR where that is printed too. Not where the host assembly is printed, which is not kept.
   std::string codeKey;
-  if (options.reuseGeneratedCode && !wants(Stage::LLVM) && !wants(Stage::Asm))
+  if (options.reuseGeneratedCode && !wants(Stage::Asm))
     codeKey = generatedCodeKey(*llvmModule, tm, kLlvmOptLevel, isGpu ? "ptx" : "host object", kernelNames);
-  std::optional<std::string> reused = codeKey.empty() ? std::nullopt : findGeneratedCode(codeKey);
+  std::optional<GeneratedCode> reused = codeKey.empty() ? std::nullopt : findGeneratedCode(codeKey);
+  if (reused && wants(Stage::LLVM) && reused->optimizedIr.empty())
+    reused.reset(); // kept without its IR: LLVM runs again, and the IR is kept with the code
   result.times.reusedCode = reused.has_value();
   if (!reused)
     optimizeModule(*llvmModule, tm, kLlvmOptLevel);
   if (wants(Stage::LLVM))
-    result.dumps[Stage::LLVM] = printIR(*llvmModule);
+    result.dumps[Stage::LLVM] = reused ? reused->optimizedIr : printIR(*llvmModule);
   result.times.llvm = msSince(start);
   if (finished(Stage::LLVM))
     return result;
@@ -468,7 +470,7 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
   // 6. Code: PTX text, or host code in this process.
   start = Clock::now();
   if (isGpu) {
-    result.ptx = reused ? std::move(*reused) : emitPtx(*llvmModule, tm);
+    result.ptx = reused ? std::move(reused->code) : emitPtx(*llvmModule, tm);
     if (wants(Stage::PTX))
       result.dumps[Stage::PTX] = result.ptx;
   } else {
@@ -478,11 +480,12 @@ CompiledOp compile(const dsl::OpDef &op, const ResolvedSpecialization &spec, con
       result.times.codegen = msSince(start);
       return result;
     }
-    result.cpuObject = reused ? std::move(*reused) : emitHostObject(*llvmModule, tm, kernelNames);
+    result.cpuObject = reused ? std::move(reused->code) : emitHostObject(*llvmModule, tm, kernelNames);
     result.cpu = loadHostObject(result.cpuObject);
   }
   if (!codeKey.empty() && !reused)
-    keepGeneratedCode(std::move(codeKey), isGpu ? result.ptx : result.cpuObject);
+    keepGeneratedCode(std::move(codeKey), {isGpu ? result.ptx : result.cpuObject,
+                                           wants(Stage::LLVM) ? result.dumps[Stage::LLVM] : std::string()});
   result.times.codegen = msSince(start);
   return result;
 }

@@ -14,7 +14,7 @@ namespace {
 /// oldest first.
 struct Store {
   std::mutex mutex;
-  std::unordered_map<std::string, std::string> code;
+  std::unordered_map<std::string, GeneratedCode> code;
   std::deque<const std::string *> order;
   size_t bytes = 0;
 };
@@ -40,7 +40,7 @@ std::string generatedCodeKey(const llvm::Module &module, const llvm::TargetMachi
   return key;
 }
 
-std::optional<std::string> findGeneratedCode(const std::string &key) {
+std::optional<GeneratedCode> findGeneratedCode(const std::string &key) {
   Store &s = store();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.code.find(key);
@@ -49,22 +49,30 @@ std::optional<std::string> findGeneratedCode(const std::string &key) {
   return it->second;
 }
 
-void keepGeneratedCode(std::string key, std::string code) {
+void keepGeneratedCode(std::string key, GeneratedCode generated) {
   Store &s = store();
-  size_t size = key.size() + code.size();
+  size_t size = key.size() + generated.code.size() + generated.optimizedIr.size();
   if (size > kGeneratedCodeBytes)
     return;
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.code.count(key))
-    return; // another thread generated it too: the same code
+  if (auto kept = s.code.find(key); kept != s.code.end()) {
+    // Another compile generated it too: the same code. Its IR is added where the entry has none (and the
+    // bound leaves room: the entry stays without it otherwise).
+    if (kept->second.optimizedIr.empty() && !generated.optimizedIr.empty() &&
+        s.bytes + generated.optimizedIr.size() <= kGeneratedCodeBytes) {
+      s.bytes += generated.optimizedIr.size();
+      kept->second.optimizedIr = std::move(generated.optimizedIr);
+    }
+    return;
+  }
   while (s.bytes + size > kGeneratedCodeBytes && !s.order.empty()) {
     auto oldest = s.code.find(*s.order.front());
-    s.bytes -= oldest->first.size() + oldest->second.size();
+    s.bytes -= oldest->first.size() + oldest->second.code.size() + oldest->second.optimizedIr.size();
     s.code.erase(oldest);
     s.order.pop_front();
   }
   s.bytes += size;
-  s.order.push_back(&s.code.emplace(std::move(key), std::move(code)).first->first);
+  s.order.push_back(&s.code.emplace(std::move(key), std::move(generated)).first->first);
 }
 
 } // namespace moec

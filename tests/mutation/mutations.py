@@ -1024,12 +1024,12 @@ MUTATIONS = [
        "<< spec.schedule.str() << '|' << static_cast<const void *>(driver)",
        "<< static_cast<const void *>(driver)")],
      r"CompiledRuns\.", None),
-    ("generated-code-reused-for-llvm-dump",
-     "a compile that prints the optimized LLVM IR takes the kept code too, so LLVM never runs and the dump "
-     "is the IR before optimization",
+    ("generated-code-reused-ir-unoptimized",
+     "a compile that takes kept code prints the module it has, not yet optimized, as its LLVM IR (the runtime's "
+     "disk cache would keep that as kernel.ll)",
      [("compiler/Pipeline.cpp",
-       "options.reuseGeneratedCode && !wants(Stage::LLVM) && !wants(Stage::Asm)",
-       "options.reuseGeneratedCode && !wants(Stage::Asm)")],
+       "result.dumps[Stage::LLVM] = reused ? reused->optimizedIr : printIR(*llvmModule);",
+       "result.dumps[Stage::LLVM] = printIR(*llvmModule);")],
      r"^GeneratedCode\.", None),
     ("generated-code-key-ignores-ir",
      "the key of code reused across compiles is the target machine alone: every compile for it gets the "

@@ -52,9 +52,10 @@ TEST(GeneratedCode, ReusedCodeIsTheCodeOfAFreshCompile) {
       }
 }
 
-// The second compile of the same specialization takes the first one's code; a compile that asks for the
-// optimized IR or the host assembly runs LLVM (those texts are not kept) and still gets the same code.
-TEST(GeneratedCode, ASecondCompileSkipsLlvmAndPrintedStagesStillRunIt) {
+// The second compile of the same specialization takes the first one's code. A compile that prints the
+// optimized IR, as the runtime does for its disk cache, runs LLVM where the kept code came without its IR, and
+// keeps the IR: the next such compile takes both, and the IR is a fresh compile's.
+TEST(GeneratedCode, ASecondCompileSkipsLlvmAndKeepsThePrintedIr) {
   auto op = load("moe_init_routing_v2_grad");
   Specialization spec{dsl::DType::BF16, {{"H", 96}, {"top_k", 3}}, Target::ptx("sm_90"), {}};
   spec.schedule.unroll = 3; // a schedule no other test compiles: the first compile misses
@@ -64,13 +65,38 @@ TEST(GeneratedCode, ASecondCompileSkipsLlvmAndPrintedStagesStillRunIt) {
   EXPECT_TRUE(second.times.reusedCode);
   EXPECT_EQ(second.ptx, first.ptx);
   EXPECT_TRUE(second.dumps.empty());
-  CompiledOp printed = compile(*op, spec, {{Stage::LLVM, Stage::PTX}});
-  EXPECT_FALSE(printed.times.reusedCode);
+  const CompileOptions printing{{Stage::LLVM, Stage::PTX}};
+  CompiledOp printed = compile(*op, spec, printing);
+  EXPECT_FALSE(printed.times.reusedCode) << "the kept code has no IR to print";
   EXPECT_EQ(printed.ptx, first.ptx);
-  CompileOptions fresh{{Stage::LLVM}};
+  CompiledOp again = compile(*op, spec, printing);
+  EXPECT_TRUE(again.times.reusedCode);
+  EXPECT_EQ(again.ptx, first.ptx);
+  CompileOptions fresh = printing;
   fresh.reuseGeneratedCode = false;
-  EXPECT_EQ(printed.dumps.at(Stage::LLVM), compile(*op, spec, fresh).dumps.at(Stage::LLVM))
-      << "the printed IR is not the optimized IR";
+  const std::string optimized = compile(*op, spec, fresh).dumps.at(Stage::LLVM);
+  EXPECT_EQ(printed.dumps.at(Stage::LLVM), optimized) << "the printed IR is not the optimized IR";
+  EXPECT_EQ(again.dumps.at(Stage::LLVM), optimized) << "the kept IR is not the optimized IR";
+}
+
+// The runtime's compiles (the stages its disk cache keeps) of a CPU kernel whose configs differ in rows per
+// task and threads, which the code does not see (the tuner's sweep), generate the code once.
+TEST(GeneratedCode, CpuConfigsThatLeaveTheIrAloneShareTheirCode) {
+  auto op = load("moe_unpermute");
+  const CompileOptions runtimeStages{{Stage::Moe, Stage::Loops, Stage::LLVM}};
+  Specialization spec{dsl::DType::F32, {{"H", 88}, {"E", 8}, {"K", 3}}, Target::cpu(), {}};
+  spec.schedule.unroll = 3;
+  spec.schedule.rowsPerBlock = 1;
+  CompiledOp first = compile(*op, spec, runtimeStages);
+  spec.schedule.rowsPerBlock = 16;
+  spec.schedule.threads = 2;
+  CompiledOp second = compile(*op, spec, runtimeStages);
+  EXPECT_FALSE(first.times.reusedCode);
+  EXPECT_TRUE(second.times.reusedCode);
+  EXPECT_TRUE(second.cpuObject == first.cpuObject);
+  EXPECT_EQ(second.dumps.at(Stage::LLVM), first.dumps.at(Stage::LLVM));
+  ASSERT_TRUE(second.cpu);
+  EXPECT_NE(second.cpu->lookup(second.kernels.front().name), nullptr) << "the reused object is not loaded";
 }
 
 } // namespace
