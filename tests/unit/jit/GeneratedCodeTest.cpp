@@ -35,7 +35,7 @@ std::string compiled(const dsl::OpDef &op, const Specialization &spec, bool reus
 TEST(GeneratedCode, ReusedCodeIsTheCodeOfAFreshCompile) {
   auto op = load("moe_unpermute");
   // Optimizations off alone: some leave C2's IR as it is (a hit), some change it (a miss). sm_100 comes
-  // after sm_90 with the same IR, bf16 after f32 with other IR.
+  // after sm_90, whose module differs from it only in the arch; bf16 after f32, with other IR.
   std::vector<uint32_t> disabled = {0};
   for (const auto &[name, bit] : kOptimizationsByName)
     if (!(bit & kOptInOptimizations) && disabled.size() < 6)

@@ -31,14 +31,13 @@ inline ArgAttr argRole(mlir::FunctionOpInterface func, unsigned index) {
   return func.getArgAttrOfType<ArgAttr>(index, kArgRoleAttrName);
 }
 /// The role as an argument attribute dictionary, for func.insertArguments.
-/// The values moe.compress_lanes and moe.interleaved_points may take (the verifier's and their passes' check).
-inline bool isCompressLanes(int64_t lanes) { return lanes >= 2 && lanes <= 64 && llvm::isPowerOf2_64(lanes); }
-inline bool isInterleavedPoints(int64_t points) { return points >= 2 && points <= 8; }
-
 mlir::DictionaryAttr argRoleDictionary(mlir::MLIRContext *ctx, ArgRole role, llvm::StringRef name = "");
 /// The bytes a moe.guarded_load or moe.guarded_store of `accessed` moves: its elements' bytes when it is a 1-D
 /// vector of 4, 8 or 16 bytes or a scalar of 2 or 4 (the sizes their PTX moves as one access); else 0.
 int64_t guardedAccessBytes(mlir::Type accessed);
+/// The values moe.compress_lanes and moe.interleaved_points may take (the verifier's and their passes' check).
+inline bool isCompressLanes(int64_t lanes) { return lanes >= 2 && lanes <= 64 && llvm::isPowerOf2_64(lanes); }
+inline bool isInterleavedPoints(int64_t points) { return points >= 2 && points <= 8; }
 /// Lets `convert-to-llvm` and `convert-gpu-to-nvvm` lower moe.view (ConvertToLLVMPatternInterface).
 void registerConvertMoeToLLVMInterface(mlir::DialectRegistry &registry);
 } // namespace moec::moe
