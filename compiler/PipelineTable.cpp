@@ -139,6 +139,10 @@ const std::vector<Row> &table() {
       // GPU: a row of points runs 32 points at once, a lane each; a prefix count over them is a ballot.
       {Stage::Moe, "moe-lane-point-access", kLanePointAccess, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeLanePointAccess()); }},
+      // GPU: a fold's per-step work that does not vary along the row runs once per step in the row's
+      // prologue, into tables: the prologue is the hoisting's.
+      {Stage::Moe, "moe-step-tables", kStepTables, kGpu, 0, hoisted,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeStepTables()); }},
       // Ascend: each domain's UB tiling for the chip; a tuned config may fix the buffering, the chunk and the
       // rows per pass (0: the pass's choice).
       {Stage::Moe, "moe-plan-ascend", 0, kAscend, 0, nullptr,
@@ -156,11 +160,8 @@ const std::vector<Row> &table() {
        [](OpPassManager &pm, const PipelineConfig &c) {
          pm.addPass(moe::createMoeLowerToAscend({c.chip ? c.chip->ubAlignment : 32}));
        }},
-      // A fold's row-invariant step work in tables its row's prologue fills: the prologue is the hoisting's.
-      {Stage::Loops, "moe-lower-to-gpu", 0, kGpu, kHoistRowInvariants | kStepTables, nullptr,
-       [](OpPassManager &pm, const PipelineConfig &c) {
-         pm.addPass(moe::createMoeLowerToGPU({/*stepTables=*/c.on(kHoistRowInvariants) && c.on(kStepTables)}));
-       }},
+      {Stage::Loops, "moe-lower-to-gpu", 0, kGpu, 0, nullptr,
+       [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeLowerToGPU()); }},
       // GPU (opt-in): every kernel within 128 registers a thread, twice the warps per SM of a 255-register one.
       {Stage::Loops, "moe-budget-registers", kRegisterBudget, kGpu, 0, nullptr,
        [](OpPassManager &pm, const PipelineConfig &) { pm.addPass(moe::createMoeBudgetRegisters()); }},

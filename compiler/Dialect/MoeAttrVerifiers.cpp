@@ -46,6 +46,8 @@ LogicalResult MoeDialect::verifyOperationAttribute(Operation *op, NamedAttribute
     return unitOn(op, attr, isa<FoldOp, SumOp>(op), "a moe.fold or moe.sum");
   if (name == LiveRankAttrHelper::getNameStr() || name == LaneScanAttrHelper::getNameStr())
     return unitOn(op, attr, isa<FoldOp>(op), "a moe.fold");
+  if (name == StepTableAttrHelper::getNameStr())
+    return unitOn(op, attr, isa<FoldOp>(op) && isDomain(op->getParentOp()), "a moe.fold of a domain's body");
   if (name == RowGroupAttrHelper::getNameStr())
     return unitOn(op, attr, isDomain(op), "a moe.compute or moe.scatter");
   if (name == PointRowsAttrHelper::getNameStr()) {

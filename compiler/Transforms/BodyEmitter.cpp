@@ -3,7 +3,7 @@
 // BodyEmitter's core: a body's ops cloned for one (row, h) position, as vectors along h where the body
 // varies along it; its writes and fused row stores, its reductions as loops (unrolled once nothing maps to
 // them any more), its scf.ifs; and the helpers the lowerings of domain bodies share. Split sums are in
-// SplitSums.cpp, lists in CompactLowering.cpp, step tables in StepTables.cpp.
+// SplitSums.cpp, lists in CompactLowering.cpp, step tables in StepTableLowering.cpp.
 //===----------------------------------------------------------------------===//
 #include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"

@@ -298,9 +298,6 @@ private:
   /// Whether `op` (a top-level op of a fold's step) neither varies along the row nor reads the accumulator.
   bool stepInvariant(mlir::Operation &op) const;
 
-  /// The most steps `fold` runs: a constant bound, or the length of the list whose count bounds it.
-  static int64_t mostSteps(FoldOp fold);
-
   static constexpr int64_t kStepTableBytes = 32768; // per domain, in the block's shared memory
   int64_t stepTableBytes = 0;                        // the tables' so far
 

@@ -272,7 +272,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
   // Row-invariant ops (marked by moe-hoist-row-invariants) once per row; a row-invariant write guard
   // then skips the row's loops altogether.
   bool hoisted = llvm::any_of(op.body().without_terminator(), [&](Operation &o) {
-    return o.hasAttr(kRowInvariantAttr) || (rowTarget.stepTables && isa<FoldOp>(o)); // a fold's step table
+    return o.hasAttr(kRowInvariantAttr) || o.hasAttr(kStepTableAttr); // a fold's step table
   });
   auto write = dyn_cast<WriteOp>(op.body().getTerminator());
   bool rowGuard = write && write.getGuard() && write->hasAttr(kRowGuardAttr);
@@ -289,8 +289,7 @@ void emitRow(OpBuilder &b, DomainOp op, Value row, Value laneStart, int64_t lane
       insideGuard.emplace(b);
       b.setInsertionPointToStart(guard.thenBlock());
     }
-    if (rowTarget.stepTables) // where the row runs: the steps' checks report only there
-      prologueEmitter->emitStepTables();
+    prologueEmitter->emitStepTables(); // where the row runs: the steps' checks report only there
   }
   Part part = prologue ? Part::AfterPrologue : Part::All;
   // The prologue's loops unroll last, when nothing refers to them by mapping any more.

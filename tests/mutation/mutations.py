@@ -93,7 +93,7 @@ MUTATIONS = [
     ("shared-buffers-word-aligned",
      "GPU shared-memory buffers are declared with their element's alignment only (a buffer after one of an odd "
      "number of words starts mid-vector, where LLVM's vector reads of it fault)",
-     [("compiler/Transforms/StepTables.cpp",
+     [("compiler/Transforms/StepTableLowering.cpp",
        "  func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1, LLVM::LLVMDialect::getAlignAttrName(),\n"
        "                                   b.getI64IntegerAttr(16));\n",
        "")],
@@ -455,7 +455,7 @@ MUTATIONS = [
      r"ptx-emu\.MoeUnpermute(Edge|Quirk)", "Transforms/version-row-loops-gpu"),
     ("step-check-vote-always-exact",
      "a GPU step table marks its check vote exact even where a check it records may not run",
-     [("compiler/Transforms/StepTables.cpp",
+     [("compiler/Transforms/StepTableLowering.cpp",
        "    exact.push_back(summed.back() && testedWhereRun(entry.first, step));\n",
        "    exact.push_back(summed.back());\n")],
      None, "Transforms/gpu-step-tables-inexact"),
@@ -484,7 +484,7 @@ MUTATIONS = [
     ("skipped-step-check-fails",
      "a GPU step table records a check that its step does not run as failed (rows with a skipped term never "
      "take the loop's copy without checks)",
-     [("compiler/Transforms/StepTables.cpp",
+     [("compiler/Transforms/StepTableLowering.cpp",
        "  if (!column.getType().isInteger(1) || !isCheckCondition(column))\n    return false;\n",
        "  if (true)\n    return false;\n")],
      None, "Transforms/gpu-step-tables"),
@@ -509,13 +509,13 @@ MUTATIONS = [
      None, "Transforms/group-rows"),
     ("step-table-one-step",
      "a GPU fold step reads step 0's entry of its step table, whatever its step",
-     [("compiler/Transforms/StepTables.cpp",
+     [("compiler/Transforms/StepTableLowering.cpp",
        "void BodyEmitter::readStepTable(const StepTable &table, Value j, Location loc) {\n  Value at = arith::AddIOp::create(b, loc, table.base, j);\n",
        "void BodyEmitter::readStepTable(const StepTable &table, Value j, Location loc) {\n  Value at = table.base;\n")],
      r"EmulatedGpu\.MoeUnpermute|C2.*ptx", "Transforms/gpu-step-tables"),
     ("step-table-branch-unconditional",
      "a GPU step table does the per-step work of a step's branches as if their condition always held",
-     [("compiler/Transforms/StepTables.cpp",
+     [("compiler/Transforms/StepTableLowering.cpp",
        "  auto work = scf::IfOp::create(b, loc, types, get(ifOp.getCondition(), false), /*withElseRegion=*/true);\n",
        "  auto work = scf::IfOp::create(b, loc, types, arith::ConstantIntOp::create(b, loc, 1, 1),\n"
        "                                /*withElseRegion=*/true);\n")],
@@ -590,7 +590,7 @@ MUTATIONS = [
     ("step-table-check-summary-always-true",
      "a GPU step table sums up a check's column as true at every step without reading it: the loop along the row "
      "takes its copy without the check's branch for a row with an entry out of bounds (the read is not reported)",
-     [("compiler/Transforms/StepTables.cpp",
+     [("compiler/Transforms/StepTableLowering.cpp",
        "        allTrue.push_back(arith::AndIOp::create(b, loc, allTrueBefore[allTrue.size()], v));\n",
        "        allTrue.push_back(allTrueBefore[allTrue.size()]);\n")],
      None, "Transforms/gpu-step-tables"),  # the API checks declared ranges first: only the IR shows it
@@ -808,7 +808,7 @@ MUTATIONS = [
     ("lane-list-table-row-at-entry",
      "a list of at most 32 entries has each live lane write the step table's row at its entry, not at its "
      "place in the list: the steps read other entries' rows",
-     [("compiler/Transforms/StepTables.cpp",
+     [("compiler/Transforms/StepTableLowering.cpp",
        "    scf::YieldOp::create(b, loc, emitStepWork(lane->second.place, allTrueInit));\n",
        "    scf::YieldOp::create(b, loc, emitStepWork(lane->second.entry, allTrueInit));\n")],
      r"EmulatedGpu\.(ShortListVersions|MoeUnpermute)", "Transforms/lower-to-gpu-short-lists"),
@@ -827,12 +827,26 @@ MUTATIONS = [
        "          slotLanes.push_back(firstLane);\n")],
      r"EmulatedGpu\.(PointRows|KeyedPointRuns|ProductionShapesAtFewTokens|MixtralProbs)", "Transforms/group-points"),
     ("pipeline-table-drops-an-option",
-     "the pipeline table forgets that moe-lower-to-gpu reads step-tables: the GPU's optimizations leave it out, "
-     "so the runtime keys a kernel without step tables as the one with them",
+     "the pipeline table forgets that moe-widen-rounded-folds reads unchecked-step-roundings: the CPU's "
+     "optimizations leave it out, so the runtime keys a kernel with checked step roundings as the one without",
      [("compiler/PipelineTable.cpp",
-       "kGpu, kHoistRowInvariants | kStepTables, nullptr,\n",
-       "kGpu, kHoistRowInvariants, nullptr,\n")],
+       "kCpu, kUncheckedStepRoundings, nullptr,\n",
+       "kCpu, 0, nullptr,\n")],
      r"PipelineTable\.", None),
+    ("step-tables-any-fold",
+     "moe-step-tables marks a fold that does not run along the row too (its steps' work is the row's, "
+     "and a table of it holds nothing the row's loop would redo)",
+     [("compiler/Targets/GPU/StepTables.cpp",
+       "        if (analysis->isVarying(fold.getResult()))\n",
+       "        if (true)\n")],
+     None, "Transforms/step-tables"),
+    ("step-tables-bound-per-element",
+     "moe-step-tables marks a fold whose list is built for each element of the row, not once before it, "
+     "so the row's prologue cannot know the table's steps",
+     [("compiler/Targets/GPU/StepTables.cpp",
+       "  return def && def->getBlock() == &domain.body() && def->hasAttr(kRowInvariantAttr);\n",
+       "  return def && def->getBlock() == &domain.body();\n")],
+     None, "Transforms/step-tables"),
     ("accumulate-rows-scalar-rows",
      "moe-accumulate-rows marks the reduction of a row of scalars (vector 1), which has no vectors to "
      "accumulate for",

@@ -121,9 +121,8 @@ struct LowerToGPUPass : impl::MoeLowerToGPUBase<LowerToGPUPass> {
     else if (grouped)
       emitGroupRow(b, domain, row, lane, warp, schedule.getRowsPerBlock(), 16);
     else {
-      RowTarget target{/*onGpu=*/true};
-      target.stepTables = stepTables;
-      emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(), target);
+      emitRow(b, domain, row, lane, schedule.getThreads(), 16, /*reductionWidth=*/schedule.getVector(),
+              RowTarget{/*onGpu=*/true});
     }
     domain.op()->erase();
   }

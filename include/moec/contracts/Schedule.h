@@ -40,7 +40,7 @@ enum Optimization : uint32_t {
   kCompressLists = 1u << 20,           // moe-compress-lists (CPU with AVX-512)
   kCompactPredicatedPoints = 1u << 21, // moe-compact-predicated-points (CPU)
   kRegisterBudget = 1u << 22,          // moe-budget-registers, moe-group-points{batch=4} (GPU; opt-in)
-  kStepTables = 1u << 23,              // moe-lower-to-gpu{step-tables} (GPU, with hoist-row-invariants)
+  kStepTables = 1u << 23,              // moe-step-tables (GPU, with hoist-row-invariants)
   kAllOptimizations = (1u << 24) - 1,
   // Off unless asked for (`--enable NAME`, a config's `on=NAME`): for an optimization that wins at some
   // shapes and loses at others, by more than a rule the compiler can check tells apart, so that `moec

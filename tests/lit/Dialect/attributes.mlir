@@ -253,3 +253,38 @@ func.func @streamable_not_a_power_of_two(%m: memref<64xf32>, %i: index, %v: vect
   vector.store %v, %m[%i] {moe.streamable = 48 : i64} : memref<64xf32>, vector<16xf32>
   return
 }
+
+// -----
+
+func.func @step_table_on_a_compute(%y: memref<?x64xf32>, %t: index) {
+  %c64 = arith.constant 64 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  // expected-error @+1 {{'moe.compute' op 'moe.step_table' belongs on a moe.fold of a domain's body}}
+  moe.compute %y[%t, %c64] {moe.step_table, schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 4, unroll = 8>} : memref<?x64xf32> {
+  ^bb0(%n: index, %h: index):
+    moe.yield %cst : f32
+  }
+  return
+}
+
+// -----
+
+func.func @step_table_inside_a_fold(%y: memref<?x64xf32>, %t: index) {
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  moe.compute %y[%t, %c64] {schedule = #moe.schedule<rowsPerBlock = 4, threads = 32, vector = 4, unroll = 8>} : memref<?x64xf32> {
+  ^bb0(%n: index, %h: index):
+    %outer = moe.fold %c8, %cst : f32 {
+    ^bb0(%k: index, %acc: f32):
+      // expected-error @+1 {{'moe.fold' op 'moe.step_table' belongs on a moe.fold of a domain's body}}
+      %inner = moe.fold %c8, %acc {moe.step_table} : f32 {
+      ^bb0(%j: index, %a: f32):
+        moe.yield %a : f32
+      }
+      moe.yield %inner : f32
+    }
+    moe.yield %outer : f32
+  }
+  return
+}

@@ -3,7 +3,7 @@
 // expert's step the column holds the check of row -1, false, though the step never runs the check. The vote
 // of the check's column is then not exact (no moe.exact_check_vote): a row whose vote is false may have failed
 // no check, so moe-version-row-loops keeps the whole original loop for it.
-// RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s
+// RUN: moec-opt %s --moe-step-tables --moe-lower-to-gpu --canonicalize | FileCheck %s
 // CHECK-NOT: moe.exact_check_vote
 // CHECK: nvvm.vote.sync  all %{{[a-z0-9_-]+}}, %{{[0-9]+}} -> i1
 // CHECK-NOT: moe.exact_check_vote

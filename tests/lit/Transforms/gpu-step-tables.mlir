@@ -1,7 +1,7 @@
 // moe-lower-to-gpu's step tables on C2 weighted (f32, E = 8, K = 2, H = 64; the IR `moec emit --target ptx
 // --emit moe` prints). Each step of the fold over the experts reads the token's rowmap entry, tests it and,
 // in the branch of a live entry, checks it and loads the row's prob: work that does not vary along the row.
-// With step-tables (the default) the row's prologue does it once per step, each warp's lanes taking the
+// Where moe-step-tables marks the fold (moe.step_table) the row's prologue does it once per step, each warp's lanes taking the
 // steps, into shared-memory columns (the entry, as the i32 it was loaded as; the tests, as 32-bit words;
 // the prob; each buffer 16-byte aligned, as LLVM assumes where it reads entries as a vector), the branch's part
 // under the branch's condition; the loop along the row reads the columns.
@@ -11,10 +11,10 @@
 // branch for the rows where it holds. An unrouted expert's step does not run the check: its column holds true
 // there, so a row with unrouted experts (every row at top-2 of 8) still takes that copy, and the vote is false
 // only where a step that runs the check fails it (moe.exact_check_vote: a row that takes the original loop then
-// has an error to report, and moe-version-row-loops makes that loop only report). Without step-tables,
+// has an error to report, and moe-version-row-loops makes that loop only report). Without the mark,
 // every vector of the row reloads the entry and the prob.
-// RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=TABLES
-// RUN: moec-opt %s --moe-lower-to-gpu=step-tables=false --canonicalize | FileCheck %s --check-prefix=PLAIN
+// RUN: moec-opt %s --moe-step-tables --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=TABLES
+// RUN: moec-opt %s --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=PLAIN
 
 // TABLES: gpu.func @moe_unpermute__0_hidden_states({{.*}}) workgroup(%[[ROW:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[DEAD:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[INSIDE:arg[0-9]+]] : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[PROB:arg[0-9]+]] : memref<32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // TABLES: scf.for {{.*}} to %c8 step %c32 iter_args({{.*}} = %true) -> (i1) {

@@ -7,7 +7,7 @@
 // tests. A list of at most 32 entries takes one ballot, lane k testing entry k (lanes past the bound test
 // the last entry again, and are not live): each live lane then writes the step table's row at its place for
 // its own entry, with what its test loaded, without reading the list back.
-// RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-short-lists=target=gpu --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s
+// RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-short-lists=target=gpu --moe-hoist-row-invariants --moe-step-tables --moe-lower-to-gpu --canonicalize | FileCheck %s
 // A short list's steps load their weights themselves (C2 weighted at Mixtral: each live expert's prob): the step
 // table has no f32 column, so the row's prologue does not wait for a load that depends on the row index.
 // RUN: moec emit moe_unpermute --target ptx --arch sm_90 --dtype bf16 --dim E=8 --dim K=2 --dim H=4096 --attr using_weighted_combine=1 --emit loops -o %t.loops
@@ -30,7 +30,7 @@
 // IN-T: arith.addf
 // IN-T: arith.truncf %{{.*}} : f32 to bf16
 // Without moe-short-lists the fold keeps its 8 tested steps, and the loop along h has no versions.
-// RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-hoist-row-invariants --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=LONG
+// RUN: moec-opt %s --moe-compact-predicated-folds=target=gpu --moe-hoist-row-invariants --moe-step-tables --moe-lower-to-gpu --canonicalize | FileCheck %s --check-prefix=LONG
 
 // CHECK: %[[ENTRY:.*]] = arith.minui %{{.*}}, %c7 : index
 // CHECK: memref.load %{{.*}}[%{{.*}}, %[[ENTRY]]] : memref<?x8xi32>

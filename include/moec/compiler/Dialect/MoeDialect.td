@@ -61,6 +61,10 @@ def Moe_Dialect : Dialect {
     "::mlir::IntegerAttr":$point_rows,
     // moe-lane-point-access (GPU): a prefix-count moe.fold that a warp of points counts with a ballot.
     "::mlir::UnitAttr":$lane_scan,
+    // moe-step-tables (GPU): a moe.fold of a domain's body, run along each row by a warp, whose per-step work
+    // that does not vary along the row moe-lower-to-gpu does once per step in the row's prologue, into
+    // shared-memory tables that the steps along the row read.
+    "::mlir::UnitAttr":$step_table,
     // moe-widen-rounded-folds: an arith.truncf whose operand cannot be NaN (moe-expand-unchecked-roundings).
     "::mlir::UnitAttr":$nan_unchecked,
     // step tables (GPU): a warp vote whose result says that a fold's exact check held for every lane.

@@ -248,8 +248,16 @@ struct RowTarget {
                                  // loop along the row of a constant count per lane is marked kLaneLoopAttr
   bool streamableStores = false; // CPU: the output's vector stores are marked kStreamableAttr (markStreamable)
   StagedRow *staged = nullptr; // Ascend: the row runs in chunks through UB buffers
-  bool stepTables = false;     // GPU: fold steps read their row-invariant values from shared-memory tables
 };
+
+/// moe-step-tables (GPU): a fold of a domain's body whose steps' row-invariant work emitRow does once per
+/// step in the row's prologue, into shared-memory tables (BodyEmitter::emitStepTables; see MoeDialect.td).
+constexpr llvm::StringLiteral kStepTableAttr = MoeDialect::StepTableAttrHelper::getNameStr();
+/// The most steps `fold` runs: a constant bound, or the length of the list whose count bounds it; 0 where
+/// neither is known.
+int64_t mostFoldSteps(FoldOp fold);
+/// A step table has a row per step, at most this many.
+constexpr int64_t kMaxStepTableSteps = 4096;
 
 void emitRow(mlir::OpBuilder &b, DomainOp op, mlir::Value row, mlir::Value laneStart, int64_t laneStride,
              int64_t vectorAlignment, int64_t reductionWidth, RowTarget rowTarget);

@@ -161,6 +161,38 @@ def MoeLanePointAccess : Pass<"moe-lane-point-access", "::mlir::ModuleOp"> {
   }];
 }
 
+def MoeStepTables : Pass<"moe-step-tables", "::mlir::ModuleOp"> {
+  let summary = "GPU: a fold's per-step work that does not vary along the row runs once per step, into tables";
+  let description = [{
+    A fold along a row (its accumulator varies along the row's contiguous index) whose steps do work that
+    does not (C2: a step's rowmap entry, its checks and its gathered row's prob) redoes that work for every
+    vector of the row. This pass marks such a fold `moe.step_table` where a warp runs each row (a domain
+    that is neither a point domain nor a row group) and its steps are known before the row's loop: a bound
+    that is a constant or a `moe.compact`'s count, of at most 4096 steps, computed before the domain or by
+    a row-invariant op (it runs after moe-hoist-row-invariants).
+
+    moe-lower-to-gpu then does the marked folds' per-step work once per step in the row's prologue, each
+    warp's lanes taking the steps round robin, into shared-memory columns (at most 32 KiB a domain, beside
+    its lists), and the steps along the row read the columns. A check's column is also voted on per warp, so
+    that moe-version-row-loops gives the loop a copy without the check's branch (lit:
+    `gpu-step-tables.mlir`). `--disable step-tables` leaves the folds unmarked: every vector reloads.
+
+    ```mlir
+    moe.compute %out[%T, %c64] {schedule = #moe.schedule<rowsPerBlock = 8, threads = 32, vector = 4, unroll = 8>} {
+    ^bb0(%t: index, %h: index):
+      %acc = moe.fold %c8, %zero : f32 {
+      ^bb0(%k: index, %a: f32):
+        %r = memref.load %rowmap[%t, %k] : memref<?x8xi32>     // does not vary along the row
+        ... memref.load %x[%r, %h] ...                          // does
+      }
+      moe.yield %acc : f32
+    }
+    // becomes
+      %acc = moe.fold %c8, %zero : f32 { ... } {moe.step_table}
+    ```
+  }];
+}
+
 def MoeBudgetRegisters : Pass<"moe-budget-registers", "::mlir::ModuleOp"> {
   let summary = "GPU: each kernel is compiled for at most 128 registers a thread";
   let description = [{
@@ -296,10 +328,10 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     The launch geometry is grid = (ceil_div(rows, Y), 1, 1), block = (X, Y, 1); it is recorded on the
     gpu.func as `moe.block` and in the kernel metadata.
 
-    With `step-tables` (the default), a fold along the row whose steps do per-step work that does not vary
-    along the row (C2: a step's rowmap entry, its checks and its gathered row's prob) does that work once
-    per step in the row's prologue, each warp's lanes taking the steps round robin, into shared-memory
-    columns; its steps along the row read the columns instead of redoing it for every vector.
+    A fold marked `moe.step_table` (moe-step-tables), whose steps do per-step work that does not vary along
+    the row (C2: a step's rowmap entry, its checks and its gathered row's prob), does that work once per
+    step in the row's prologue, each warp's lanes taking the steps round robin, into shared-memory columns;
+    its steps along the row read the columns instead of redoing it for every vector.
 
     A dot product that a warp computes along a whole row (a warp per point, or per batch of points:
     moe-group-points) waits for its loads once per step of its loop along j, and with few warps per SM
@@ -321,10 +353,6 @@ def MoeLowerToGPU : Pass<"moe-lower-to-gpu", "::mlir::ModuleOp"> {
     its place; a weight of such a list's steps (a float that a load gives and only the term's arithmetic reads:
     C2's prob) stays out of the table, loaded by the step, so that its load overlaps the gathers.
   }];
-  let options = [
-    Option<"stepTables", "step-tables", "bool", "true",
-           "fold steps read their row-invariant values from tables the row's prologue fills">
-  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",

@@ -1,8 +1,9 @@
-//===- StepTables.cpp - GPU: a fold's per-step work, once per step, in shared memory ---===//
+//===- StepTableLowering.cpp - GPU: a fold's per-step work, once per step, in shared memory ---===//
 //
-// BodyEmitter's step tables: a fold along the row whose steps do work that does not vary along it (a list
-// entry, an index load and its checks, a prob) does that work in the row's prologue, once per step, into
-// shared-memory columns that the steps along the row read (see emitStepTables in BodyEmitter.h).
+// BodyEmitter's step tables: a fold along the row (marked moe.step_table by moe-step-tables) whose steps do
+// work that does not vary along it (a list entry, an index load and its checks, a prob) does that work in
+// the row's prologue, once per step, into shared-memory columns that the steps along the row read (see
+// emitStepTables in BodyEmitter.h).
 //===----------------------------------------------------------------------===//
 #include "moec/contracts/Schedule.h"
 #include "BodyEmitter.h"
@@ -18,7 +19,7 @@ void BodyEmitter::emitStepTables() {
     return;
   // A fold that varies along the row: its accumulator does, so no op that reads it counts as per-step work.
   for (Operation &op : domain.body().without_terminator())
-    if (auto fold = dyn_cast<FoldOp>(op); fold && analysis.isVarying(fold.getResult()))
+    if (auto fold = dyn_cast<FoldOp>(op); fold && fold->hasAttr(kStepTableAttr) && analysis.isVarying(fold.getResult()))
       emitStepTable(fold);
 }
 
@@ -51,7 +52,7 @@ bool BodyEmitter::stepInvariant(Operation &op) const {
   return invariant;
 }
 
-int64_t BodyEmitter::mostSteps(FoldOp fold) {
+int64_t mostFoldSteps(FoldOp fold) {
   APInt constant;
   if (matchPattern(fold.getBound(), m_ConstantInt(&constant)))
     return constant.getSExtValue();
@@ -79,11 +80,11 @@ static bool testedWhereRun(Value check, Block &step) {
 
 void BodyEmitter::emitStepTable(FoldOp fold) {
   Block &step = fold.getBody().front();
-  int64_t length = mostSteps(fold);
+  int64_t length = mostFoldSteps(fold);
   // The bound must be known in the prologue: computed there, or defined before the domain.
   Value bound = fold.getBound();
   bool boundKnown = scalars.contains(bound) || !domain.op()->isAncestor(bound.getParentBlock()->getParentOp());
-  if (length <= 0 || length > 4096 || !boundKnown)
+  if (length <= 0 || length > kMaxStepTableSteps || !boundKnown)
     return;
   SmallVector<Operation *> invariant;
   DenseSet<Operation *> invariantSet;
