@@ -138,7 +138,10 @@ def test_wrong_number_of_tensors(kernel, call):
     ({"dtype": "i32"}, r"dtype i32 is not supported \(allowed: f16, bf16, f32\)"),
     ({"dims": {}}, r"static dim 'H' needs a value"),
     ({"dims": {"H": H, "N": 4}}, r"'N' is a runtime dim"),
-    ({"attrs": {"top_k": 2, "topk": 2}}, r"unknown attribute 'topk'"),
+    ({"attrs": {"top_k": 2, "topk": 2}}, r"unknown attribute 'topk'; did you mean 'top_k'\?"),
+    ({"attrs": {"topk": 2}}, r"unknown attribute 'topk'; did you mean 'top_k'\?"),
+    ({"dims": {"h": H}}, r"unknown dim or attribute 'h'; did you mean 'H'\?"),
+    ({"attrs": {"top_k": 2, "bogus": 1}}, r"unknown attribute 'bogus'$"),
     ({"attrs": {"top_k": 0}}, r"topK must be > 0"),
     ({"with_": ["grad_x"]}, r"'grad_x' is not an optional tensor"),
     ({"schedule": "vec=4"}, r"unknown field 'vec'"),
@@ -172,3 +175,6 @@ def test_cli_mirrors_report_the_commands_errors():
         moec.emit("moe_init_routing_v2_grad", "bogus", dims={"H": H}, attrs={"top_k": K})
     with pytest.raises(moec.ArgumentError, match=r"--dim.*'Q' is not a dim of moe_init_routing_v2_grad"):
         moec.plan("moe_init_routing_v2_grad", "f32", dims={"Q": 1})
+    with pytest.raises(moec.ArgumentError, match=r"--dim.*'h' is not a dim of moe_init_routing_v2_grad; "
+                                                 r"did you mean 'H'\?"):
+        moec.plan("moe_init_routing_v2_grad", "f32", dims={"h": 1})
