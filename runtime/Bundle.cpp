@@ -179,7 +179,7 @@ Kernel Bundle::get(size_t index, const std::map<std::string, int64_t> &runtimeAt
     if (!driver.available())
       throw ArgumentError("bundle kernels run on a GPU: " + driver.unavailableReason());
     if (!context)
-      context = std::make_shared<const CudaContext>(driver, 0);
+      context = std::make_shared<const CudaContext>(driver, kCudaDevice);
     auto l = std::make_shared<LoadedOp>();
     l->op = ops.at(e.op);
     l->dtype = e.dtype;

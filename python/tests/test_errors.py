@@ -79,6 +79,23 @@ def test_wrong_device(kernel, call):
     expect_untouched(out)
 
 
+def test_another_cuda_device(kernel, call):
+    """moec runs on CUDA device 0: a tensor on device 1, input or output, is refused by name, before the
+    kernel's own checks (which would call it CUDA memory for a CPU kernel, as if device 0's)."""
+    grad, idx = call.inputs
+    out = sentinel()
+    with pytest.raises(moec.ArgumentError, match=r"^moe_init_routing_v2_grad: tensor 'grad_expanded_x' is on CUDA "
+                                                 r"device 1, but moec runs on CUDA device 0 \(the first of "
+                                                 r"CUDA_VISIBLE_DEVICES\)") as info:
+        kernel(fake_dlpack.Array(grad, device_type=2, device_id=1), idx, out=out)
+    assert isinstance(info.value, ValueError)
+    expect_untouched(out)
+    elsewhere = fake_dlpack.Array(np.full((N, H), 7.5, np.float32), device_type=2, device_id=1)
+    with pytest.raises(ValueError, match=r"tensor 'grad_x' is on CUDA device 1, but moec runs on CUDA device 0"):
+        kernel(grad, idx, out=elsewhere)
+    expect_untouched(elsewhere.array)
+
+
 @pytest.mark.parametrize("library", ["numpy", "torch"])
 def test_a_tensor_of_another_ops_shape(kernel, call, rng, library):
     """moe_unpermute's [T, E] rowmap where B2 wants its [N*K] row indices, its [R, H'] unzipped rows as B2's

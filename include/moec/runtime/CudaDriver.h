@@ -18,6 +18,10 @@
 
 namespace moec {
 
+/// The device moec's kernels run on and its buffers live on: the process's first (CUDA_VISIBLE_DEVICES says
+/// which GPU that is).
+constexpr int kCudaDevice = 0;
+
 /// The driver entry points moec uses, with cuda.h's signatures (CudaTypesTest checks them against cuda.h's).
 /// The driver exports several under versioned names (cuMemAlloc_v2: CudaDriver.cpp loads those).
 struct CudaDriverTable {
@@ -169,7 +173,7 @@ void launchCuda(const CudaDriver &driver, CUfunction f, CudaDim3 grid, CudaDim3 
 /// primary one.
 class CudaContext {
 public:
-  explicit CudaContext(const CudaDriver &driver, int ordinal = 0);
+  explicit CudaContext(const CudaDriver &driver, int ordinal = kCudaDevice);
   ~CudaContext();
   CudaContext(const CudaContext &) = delete;
   CudaContext &operator=(const CudaContext &) = delete;
