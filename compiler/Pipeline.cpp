@@ -26,6 +26,7 @@
 #include "Targets/GeneratedCode.h"
 #include "moec/compiler/Transforms/BodyLowering.h"
 #include "moec/compiler/Transforms/Passes.h"
+#include "moec/contracts/NearestName.h"
 #include "moec/dsl/Diagnostics.h"
 #include "moec/dsl/Eval.h"
 #include "moec/dsl/Printer.h"
@@ -87,33 +88,6 @@ namespace {
 /// LLVM's optimization level for every target's IR.
 constexpr int kLlvmOptLevel = 2;
 
-/// "; did you mean 'top_k'?" for a name a few edits from one of the op's static dims and attributes (or an
-/// attribute's short name), else "".
-std::string nearestStatic(const dsl::OpDef &op, const std::string &name) {
-  if (name.empty())
-    return "";
-  std::vector<std::string> candidates;
-  for (const dsl::DimDecl &d : op.dims)
-    if (d.isStatic)
-      candidates.push_back(d.name);
-  for (const dsl::AttrDecl &a : op.attrs)
-    if (a.isStatic) {
-      candidates.push_back(a.name);
-      if (a.innerName() != a.name)
-        candidates.push_back(a.innerName());
-    }
-  // A typo, not another word: a third of the name's letters at most, and never all of them ('X' is no 'H').
-  unsigned most = std::min<unsigned>(std::max<size_t>(1, name.size() / 3), name.size() - 1);
-  std::string best;
-  unsigned bestDistance = most + 1;
-  for (const std::string &c : candidates) {
-    unsigned d = llvm::StringRef(name).edit_distance_insensitive(c);
-    if (d < bestDistance)
-      best = c, bestDistance = d;
-  }
-  return best.empty() ? "" : "; did you mean '" + best + "'?";
-}
-
 std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specialization &spec) {
   for (const std::string &name : spec.present) {
     const dsl::TensorDecl *t = op.findTensor(name);
@@ -130,8 +104,12 @@ std::map<std::string, int64_t> resolveStatics(const dsl::OpDef &op, const Specia
   for (const auto &[name, value] : spec.statics) {
     const dsl::DimDecl *dim = op.findDim(name);
     const dsl::AttrDecl *attr = op.findAttr(name);
-    if (!dim && !attr)
-      throw CompileError(op.name + ": unknown dim or attribute '" + name + "'" + nearestStatic(op, name));
+    if (!dim && !attr) {
+      // A runtime name would be refused below, so only static names are suggested.
+      std::vector<std::string> names = op.dimNames(true), attrs = op.attrNames(true);
+      names.insert(names.end(), attrs.begin(), attrs.end());
+      throw CompileError(op.name + ": unknown dim or attribute '" + name + "'" + didYouMean(name, names));
+    }
     if ((dim && !dim->isStatic) || (attr && !attr->isStatic))
       throw CompileError(op.name + ": '" + name + "' is a runtime " + (dim ? "dim" : "attribute") +
                          "; it is passed at launch, not compiled in");

@@ -69,6 +69,25 @@ const AttrDecl *OpDef::findAttr(const std::string &name) const {
   return nullptr;
 }
 
+std::vector<std::string> OpDef::dimNames(bool staticOnly) const {
+  std::vector<std::string> names;
+  for (const DimDecl &d : dims)
+    if (d.isStatic || !staticOnly)
+      names.push_back(d.name);
+  return names;
+}
+
+std::vector<std::string> OpDef::attrNames(bool staticOnly) const {
+  std::vector<std::string> names;
+  for (const AttrDecl &a : attrs)
+    if (a.isStatic || !staticOnly) {
+      names.push_back(a.name);
+      if (a.innerName() != a.name)
+        names.push_back(a.innerName());
+    }
+  return names;
+}
+
 const TensorDecl *OpDef::findTensor(const std::string &name) const {
   int i = tensorIndex(name);
   return i < 0 ? nullptr : &tensors[i];

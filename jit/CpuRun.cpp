@@ -116,7 +116,7 @@ CpuRunResult runOnDevice(const dsl::OpDef &op, DType dtype, const std::map<std::
   ResolvedSpecialization spec = resolve(op, {dtype, call.statics(op), target, schedule, call.present});
   auto entry = compiledRun(reuse, op, spec, &driver, [&] {
     CompiledOp compiled = compile(op, spec);
-    auto context = std::make_shared<const CudaContext>(driver, 0);
+    auto context = std::make_shared<const CudaContext>(driver, kCudaDevice);
     return CompiledRuns::Entry{makeLoadedOp(borrow(op), spec, kernelMetas(compiled), compiled.workspace,
                                             compiled.ptx, nullptr, &driver, context),
                                compiled.times, context};

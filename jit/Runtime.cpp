@@ -91,7 +91,7 @@ Runtime::Runtime(Options o) : options(std::move(o)) {
   if (targetSpec.kind == TargetKind::GPU) {
     if (!options.driver->available())
       throw CompileError("target " + targetSpec.str() + " needs a GPU: " + options.driver->unavailableReason());
-    cudaContext = std::make_shared<const CudaContext>(*options.driver, 0);
+    cudaContext = std::make_shared<const CudaContext>(*options.driver, kCudaDevice);
   }
 
   disk = std::make_unique<DiskCache>(options.cacheDir.value_or(defaultCacheDir()));

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "moec/runtime/Binding.h"
 
+#include "moec/contracts/NearestName.h"
 #include "moec/dsl/Printer.h"
 
 #include <algorithm>
@@ -52,7 +53,7 @@ public:
   void bindAttrs(const std::map<std::string, int64_t> &given, BoundCall &call) {
     for (const auto &[name, value] : given)
       if (!op.findAttr(name))
-        fail(op, "unknown attribute '" + name + "'");
+        fail(op, "unknown attribute '" + name + "'" + didYouMean(name, op.attrNames(false)));
     for (const AttrDecl &a : op.attrs) {
       if (a.innerName() != a.name && given.count(a.name) && given.count(a.innerName()))
         fail(op, "attribute '" + a.name + "' is given twice, as '" + a.name + "' and as its alias '" +

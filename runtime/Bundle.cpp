@@ -2,6 +2,7 @@
 #include "moec/runtime/Bundle.h"
 
 #include "moec/contracts/Files.h"
+#include "moec/contracts/NearestName.h"
 #include "moec/dsl/Parser.h"
 #include "moec/runtime/CudaDriver.h"
 #include "moec/runtime/KernelJson.h"
@@ -91,7 +92,7 @@ void splitRequest(const dsl::OpDef &op, const KernelRequest &request, std::map<s
   for (const auto &[name, value] : request.attrs) {
     const dsl::AttrDecl *a = op.findAttr(name);
     if (!a)
-      throw ArgumentError(op.name + ": unknown attribute '" + name + "'");
+      throw ArgumentError(op.name + ": unknown attribute '" + name + "'" + didYouMean(name, op.attrNames(false)));
     (a->isStatic ? statics : runtimeAttrs)[a->name] = value;
   }
   for (const dsl::AttrDecl &a : op.attrs)
@@ -178,7 +179,7 @@ Kernel Bundle::get(size_t index, const std::map<std::string, int64_t> &runtimeAt
     if (!driver.available())
       throw ArgumentError("bundle kernels run on a GPU: " + driver.unavailableReason());
     if (!context)
-      context = std::make_shared<const CudaContext>(driver, 0);
+      context = std::make_shared<const CudaContext>(driver, kCudaDevice);
     auto l = std::make_shared<LoadedOp>();
     l->op = ops.at(e.op);
     l->dtype = e.dtype;

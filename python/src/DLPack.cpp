@@ -2,6 +2,7 @@
 #include "DLPack.h"
 
 #include "moec/runtime/Binding.h" // ArgumentError
+#include "moec/runtime/CudaDriver.h" // kCudaDevice
 
 #include <dlpack/dlpack.h>
 
@@ -117,6 +118,14 @@ Borrowed borrow(py::handle obj, const std::string &op, const std::string &tensor
     fail(op, "tensor '" + tensor + "' is on DLPack device type " + std::to_string(t.device.device_type) +
                  "; moec runs on the CPU (1) and CUDA (2)");
   }
+  // Another GPU's memory: a kernel on moec's device would fault on it, or read whatever lies at the same
+  // address there. Managed memory (kDLCUDAManaged) is reachable from every device, and pinned host memory
+  // from every device and the host.
+  if (t.device.device_type == kDLCUDA && t.device.device_id != kCudaDevice)
+    fail(op, "tensor '" + tensor + "' is on CUDA device " + std::to_string(t.device.device_id) +
+                 ", but moec runs on CUDA device " + std::to_string(kCudaDevice) +
+                 " (the first of CUDA_VISIBLE_DEVICES): move it there (torch: .to('cuda:" +
+                 std::to_string(kCudaDevice) + "'))");
   if (t.ndim < 0)
     fail(op, "tensor '" + tensor + "': DLPack gave " + std::to_string(t.ndim) + " dims");
   v.shape.assign(t.shape, t.shape + t.ndim);

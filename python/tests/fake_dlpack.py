@@ -1,5 +1,5 @@
 """A DLPack producer written with ctypes: a third array library, that can also claim its host memory is on a
-CUDA device (to check that moec refuses a tensor on the wrong device without a GPU at hand)."""
+CUDA device, any one (to check that moec refuses a tensor on the wrong device without a GPU at hand)."""
 import ctypes
 
 import numpy as np
@@ -32,25 +32,26 @@ _CODES = {"f": 2, "i": 0, "u": 1}
 
 
 class Array:
-    """Exports a contiguous numpy array's memory through DLPack as device `device_type` (1: CPU, 2: CUDA).
-    The structures live as long as this object; the capsules it makes have no destructor."""
+    """Exports a contiguous numpy array's memory through DLPack as device `device_type` (1: CPU, 2: CUDA)
+    number `device_id`. The structures live as long as this object; the capsules it makes have no destructor."""
 
-    def __init__(self, array: np.ndarray, device_type: int = 1):
+    def __init__(self, array: np.ndarray, device_type: int = 1, device_id: int = 0):
         self.array = np.ascontiguousarray(array)
         self.device_type = device_type
+        self.device_id = device_id
         self.exports = 0
         self._shape = (ctypes.c_int64 * self.array.ndim)(*self.array.shape)
         self._managed = []
 
     def __dlpack_device__(self):
-        return (self.device_type, 0)
+        return (self.device_type, self.device_id)
 
     def __dlpack__(self, stream=None):
         self.exports += 1
         a = self.array
         m = DLManagedTensor()
         m.dl_tensor.data = a.ctypes.data
-        m.dl_tensor.device = DLDevice(self.device_type, 0)
+        m.dl_tensor.device = DLDevice(self.device_type, self.device_id)
         m.dl_tensor.ndim = a.ndim
         m.dl_tensor.dtype = DLDataType(_CODES[a.dtype.kind], a.dtype.itemsize * 8, 1)
         m.dl_tensor.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))

@@ -79,6 +79,23 @@ def test_wrong_device(kernel, call):
     expect_untouched(out)
 
 
+def test_another_cuda_device(kernel, call):
+    """moec runs on CUDA device 0: a tensor on device 1, input or output, is refused by name, before the
+    kernel's own checks (which would call it CUDA memory for a CPU kernel, as if device 0's)."""
+    grad, idx = call.inputs
+    out = sentinel()
+    with pytest.raises(moec.ArgumentError, match=r"^moe_init_routing_v2_grad: tensor 'grad_expanded_x' is on CUDA "
+                                                 r"device 1, but moec runs on CUDA device 0 \(the first of "
+                                                 r"CUDA_VISIBLE_DEVICES\)") as info:
+        kernel(fake_dlpack.Array(grad, device_type=2, device_id=1), idx, out=out)
+    assert isinstance(info.value, ValueError)
+    expect_untouched(out)
+    elsewhere = fake_dlpack.Array(np.full((N, H), 7.5, np.float32), device_type=2, device_id=1)
+    with pytest.raises(ValueError, match=r"tensor 'grad_x' is on CUDA device 1, but moec runs on CUDA device 0"):
+        kernel(grad, idx, out=elsewhere)
+    expect_untouched(elsewhere.array)
+
+
 @pytest.mark.parametrize("library", ["numpy", "torch"])
 def test_a_tensor_of_another_ops_shape(kernel, call, rng, library):
     """moe_unpermute's [T, E] rowmap where B2 wants its [N*K] row indices, its [R, H'] unzipped rows as B2's
@@ -138,7 +155,10 @@ def test_wrong_number_of_tensors(kernel, call):
     ({"dtype": "i32"}, r"dtype i32 is not supported \(allowed: f16, bf16, f32\)"),
     ({"dims": {}}, r"static dim 'H' needs a value"),
     ({"dims": {"H": H, "N": 4}}, r"'N' is a runtime dim"),
-    ({"attrs": {"top_k": 2, "topk": 2}}, r"unknown attribute 'topk'"),
+    ({"attrs": {"top_k": 2, "topk": 2}}, r"unknown attribute 'topk'; did you mean 'top_k'\?"),
+    ({"attrs": {"topk": 2}}, r"unknown attribute 'topk'; did you mean 'top_k'\?"),
+    ({"dims": {"h": H}}, r"unknown dim or attribute 'h'; did you mean 'H'\?"),
+    ({"attrs": {"top_k": 2, "bogus": 1}}, r"unknown attribute 'bogus'$"),
     ({"attrs": {"top_k": 0}}, r"topK must be > 0"),
     ({"with_": ["grad_x"]}, r"'grad_x' is not an optional tensor"),
     ({"schedule": "vec=4"}, r"unknown field 'vec'"),
@@ -172,3 +192,6 @@ def test_cli_mirrors_report_the_commands_errors():
         moec.emit("moe_init_routing_v2_grad", "bogus", dims={"H": H}, attrs={"top_k": K})
     with pytest.raises(moec.ArgumentError, match=r"--dim.*'Q' is not a dim of moe_init_routing_v2_grad"):
         moec.plan("moe_init_routing_v2_grad", "f32", dims={"Q": 1})
+    with pytest.raises(moec.ArgumentError, match=r"--dim.*'h' is not a dim of moe_init_routing_v2_grad; "
+                                                 r"did you mean 'H'\?"):
+        moec.plan("moe_init_routing_v2_grad", "f32", dims={"h": 1})

@@ -7,9 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/runtime/CudaTypes.h"
 #include "moec/runtime/ptxemu/Ptx.h"
-
-#include <cuda.h>
 
 #include <cstdint>
 #include <string>

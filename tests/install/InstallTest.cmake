@@ -1,11 +1,13 @@
 # ctest install.consumer: moec as an installed CMake package, used the way the README says.
 #
 #   cmake -DBUILD=<build dir> -DSOURCE=<source dir> -DSCRATCH=<dir, emptied> -DCXX=<C++ compiler>
-#         -DGENERATOR=<CMake generator> -DCUDA_INCLUDE=<dir of cuda.h>
+#         -DGENERATOR=<CMake generator> [-DCUDA_INCLUDE=<dir of cuda.h>]
 #         [-DPYTHON=<python3> -DPYTHONDIR=<the package's dir, relative to the prefix>] -P InstallTest.cmake
 #
 # 1. `cmake --install BUILD --prefix SCRATCH/prefix`.
-# 2. Every installed header compiles against the installed tree alone (and cuda.h): no LLVM or MLIR header.
+# 2. Every installed header compiles against the installed tree alone: no LLVM, MLIR or CUDA header (the
+#    package adds no CUDA include directory either). Where CUDA_INCLUDE has a cuda.h, the headers also
+#    compile with it included before them and after them, as a project using CUDA itself does.
 # 3. The README's CMakeLists.txt (section "Using moec from your project") is tests/install/consumer's; that
 #    project, with the README's C++ example (the first C++ block of "The C++ API") as its app.cpp, configures
 #    against the prefix (find_package(moec CONFIG)), builds with CXX, and runs on the CPU with an empty
@@ -14,7 +16,7 @@
 #    bundle` wrote, and needs no libLLVM or libMLIR at run time.
 # 5. The installed Python module (when PYTHON is given) imports from the prefix and lists the ops.
 cmake_minimum_required(VERSION 3.20) # the policies of the project's own
-foreach(var BUILD SOURCE SCRATCH CXX GENERATOR CUDA_INCLUDE)
+foreach(var BUILD SOURCE SCRATCH CXX GENERATOR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "InstallTest.cmake: -D${var}=... is required")
   endif()
@@ -50,7 +52,7 @@ endfunction()
 # 1. Install.
 run("install" COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
 
-# 2. The installed headers, all in one translation unit, with no include directory but the prefix's and CUDA's.
+# 2. The installed headers, all in one translation unit, with no include directory but the prefix's.
 file(GLOB_RECURSE headers RELATIVE ${prefix}/include ${prefix}/include/moec/*.h)
 list(SORT headers)
 list(LENGTH headers count)
@@ -61,9 +63,28 @@ set(text "")
 foreach(h IN LISTS headers)
   string(APPEND text "#include \"${h}\"\n")
 endforeach()
-file(WRITE ${SCRATCH}/headers.cpp "${text}")
-run("${count} installed headers compile without LLVM's"
-    COMMAND ${CXX} -std=c++20 -fsyntax-only -I${prefix}/include -I${CUDA_INCLUDE} ${SCRATCH}/headers.cpp)
+# cuda.h's include guard: set when a header pulled cuda.h in from some default include directory.
+file(WRITE ${SCRATCH}/headers.cpp "${text}#ifdef __cuda_cuda_h__\n#error an installed header includes cuda.h\n#endif\n")
+run("${count} installed headers compile without LLVM's or CUDA's"
+    COMMAND ${CXX} -std=c++20 -fsyntax-only -I${prefix}/include ${SCRATCH}/headers.cpp)
+if(DEFINED CUDA_INCLUDE AND EXISTS ${CUDA_INCLUDE}/cuda.h)
+  # The package adds no CUDA include directory, so the projects of 3. and 4. build without one too.
+  file(GLOB package_files ${prefix}/lib/cmake/moec/*.cmake)
+  foreach(f IN LISTS package_files)
+    file(READ ${f} package)
+    string(FIND "${package}" "${CUDA_INCLUDE}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${f} names the CUDA include directory ${CUDA_INCLUDE}")
+    endif()
+  endforeach()
+  file(WRITE ${SCRATCH}/headers-cuda-before.cpp "#include <cuda.h>\n${text}")
+  file(WRITE ${SCRATCH}/headers-cuda-after.cpp "${text}#include <cuda.h>\n")
+  foreach(order before after)
+    run("the installed headers compile with cuda.h included ${order} them"
+        COMMAND ${CXX} -std=c++20 -fsyntax-only -I${prefix}/include -I${CUDA_INCLUDE}
+                ${SCRATCH}/headers-cuda-${order}.cpp)
+  endforeach()
+endif()
 
 # 3. The README's project and example.
 file(READ ${SOURCE}/README.md readme)

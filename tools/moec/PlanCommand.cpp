@@ -11,6 +11,7 @@
 #include "Commands.h"
 #include "Common.h"
 
+#include "moec/contracts/NearestName.h"
 #include "moec/jit/Autotuning.h"
 #include "moec/ops/BuiltinOps.h"
 #include "moec/runtime/DiskCache.h"
@@ -37,7 +38,8 @@ ascend::Plan makePlan(const PlanOptions &o) {
   for (const auto &[name, value] : parseAssignments(o.dims, "--dim")) {
     const dsl::DimDecl *dim = op->findDim(name);
     if (!dim)
-      throw CLI::ValidationError("--dim", "'" + name + "' is not a dim of " + op->name);
+      throw CLI::ValidationError("--dim", "'" + name + "' is not a dim of " + op->name +
+                                              didYouMean(name, op->dimNames(false)));
     request.dims[name] = value;
     if (dim->isStatic)
       spec.statics[name] = value;
@@ -45,7 +47,8 @@ ascend::Plan makePlan(const PlanOptions &o) {
   for (const auto &[name, value] : parseAssignments(o.attrs, "--attr")) {
     const dsl::AttrDecl *attr = op->findAttr(name);
     if (!attr)
-      throw CLI::ValidationError("--attr", "'" + name + "' is not an attribute of " + op->name);
+      throw CLI::ValidationError("--attr", "'" + name + "' is not an attribute of " + op->name +
+                                               didYouMean(name, op->attrNames(false)));
     request.attrs[attr->name] = value;
     if (attr->isStatic)
       spec.statics[name] = value;

@@ -2,6 +2,7 @@
 #include "Commands.h"
 #include "Common.h"
 
+#include "moec/contracts/NearestName.h"
 #include "moec/jit/CpuRun.h"
 #include "moec/jit/Runtime.h"
 #include "moec/ops/BuiltinOps.h"
@@ -41,7 +42,8 @@ void writeOutputs(const std::map<std::string, HostTensor> &outputs, const std::s
 void checkDims(const dsl::OpDef &op, const std::vector<std::string> &given, const BoundCall &call) {
   for (const auto &[name, value] : parseAssignments(given, "--dim")) {
     if (!op.findDim(name))
-      throw CLI::ValidationError("--dim", "'" + name + "' is not a dim of " + op.name);
+      throw CLI::ValidationError("--dim", "'" + name + "' is not a dim of " + op.name +
+                                              didYouMean(name, op.dimNames(false)));
     auto bound = call.dims.find(name);
     if (bound == call.dims.end())
       throw CLI::ValidationError("--dim", "no input given carries dim '" + name + "'");

@@ -154,7 +154,7 @@ void runSweep(const TuneOptionsCli &o, tune::TuningDb &db) {
   std::shared_ptr<CudaContext> context;
   std::optional<CudaContext::Scope> current;
   if (o.target == "ptx") {
-    context = std::make_shared<CudaContext>(driver, 0);
+    context = std::make_shared<CudaContext>(driver, kCudaDevice);
     current.emplace(driver, context.get());
   }
 

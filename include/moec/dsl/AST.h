@@ -246,6 +246,10 @@ struct OpDef {
   const AttrDecl *findAttr(const std::string &name) const;
   const TensorDecl *findTensor(const std::string &name) const;
   int tensorIndex(const std::string &name) const;
+  /// The names a misspelt dim or attribute is compared with ("did you mean"): the dims' names, the
+  /// attributes' public names and aliases; only the static ones when `staticOnly`.
+  std::vector<std::string> dimNames(bool staticOnly) const;
+  std::vector<std::string> attrNames(bool staticOnly) const;
 };
 
 } // namespace moec::dsl

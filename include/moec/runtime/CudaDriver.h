@@ -1,13 +1,15 @@
 //===- CudaDriver.h - The CUDA driver API, loaded at run time -----*- C++ -*-===//
 //
 // moec never links libcuda: the driver is opened with dlopen on first use, so every binary builds and runs
-// on machines without a GPU, and reports why CUDA is unavailable instead of failing to start. Only the
-// types come from cuda.h. A table of entry points can also be supplied directly (a fake driver in tests).
+// on machines without a GPU, and reports why CUDA is unavailable instead of failing to start. The types are
+// moec's (CudaTypes.h), so neither moec nor a project using it needs the CUDA toolkit to build. A table of
+// entry points can also be supplied directly (a fake driver in tests).
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include <cuda.h>
+#include "moec/runtime/CudaTypes.h"
 
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -16,37 +18,44 @@
 
 namespace moec {
 
-/// The driver entry points moec uses, with cuda.h's signatures. cuda.h maps several names to versioned
-/// symbols (cuMemAlloc -> cuMemAlloc_v2), so decltype picks the signature of the symbol that is loaded.
+/// The device moec's kernels run on and its buffers live on: the process's first (CUDA_VISIBLE_DEVICES says
+/// which GPU that is).
+constexpr int kCudaDevice = 0;
+
+/// The driver entry points moec uses, with cuda.h's signatures (CudaTypesTest checks them against cuda.h's).
+/// The driver exports several under versioned names (cuMemAlloc_v2: CudaDriver.cpp loads those).
 struct CudaDriverTable {
-  decltype(&::cuInit) init = nullptr;
-  decltype(&::cuDeviceGet) deviceGet = nullptr;
-  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
-  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
-  decltype(&::cuDeviceGetName) deviceGetName = nullptr;
-  decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain = nullptr;
-  decltype(&::cuDevicePrimaryCtxRelease) devicePrimaryCtxRelease = nullptr;
-  decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
-  decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
-  decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
-  decltype(&::cuModuleUnload) moduleUnload = nullptr;
-  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
-  decltype(&::cuLaunchKernel) launchKernel = nullptr;
-  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
-  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
-  decltype(&::cuMemAlloc) memAlloc = nullptr;
-  decltype(&::cuMemFree) memFree = nullptr;
-  decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
-  decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
-  decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
-  decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
-  decltype(&::cuEventCreate) eventCreate = nullptr;
-  decltype(&::cuEventRecord) eventRecord = nullptr;
-  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
-  decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
-  decltype(&::cuEventDestroy) eventDestroy = nullptr;
-  decltype(&::cuGetErrorName) getErrorName = nullptr;
-  decltype(&::cuGetErrorString) getErrorString = nullptr;
+  CUresult (*init)(unsigned flags) = nullptr;
+  CUresult (*deviceGet)(CUdevice *device, int ordinal) = nullptr;
+  CUresult (*deviceGetCount)(int *count) = nullptr;
+  CUresult (*deviceGetAttribute)(int *value, CUdevice_attribute attribute, CUdevice device) = nullptr;
+  CUresult (*deviceGetName)(char *name, int length, CUdevice device) = nullptr;
+  CUresult (*devicePrimaryCtxRetain)(CUcontext *context, CUdevice device) = nullptr;
+  CUresult (*devicePrimaryCtxRelease)(CUdevice device) = nullptr;
+  CUresult (*ctxSetCurrent)(CUcontext context) = nullptr;
+  CUresult (*ctxGetCurrent)(CUcontext *context) = nullptr;
+  CUresult (*moduleLoadDataEx)(CUmodule *module, const void *image, unsigned optionCount, CUjit_option *options,
+                               void **optionValues) = nullptr;
+  CUresult (*moduleUnload)(CUmodule module) = nullptr;
+  CUresult (*moduleGetFunction)(CUfunction *function, CUmodule module, const char *name) = nullptr;
+  CUresult (*launchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ, unsigned blockX,
+                           unsigned blockY, unsigned blockZ, unsigned sharedBytes, CUstream stream, void **params,
+                           void **extra) = nullptr;
+  CUresult (*streamSynchronize)(CUstream stream) = nullptr;
+  CUresult (*ctxSynchronize)() = nullptr;
+  CUresult (*memAlloc)(CUdeviceptr *pointer, size_t bytes) = nullptr;
+  CUresult (*memFree)(CUdeviceptr pointer) = nullptr;
+  CUresult (*memcpyHtoD)(CUdeviceptr to, const void *from, size_t bytes) = nullptr;
+  CUresult (*memcpyDtoH)(void *to, CUdeviceptr from, size_t bytes) = nullptr;
+  CUresult (*memcpyDtoDAsync)(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*memsetD8Async)(CUdeviceptr to, unsigned char value, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*eventCreate)(CUevent *event, unsigned flags) = nullptr;
+  CUresult (*eventRecord)(CUevent event, CUstream stream) = nullptr;
+  CUresult (*eventSynchronize)(CUevent event) = nullptr;
+  CUresult (*eventElapsedTime)(float *milliseconds, CUevent start, CUevent end) = nullptr;
+  CUresult (*eventDestroy)(CUevent event) = nullptr;
+  CUresult (*getErrorName)(CUresult error, const char **name) = nullptr;
+  CUresult (*getErrorString)(CUresult error, const char **text) = nullptr;
 };
 
 /// A failed driver call; what() reads "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".
@@ -164,7 +173,7 @@ void launchCuda(const CudaDriver &driver, CUfunction f, CudaDim3 grid, CudaDim3 
 /// primary one.
 class CudaContext {
 public:
-  explicit CudaContext(const CudaDriver &driver, int ordinal = 0);
+  explicit CudaContext(const CudaDriver &driver, int ordinal = kCudaDevice);
   ~CudaContext();
   CudaContext(const CudaContext &) = delete;
   CudaContext &operator=(const CudaContext &) = delete;

@@ -6,10 +6,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/runtime/CudaTypes.h"
 #include "moec/runtime/HostTensor.h"
 #include "moec/runtime/Tensor.h"
-
-#include <cuda.h>
 
 #include <optional>
 #include <vector>

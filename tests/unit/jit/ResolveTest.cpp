@@ -2,6 +2,7 @@
 // loaded op, tuning and bundles all read the same statics and the same optional tensors.
 #include "moec/compiler/Pipeline.h"
 #include "moec/ops/BuiltinOps.h"
+#include "moec/runtime/Bundle.h" // splitRequest
 
 #include <gtest/gtest.h>
 
@@ -50,6 +51,28 @@ TEST(Resolve, OptionalOutputsArePresentWhenTheirConditionHolds) {
   EXPECT_EQ(with.present, present);
 }
 
+// The runtime splits a request's attributes before resolving it (Runtime::get, bundles, Python): an unknown
+// one is refused there, with the same suggestion as resolve()'s.
+TEST(Resolve, SplitRequestSuggestsTheNearestAttribute) {
+  auto op = loadOp("moe_init_routing_v2_grad");
+  auto fails = [&](std::map<std::string, int64_t> attrs) -> std::string {
+    std::map<std::string, int64_t> statics, runtimeAttrs;
+    try {
+      splitRequest(*op, {dsl::DType::BF16, {{"H", 512}}, attrs, {}, {}}, statics, runtimeAttrs);
+    } catch (const ArgumentError &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(fails({{"top_k", 8}, {"active_num", 3}}), "");
+  EXPECT_EQ(fails({{"topk", 8}}), "moe_init_routing_v2_grad: unknown attribute 'topk'; did you mean 'top_k'?");
+  // Runtime attributes are candidates too, and an alias ('K') is one.
+  EXPECT_EQ(fails({{"top_k", 8}, {"active_nun", 3}}),
+            "moe_init_routing_v2_grad: unknown attribute 'active_nun'; did you mean 'active_num'?");
+  EXPECT_EQ(fails({{"k", 8}}), "moe_init_routing_v2_grad: unknown attribute 'k'; did you mean 'K'?");
+  EXPECT_EQ(fails({{"top_k", 8}, {"Q", 1}}), "moe_init_routing_v2_grad: unknown attribute 'Q'");
+}
+
 TEST(Resolve, RejectsWhatTheOpDoesNotAllow) {
   auto op = loadOp("moe_init_routing_v2_grad");
   auto fails = [&](Specialization s) { return compileError([&] { (void)resolve(*op, s); }); };
@@ -63,6 +86,10 @@ TEST(Resolve, RejectsWhatTheOpDoesNotAllow) {
   s.statics.erase("top_k");
   s.statics["topk"] = 8;
   EXPECT_NE(fails(s).find("unknown dim or attribute 'topk'; did you mean 'top_k'?"), std::string::npos) << fails(s);
+  s = ok;
+  s.statics.erase("H");
+  s.statics["h"] = 512;
+  EXPECT_NE(fails(s).find("unknown dim or attribute 'h'; did you mean 'H'?"), std::string::npos) << fails(s);
   s = ok;
   s.statics.erase("top_k");
   EXPECT_NE(fails(s).find("static attribute 'top_k' needs a value"), std::string::npos) << fails(s);

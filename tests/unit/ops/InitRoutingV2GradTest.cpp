@@ -603,6 +603,10 @@ TEST(InitRoutingV2GradErrors, UnknownAttribute) {
   auto attrs = c.attrs;
   attrs["expert_capacity"] = 2;
   expectError(DType::F32, attrs, c.inputs(), {"unknown attribute 'expert_capacity'"});
+  // A misspelt name gets the nearest one, runtime attributes included.
+  attrs = c.attrs;
+  attrs["activenum"] = 0;
+  expectError(DType::F32, attrs, c.inputs(), {"unknown attribute 'activenum'; did you mean 'active_num'?"});
 }
 
 TEST(InitRoutingV2GradErrors, MissingRequiredAttribute) {

@@ -10,9 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "moec/runtime/CudaTypes.h"
 #include "moec/runtime/ptxemu/Ptx.h"
-
-#include <cuda.h>
 
 #include <array>
 #include <map>
