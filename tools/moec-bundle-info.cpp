@@ -7,10 +7,16 @@
 #include "moec/runtime/CudaDriver.h"
 
 #include <iostream>
+#include <string>
 
 int main(int argc, char **argv) {
+  const char *usage = "usage: moec-bundle-info BUNDLE_DIR\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
   if (argc != 2) {
-    std::cerr << "usage: moec-bundle-info BUNDLE_DIR\n";
+    std::cerr << usage;
     return 2;
   }
   try {

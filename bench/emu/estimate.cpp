@@ -31,9 +31,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <string>
 
 namespace {
@@ -103,18 +107,38 @@ nlohmann::json estimateEntry(const Bundle::Entry &e, const Kernel &kernel, bool 
 
 } // namespace
 
+/// A count argument: a whole number, or nullopt.
+static std::optional<size_t> countArgument(const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (!*text || *end || errno || std::strchr(text, '-'))
+    return std::nullopt;
+  return size_t(value);
+}
+
 int main(int argc, char **argv) {
+  const char *usage = "usage: moec-emu-estimate BUNDLE_DIR [FIRST [COUNT]]: entries FIRST .. FIRST + COUNT - 1 "
+                      "(all by default), a JSON line each\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
   if (argc < 2 || argc > 4) {
-    std::cerr << "usage: moec-emu-estimate BUNDLE_DIR [FIRST [COUNT]]: entries FIRST .. FIRST + COUNT - 1 (all by "
-                 "default), a JSON line each\n";
+    std::cerr << usage;
+    return 2;
+  }
+  std::optional<size_t> first = argc > 2 ? countArgument(argv[2]) : size_t(0);
+  std::optional<size_t> count = argc > 3 ? countArgument(argv[3]) : std::numeric_limits<size_t>::max();
+  if (!first || !count) {
+    std::cerr << "moec-emu-estimate: FIRST and COUNT must be whole numbers, not '" << argv[!first ? 2 : 3] << "'\n"
+              << usage;
     return 2;
   }
   try {
     const CudaDriver &emu = CudaDriver::emulator();
     std::unique_ptr<Bundle> bundle = Bundle::open(argv[1], emu);
-    const size_t first = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 0;
-    const size_t count = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : bundle->entries().size();
-    for (size_t index = first; index < bundle->entries().size() && index - first < count; ++index) {
+    for (size_t index = *first; index < bundle->entries().size() && index - *first < *count; ++index) {
       const Bundle::Entry &e = bundle->entries()[index];
       Kernel kernel = bundle->get(index);
       for (bool active : {false, true}) {

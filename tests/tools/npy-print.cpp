@@ -45,8 +45,13 @@ std::string format(const NpyArray &a, size_t i) {
 } // namespace
 
 int main(int argc, char **argv) {
+  const char *usage = "usage: npy-print FILE.npy\n";
+  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: npy-print FILE.npy\n");
+    std::fputs(usage, stderr);
     return 1;
   }
   NpyArray a;
