@@ -847,6 +847,12 @@ MUTATIONS = [
        "  return def && def->getBlock() == &domain.body() && def->hasAttr(kRowInvariantAttr);\n",
        "  return def && def->getBlock() == &domain.body();\n")],
      None, "Transforms/step-tables"),
+    ("point-row-slots-narrow-anything",
+     "a row of points carries every index its waiting points keep as an i32, also one that may not fit 32 bits",
+     [("compiler/Targets/GPU/WarpPointRows.cpp",
+       "  if (!v.getType().isIndex() || depth > 8)\n    return false;\n",
+       "  if (!v.getType().isIndex() || depth > 8)\n    return false;\n  return true;\n")],
+     None, "Transforms/point-row-slots"),
     ("accumulate-rows-scalar-rows",
      "moe-accumulate-rows marks the reduction of a row of scalars (vector 1), which has no vectors to "
      "accumulate for",

@@ -85,6 +85,33 @@ LaneScans emitLaneScans(OpBuilder &b, DomainOp op, const VaryingAnalysis &analys
   }
   return scans;
 }
+/// Whether `v`, a value a waiting point keeps, is an index that fits 32 bits (signed) whatever the inputs: the
+/// domain's last index below a constant bound that does, a constant that does, an index a signed cast made
+/// from an integer of at most 32 bits (a row number loaded from an i32 tensor), or a choice between such
+/// values (a select, or an scf.if's result: A3's slot row, out_index[..] where the slot is live, else -1).
+bool fitsInt32(Value v, DomainOp op, int depth = 0) {
+  if (!v.getType().isIndex() || depth > 8)
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    APInt bound;
+    return arg.getOwner() == &op.body() && arg.getArgNumber() == op.body().getNumArguments() - 1 &&
+           matchPattern(op.bounds().back(), m_ConstantInt(&bound)) && bound.isIntN(31);
+  }
+  Operation *def = v.getDefiningOp();
+  APInt constant;
+  if (matchPattern(v, m_ConstantInt(&constant)))
+    return constant.isSignedIntN(32);
+  if (auto cast = dyn_cast<arith::IndexCastOp>(def))
+    return cast.getIn().getType().isSignlessInteger() && cast.getIn().getType().getIntOrFloatBitWidth() <= 32;
+  if (auto select = dyn_cast<arith::SelectOp>(def))
+    return fitsInt32(select.getTrueValue(), op, depth + 1) && fitsInt32(select.getFalseValue(), op, depth + 1);
+  if (auto ifOp = dyn_cast<scf::IfOp>(def)) {
+    unsigned result = cast<OpResult>(v).getResultNumber();
+    return ifOp.elseBlock() && fitsInt32(ifOp.thenYield().getOperand(result), op, depth + 1) &&
+           fitsInt32(ifOp.elseYield().getOperand(result), op, depth + 1);
+  }
+  return false;
+}
 } // namespace
 
 void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t vectorAlignment) {
@@ -142,10 +169,24 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
   bool oneChunk =
       rank == 1 ? 2 * kPointRunLength <= kWarpLanes // emitKeyAlignedRun's runs: at most 2 L points
                 : matchPattern(op.bounds().back(), m_ConstantInt(&rowLength)) && rowLength.getSExtValue() <= kWarpLanes;
+  // A kept index that fits 32 bits (a point's last index below a constant bound, or an index widened from a
+  // loaded i32, such as a row number) waits in its slots as an i32: an index is 64 bits on the GPU, and the
+  // slots of a batch of 8 are carried across the row's steps (16 of A3's probs kernels' registers).
+  SmallVector<bool> narrowSlots;
+  for (Value v : kept)
+    narrowSlots.push_back(!oneChunk && fitsInt32(v, op));
+  Type i32 = b.getI32Type();
+  auto slotType = [&](size_t k) { return narrowSlots[k] ? i32 : kept[k].getType(); };
+  auto toSlot = [&](size_t k, Value v) {
+    return narrowSlots[k] ? Value(arith::IndexCastOp::create(b, loc, i32, v)) : v;
+  };
+  auto fromSlot = [&](size_t k, Value v) {
+    return narrowSlots[k] ? Value(arith::IndexCastOp::create(b, loc, b.getIndexType(), v)) : v;
+  };
   SmallVector<Value> waiting{cst(0)};
   if (!oneChunk)
-    for (Value v : kept)
-      waiting.append(slots, zero(v.getType()));
+    for (size_t k = 0; k < kept.size(); ++k)
+      waiting.append(slots, zero(slotType(k)));
   auto slot = [&](ValueRange state, size_t k, int64_t i) { return state[1 + k * slots + i]; };
 
   // The points 32 at a time, a lane each.
@@ -244,7 +285,7 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
     Value firstLane = oneChunk ? lowestLane(waitingLanes, zero32) : Value();
     // Slot i's kept value k: from its slot, or (one chunk) from the lane of the i-th waiting point.
     auto slotValue = [&](size_t k, int64_t i, Value laneOfSlot) {
-      return oneChunk ? laneValue(b, loc, ifPoint.getResult(1 + k), laneOfSlot) : slot(state, k, i);
+      return oneChunk ? laneValue(b, loc, ifPoint.getResult(1 + k), laneOfSlot) : fromSlot(k, slot(state, k, i));
     };
     SmallVector<Value> pointValues(kept.size());
     for (size_t k = 0; k < kept.size(); ++k)
@@ -295,9 +336,9 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
               continue;
             }
             Value own = slot(state, k, i), firstSlot = slot(state, k, 0);
-            emitters.back()->mapScalar(v, !active || isKey
-                                              ? (isKey ? firstSlot : own)
-                                              : Value(arith::SelectOp::create(b, loc, active, own, firstSlot)));
+            emitters.back()->mapScalar(
+                v, fromSlot(k, !active || isKey ? (isKey ? firstSlot : own)
+                                                : Value(arith::SelectOp::create(b, loc, active, own, firstSlot))));
           }
           actives.push_back(active);
         }
@@ -328,12 +369,14 @@ void emitWarpPointRow(OpBuilder &b, DomainOp op, Value row, Value lane, int64_t 
       Value bit = arith::SelectOp::create(b, loc, live, arith::ShLIOp::create(b, loc, one32, from), zero32);
       yielded.push_back(arith::OrIOp::create(b, loc, stillWaiting, bit));
     }
-    for (auto [k, v] : llvm::enumerate(kept))
-      for (int64_t i = 0; i < slots && !oneChunk; ++i) {
+    for (size_t k = 0; k < kept.size() && !oneChunk; ++k) {
+      Value entering = toSlot(k, pointValues[k]);
+      for (int64_t i = 0; i < slots; ++i) {
         Value here =
             arith::AndIOp::create(b, loc, live, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, cst(i)));
-        yielded.push_back(arith::SelectOp::create(b, loc, here, pointValues[k], slot(state, k, i)));
+        yielded.push_back(arith::SelectOp::create(b, loc, here, entering, slot(state, k, i)));
       }
+    }
     scf::YieldOp::create(b, loc, yielded);
   }
   SmallVector<Value> next(stepLoop.getResults().drop_front().take_front(waiting.size()));
