@@ -122,11 +122,12 @@ public:
   /// Starts from values a row prologue already computed.
   void startFrom(const BodyEmitter &prologue);
 
-  /// GPU, a row's prologue (after its guard): for each fold that runs along the row, steps over a list or
-  /// a constant range, and does per-step work that does not vary along the row (a list entry, an index
-  /// load and its checks, a gathered row's weight), that work runs here once per step, the warp's lanes
-  /// taking the steps round robin, into shared-memory tables (a column per value the rest of the step
-  /// uses). The fold's steps along the row then read the columns instead of redoing it for every vector.
+  /// GPU, a row's prologue (after its guard): for each fold marked moe.step_table (moe-step-tables) that runs
+  /// along the row, steps over a list or a constant range, and does per-step work that does not vary along
+  /// the row (a list entry, an index load and its checks, a gathered row's weight), that work runs here once
+  /// per step, the warp's lanes taking the steps round robin, into shared-memory tables (a column per value
+  /// the rest of the step uses). The fold's steps along the row then read the columns instead of redoing it
+  /// for every vector.
   void emitStepTables();
 
   /// How the row's target wants lists and stores (see RowTarget). On the GPU the row's prologue runs with

@@ -17,10 +17,13 @@ namespace moec::moe {
 void BodyEmitter::emitStepTables() {
   if (!onGpu || part != Part::RowPrologue || !warpLane || domain.schedule().getThreads() % kWarpSize != 0)
     return;
-  // A fold that varies along the row: its accumulator does, so no op that reads it counts as per-step work.
-  for (Operation &op : domain.body().without_terminator())
-    if (auto fold = dyn_cast<FoldOp>(op); fold && fold->hasAttr(kStepTableAttr) && analysis.isVarying(fold.getResult()))
+  // A fold moe-step-tables marked, which varies along the row: its accumulator does, so no op that reads it
+  // counts as per-step work.
+  for (Operation &op : domain.body().without_terminator()) {
+    auto fold = dyn_cast<FoldOp>(op);
+    if (fold && fold->hasAttr(kStepTableAttr) && analysis.isVarying(fold.getResult()))
       emitStepTable(fold);
+  }
 }
 
 Value BodyEmitter::sharedBuffer(int64_t size, Type element, Location loc) {
