@@ -188,7 +188,7 @@ def MoeStepTables : Pass<"moe-step-tables", "::mlir::ModuleOp"> {
       moe.yield %acc : f32
     }
     // becomes
-      %acc = moe.fold %c8, %zero : f32 { ... } {moe.step_table}
+      %acc = moe.fold %c8, %zero {moe.step_table} : f32 { ... }
     ```
   }];
 }
